@@ -1,0 +1,77 @@
+"""pard: proactive request dropping for multi-model DNN inference pipelines.
+
+Implements PARD (Zhao, Hu, Chen et al., "PARD: Enhancing Goodput for Inference Pipeline via
+Proactive Request Dropping", EuroSys 2026, arXiv 2602.08747).  The hot path (queues, priority,
+drop decisions, the simulator's event loop) is C++ in ``pard._core``; this package holds the
+configuration, workloads, planner, runtime, reports and CLI.
+
+Public names are loaded on first use, so ``import pard`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ._version import __version__
+from .errors import (
+    ConfigError,
+    Dropped,
+    ExecutorError,
+    PardError,
+    PardWarning,
+    Rejected,
+    TraceError,
+)
+
+try:
+    from . import _core
+except ImportError as exc:  # pragma: no cover - only when the extension was not built
+    raise ImportError(
+        "pard's compiled core (pard._core) could not be imported: the package was probably "
+        "installed without being compiled. Build it with `pip install .` (needs a C++17 "
+        "compiler and CMake) or, in a source tree, `pip install -e . --no-build-isolation`. "
+        f"Original error: {exc}"
+    ) from exc
+
+# Public name -> module that defines it (loaded lazily by __getattr__ below).
+_LAZY: dict[str, str] = {
+    "config": "pard.config",
+    "workloads": "pard.workloads",
+    "PipelineSpec": "pard.config",
+    "StageSpec": "pard.config",
+}
+
+__all__ = [
+    "__version__",
+    "build_info",
+    "PardError",
+    "ConfigError",
+    "TraceError",
+    "Dropped",
+    "Rejected",
+    "ExecutorError",
+    "PardWarning",
+    *_LAZY,
+]
+
+
+def build_info() -> dict[str, str]:
+    """How the C++ core was compiled: compiler, build type, C++ standard, pybind11 version."""
+    info = dict(_core.build_info())
+    info["version"] = __version__
+    return info
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'pard' has no attribute {name!r}")
+    module = importlib.import_module(module_name)
+    value = module if module_name == f"pard.{name}" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

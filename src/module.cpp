@@ -1,0 +1,11 @@
+// pard._core: wiring only. Each concept registers itself from its own register_<concept>.cpp.
+#include <pybind11/pybind11.h>
+
+#include "register.hpp"
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "pard's C++ core (private: import pard, not pard._core)";
+    pard::bind::register_build_info(m);
+}

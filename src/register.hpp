@@ -1,0 +1,7 @@
+// One declaration per register_<concept>.cpp; module.cpp calls each once.
+#pragma once
+#include <pybind11/pybind11.h>
+
+namespace pard::bind {
+void register_build_info(pybind11::module_& m);
+}  // namespace pard::bind
