@@ -40,6 +40,7 @@ _LAZY: dict[str, str] = {
     "workloads": "pard.workloads",
     "PipelineSpec": "pard.config",
     "StageSpec": "pard.config",
+    "ArrayExecutor": "pard.executors",
 }
 
 __all__ = [

@@ -1,0 +1,206 @@
+"""Stage executors: what a worker of the live runtime calls to run one batch.
+
+An *executor* is any object with ``__call__(payloads: list) -> Sequence`` that takes a batch's
+payloads (one per request, in the batch's service order) and returns one output per request, in the
+same order.  :class:`pard.Runtime` calls it from the stage's worker threads, one batch at a time per
+worker, and treats an exception as the failure of that batch only: its requests end in state
+``failed`` with the error, and the worker carries on with its next batch.
+
+Two executors ship here:
+
+* :class:`ArrayExecutor` — for array models: stacks the payloads into one ``(B, ...)`` array, runs
+  ``fn`` on it once, and splits the ``(B, ...)`` result back into ``B`` outputs.  It computes with
+  CuPy when CuPy is importable and a GPU is present (``cupy.is_available()``), giving each worker
+  thread its own CUDA stream, and with NumPy otherwise.
+* :class:`CallableExecutor` — wraps a plain Python callable, either batched (``fn(list) -> list``)
+  or per request (``fn(payload) -> output``).
+
+A plain callable handed to the runtime as a stage is wrapped in ``CallableExecutor(fn)`` (batched).
+Neighbours: :mod:`pard.models` provides array models; :mod:`pard.runtime` owns the worker threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = [
+    "Executor",
+    "ArrayExecutor",
+    "CallableExecutor",
+    "as_executor",
+    "gpu_available",
+]
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """Anything the runtime can call with a batch: ``payloads -> outputs`` of the same length."""
+
+    def __call__(self, payloads: list[Any]) -> Sequence[Any]: ...
+
+
+_GPU: bool | None = None
+_GPU_LOCK = threading.Lock()
+
+
+def gpu_available() -> bool:
+    """True when CuPy imports and reports a usable CUDA device (``cupy.is_available()``); cached."""
+    global _GPU
+    if _GPU is None:
+        with _GPU_LOCK:
+            if _GPU is None:
+                try:
+                    import cupy  # noqa: PLC0415 - optional dependency (pard[gpu])
+
+                    _GPU = bool(cupy.is_available())
+                except Exception:  # ImportError, or a CUDA driver/runtime error while probing
+                    _GPU = False
+    return _GPU
+
+
+class ArrayExecutor:
+    """Run an array function on a whole batch: stack, compute once, split.
+
+    Args:
+        fn: ``fn(batch) -> out`` where ``batch`` has shape ``(B, *payload_shape)`` and ``out`` has
+            shape ``(B, ...)``; it must compute with the module of its argument (see
+            :func:`pard.models.array_module`), like the reference models do.
+        device: ``"auto"`` (CuPy on a GPU when :func:`gpu_available`, else NumPy), ``"cpu"``
+            (always NumPy) or ``"gpu"`` (CuPy; ``RuntimeError`` at construction if unavailable).
+        payload_shape: if given, the shape every payload must have (without the batch axis); the
+            runtime checks it at ``submit`` for an entry stage (see :attr:`payload_shape`).
+        to_host: on the GPU, copy the outputs back to NumPy (default ``False``: outputs stay on
+            the device, so the next stage's executor stacks them without a transfer).
+        dtype: the stacked batch's dtype (default ``float32``).
+
+    Calling the executor with ``B >= 1`` payloads (array-likes of one shape, NumPy or CuPy)
+    returns a list of ``B`` arrays, ``out[i]`` for request ``i``.  On the GPU each worker thread
+    runs on its own non-blocking CUDA stream and synchronises it before returning, so the outputs
+    are ready and the measured duration is the real one.
+
+    Raises (at call time; the runtime turns them into ``failed`` requests):
+        ValueError: payloads of differing shapes, or ``fn`` returned something whose first axis is
+            not ``B``.  Whatever ``fn`` raises propagates unchanged.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[[Any], Any],
+        *,
+        device: str = "auto",
+        payload_shape: Sequence[int] | None = None,
+        to_host: bool = False,
+        dtype: Any = np.float32,
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(f"ArrayExecutor: fn must be callable, got {type(fn).__name__}")
+        if device not in ("auto", "cpu", "gpu"):
+            raise ValueError(f"ArrayExecutor: device must be 'auto', 'cpu' or 'gpu', got {device!r}")
+        if device == "gpu" and not gpu_available():
+            raise RuntimeError("ArrayExecutor(device='gpu'): CuPy is not installed or no CUDA device is available")
+        self.fn = fn
+        self.on_gpu = device == "gpu" or (device == "auto" and gpu_available())
+        self.payload_shape = None if payload_shape is None else tuple(int(d) for d in payload_shape)
+        self.to_host = bool(to_host)
+        self.dtype = np.dtype(dtype)
+        self._local = threading.local()
+
+    @property
+    def device(self) -> str:
+        """``"gpu"`` when batches run on CuPy, else ``"cpu"``."""
+        return "gpu" if self.on_gpu else "cpu"
+
+    def __repr__(self) -> str:
+        name = getattr(self.fn, "name", None) or getattr(self.fn, "__name__", type(self.fn).__name__)
+        return f"ArrayExecutor({name}, device={self.device!r}, payload_shape={self.payload_shape})"
+
+    def _stream(self) -> Any:
+        stream = getattr(self._local, "stream", None)
+        if stream is None:
+            import cupy  # noqa: PLC0415
+
+            stream = cupy.cuda.Stream(non_blocking=True)
+            self._local.stream = stream
+        return stream
+
+    def __call__(self, payloads: list[Any]) -> list[Any]:
+        n = len(payloads)
+        if n == 0:
+            return []
+        if self.on_gpu:
+            import cupy  # noqa: PLC0415
+
+            stream = self._stream()
+            with stream:
+                batch = cupy.stack([cupy.asarray(p, dtype=self.dtype) for p in payloads])
+                out = self.fn(batch)
+                if self.to_host:
+                    out = cupy.asnumpy(out, stream=stream)
+            stream.synchronize()
+        else:
+            batch = np.stack([np.asarray(p, dtype=self.dtype) for p in payloads])
+            out = self.fn(batch)
+        shape = getattr(out, "shape", None)
+        if shape is None or len(shape) == 0 or int(shape[0]) != n:
+            raise ValueError(
+                f"ArrayExecutor: fn returned {type(out).__name__} of shape {shape}, expected first axis {n}"
+            )
+        return [out[i] for i in range(n)]
+
+
+class CallableExecutor:
+    """Wrap a plain Python callable as a stage executor.
+
+    Args:
+        fn: with ``per_request=False`` (default), ``fn(payloads: list) -> Sequence`` returning one
+            output per payload, in order; with ``per_request=True``, ``fn(payload) -> output``,
+            called once per request of the batch.
+        per_request: see ``fn``.
+
+    Raises (at call time): ``ValueError`` when a batched ``fn`` returns a sequence of the wrong
+    length; whatever ``fn`` raises propagates (the runtime fails that batch's requests).
+    """
+
+    def __init__(self, fn: Callable[..., Any], *, per_request: bool = False) -> None:
+        if not callable(fn):
+            raise TypeError(f"CallableExecutor: fn must be callable, got {type(fn).__name__}")
+        self.fn = fn
+        self.per_request = bool(per_request)
+
+    def __repr__(self) -> str:
+        name = getattr(self.fn, "__name__", type(self.fn).__name__)
+        return f"CallableExecutor({name}, per_request={self.per_request})"
+
+    def __call__(self, payloads: list[Any]) -> Sequence[Any]:
+        if self.per_request:
+            return [self.fn(p) for p in payloads]
+        out = self.fn(payloads)
+        try:
+            length = len(out)
+        except TypeError:
+            raise ValueError(
+                f"CallableExecutor: batched fn returned {type(out).__name__}, expected a sequence of "
+                f"{len(payloads)} outputs"
+            ) from None
+        if length != len(payloads):
+            raise ValueError(
+                f"CallableExecutor: batched fn returned {length} outputs for {len(payloads)} payloads"
+            )
+        return list(out)
+
+
+def as_executor(stage: Any) -> Any:
+    """The executor for a stage: an ``ArrayExecutor``/``CallableExecutor`` as is, else ``CallableExecutor(stage)``.
+
+    Raises:
+        TypeError: if ``stage`` is not callable.
+    """
+    if isinstance(stage, (ArrayExecutor, CallableExecutor)):
+        return stage
+    if not callable(stage):
+        raise TypeError(f"a stage executor must be callable, got {type(stage).__name__}")
+    return CallableExecutor(stage)

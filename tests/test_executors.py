@@ -1,0 +1,129 @@
+"""Executors: stack/compute/split, errors, plain callables, and the CuPy path where a GPU exists."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from pard.executors import ArrayExecutor, CallableExecutor, as_executor, gpu_available
+
+
+def test_array_executor_stacks_and_splits() -> None:
+    """fn sees one (B, ...) array and each request gets its own row of the result."""
+    seen: list[tuple[int, ...]] = []
+
+    def fn(batch: np.ndarray) -> np.ndarray:
+        seen.append(batch.shape)
+        return batch.sum(axis=(1, 2))[:, None] * np.arange(3)
+
+    ex = ArrayExecutor(fn, device="cpu")
+    payloads = [np.full((2, 2), float(i)) for i in range(5)]
+    out = ex(payloads)
+    assert seen == [(5, 2, 2)]
+    assert len(out) == 5
+    for i, o in enumerate(out):
+        np.testing.assert_array_equal(o, [0.0, 4.0 * i, 8.0 * i])
+    assert ex([]) == []
+
+
+def test_array_executor_casts_to_dtype() -> None:
+    """Payloads are stacked in the executor's dtype (float32 by default)."""
+    ex = ArrayExecutor(lambda b: b, device="cpu")
+    out = ex([np.array([1, 2], dtype=np.int64), [3, 4]])
+    assert out[0].dtype == np.float32
+    np.testing.assert_array_equal(np.stack(out), [[1, 2], [3, 4]])
+
+
+def test_array_executor_errors() -> None:
+    """Mismatched payloads, a wrong-length result and fn's own exception all raise to the caller."""
+    ex = ArrayExecutor(lambda b: b[:1], device="cpu")
+    with pytest.raises(ValueError, match="expected first axis 2"):
+        ex([np.zeros(2), np.zeros(2)])
+    with pytest.raises(ValueError):
+        ArrayExecutor(lambda b: b, device="cpu")([np.zeros(2), np.zeros(3)])
+
+    def boom(b: np.ndarray) -> np.ndarray:
+        raise RuntimeError("model exploded")
+
+    with pytest.raises(RuntimeError, match="model exploded"):
+        ArrayExecutor(boom, device="cpu")([np.zeros(1)])
+    with pytest.raises(ValueError, match="device"):
+        ArrayExecutor(lambda b: b, device="tpu")
+    with pytest.raises(TypeError, match="callable"):
+        ArrayExecutor(42)  # type: ignore[arg-type]
+
+
+def test_callable_executor_modes() -> None:
+    """A batched callable maps list to list; per_request calls fn once per payload."""
+    calls: list[int] = []
+
+    def per(x: int) -> int:
+        calls.append(x)
+        return x * 10
+
+    assert list(CallableExecutor(per, per_request=True)([1, 2, 3])) == [10, 20, 30]
+    assert calls == [1, 2, 3]
+    assert list(CallableExecutor(lambda xs: [x + 1 for x in xs])([1, 2])) == [2, 3]
+    with pytest.raises(ValueError, match="returned 1 outputs for 2 payloads"):
+        CallableExecutor(lambda xs: [0])([1, 2])
+    with pytest.raises(ValueError, match="expected a sequence"):
+        CallableExecutor(lambda xs: 5)([1])
+    assert isinstance(as_executor(lambda xs: xs), CallableExecutor)
+    ex = ArrayExecutor(lambda b: b, device="cpu")
+    assert as_executor(ex) is ex
+    with pytest.raises(TypeError, match="must be callable"):
+        as_executor("not a function")
+
+
+def test_array_executor_thread_safe() -> None:
+    """Several worker threads calling one executor each get their own correct rows."""
+    ex = ArrayExecutor(lambda b: b * 2.0, device="cpu")
+    errors: list[str] = []
+
+    def worker(k: int) -> None:
+        for j in range(200):
+            vals = [np.full(4, float(k * 1000 + j + i)) for i in range(3)]
+            out = ex(vals)
+            for i, o in enumerate(out):
+                if not np.array_equal(o, 2.0 * vals[i].astype(np.float32)):
+                    errors.append(f"{k} {j} {i}")
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+@pytest.mark.skipif(not gpu_available(), reason="CuPy and a CUDA GPU are not available")
+def test_cupy_path_matches_numpy() -> None:
+    """On a GPU, the reference model run through ArrayExecutor matches the NumPy result, per worker stream."""
+    import cupy
+
+    from pard.models import _build, sample_inputs
+
+    m = _build("s0", (32, 32, 3), np.random.default_rng(0), 0.25)
+    gpu = ArrayExecutor(m, device="gpu")
+    assert gpu.device == "gpu"
+    x = sample_inputs(6, seed=7)
+    want = m(x)
+    results: dict[int, list[object]] = {}
+
+    def worker(k: int) -> None:
+        results[k] = list(gpu(list(x)))
+        results[-k - 1] = [id(gpu._local.stream)]
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in range(2):
+        got = np.stack([cupy.asnumpy(o) for o in results[k]])
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+    assert results[-1] != results[-2]  # one stream per worker thread
+    host = ArrayExecutor(m, device="gpu", to_host=True)(list(x[:2]))
+    assert isinstance(host[0], np.ndarray)
