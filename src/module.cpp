@@ -8,4 +8,7 @@ namespace py = pybind11;
 PYBIND11_MODULE(_core, m) {
     m.doc() = "pard's C++ core (private: import pard, not pard._core)";
     pard::bind::register_build_info(m);
+    pard::bind::register_depq(m);
+    pard::bind::register_ring(m);
+    pard::bind::register_bench(m);
 }

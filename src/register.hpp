@@ -4,4 +4,7 @@
 
 namespace pard::bind {
 void register_build_info(pybind11::module_& m);
+void register_depq(pybind11::module_& m);
+void register_ring(pybind11::module_& m);
+void register_bench(pybind11::module_& m);
 }  // namespace pard::bind

@@ -14,17 +14,20 @@ I32 = npt.NDArray[np.int32]
 def build_info() -> dict[str, str]: ...
 
 # ---- register_depq.cpp: min-max heap keyed by (deadline, id) -------------------------
+# Safe to share between threads (one internal mutex); batch calls release the GIL.
 class DEPQ:
     def __init__(self) -> None: ...
-    def push(self, deadline: float, id: int) -> None: ...
+    def push(self, deadline: float, id: int) -> None: ...    # ValueError if deadline is NaN
     def pop_min(self) -> tuple[float, int]: ...          # IndexError when empty
     def pop_max(self) -> tuple[float, int]: ...          # IndexError when empty
     def min(self) -> tuple[float, int]: ...              # IndexError when empty
     def max(self) -> tuple[float, int]: ...              # IndexError when empty
-    def drain_min_while_below(self, threshold: float) -> tuple[F64, U64]: ...  # removes deadline < threshold
+    def drain_min_while_below(self, threshold: float) -> tuple[F64, U64]: ...  # removes deadline < threshold, ascending
+    # deadlines float64 (n,), ids uint64 (n,): TypeError on dtype/non-array, ValueError on shape,
+    # unequal lengths or NaN (then nothing is pushed)
     def push_many(self, deadlines: F64, ids: U64) -> None: ...
-    def pop_min_many(self, n: int) -> tuple[F64, U64]: ...
-    def pop_max_many(self, n: int) -> tuple[F64, U64]: ...
+    def pop_min_many(self, n: int) -> tuple[F64, U64]: ...   # up to n (k = min(n, len)), ascending; ValueError if n < 0
+    def pop_max_many(self, n: int) -> tuple[F64, U64]: ...   # up to n, descending; ValueError if n < 0
     def clear(self) -> None: ...
     def empty(self) -> bool: ...
     def size(self) -> int: ...
@@ -32,15 +35,20 @@ class DEPQ:
 
 # ---- register_ring.cpp: bounded lock-free MPMC ring of uint64 -----------------------
 class MpmcRing:
-    def __init__(self, capacity: int) -> None: ...      # ValueError unless a power of two >= 2
+    def __init__(self, capacity: int) -> None: ...      # ValueError unless a power of two in [2, 2**40]
     @property
     def capacity(self) -> int: ...
-    def try_push(self, item: int) -> bool: ...
-    def try_pop(self) -> int | None: ...
-    def size_approx(self) -> int: ...
+    def try_push(self, item: int) -> bool: ...          # False when full (item not stored); TypeError outside uint64
+    def try_pop(self) -> int | None: ...                # None when empty
+    def size_approx(self) -> int: ...                   # best-effort under concurrency
 
+# Producer p pushes (p << 40) | s, s < items_per_producer; keys of the result: expected, received,
+# duplicates, missing, out_of_range, fifo_violations, seq_sum, producer_sum, full_retries,
+# empty_polls (int) and seconds (float). GIL released while the C++ threads run.
 def ring_stress(producers: int, consumers: int, items_per_producer: int, capacity: int) -> dict[str, Any]: ...
-def bench_depq(n: int, ops: int, end: str) -> float: ...     # ns per push+pop pair, in C++
+
+# ---- register_bench.cpp: C++-side timings (GIL released) ------------------------------
+def bench_depq(n: int, ops: int, end: str) -> float: ...     # ns per push+pop pair, in C++; end "min" | "max"
 def bench_ring(ops: int, capacity: int) -> float: ...        # ns per push+pop pair, in C++, one thread
 
 # ---- register_scheduler.cpp: profile, policy value, per-stage scheduler ----------------
