@@ -84,7 +84,7 @@ def test_patchify_matches_loops() -> None:
 
 def test_chain_shapes_feed_each_other() -> None:
     """Each stage's input shape is its predecessor's output shape, entry stages take INPUT_SHAPE."""
-    ms = reference_models(_chain(5), width=0.125)
+    ms = reference_models(_chain(5), scale=0.01)
     names = list(ms)
     assert names == ["s0", "s1", "s2", "s3", "s4"]
     assert ms["s0"].input_shape == INPUT_SHAPE
@@ -100,7 +100,7 @@ def test_chain_shapes_feed_each_other() -> None:
 
 def test_batching_does_not_change_results() -> None:
     """Running a batch gives, row by row, what running each request alone gives."""
-    ms = reference_models(_chain(4), width=0.125)
+    ms = reference_models(_chain(4), scale=0.01)
     x = sample_inputs(4, seed=3)
     for m in ms.values():
         whole = m(x)
@@ -111,7 +111,7 @@ def test_batching_does_not_change_results() -> None:
 
 def test_join_concatenates_predecessors() -> None:
     """A join stage takes its predecessors' maps concatenated along channels, in topological order."""
-    ms = reference_models(_diamond(), width=0.125)
+    ms = reference_models(_diamond(), scale=0.01)
     x = sample_inputs(2, seed=4)
     a = ms["a"](x)
     b, c = ms["b"](a), ms["c"](a)
@@ -126,33 +126,74 @@ def test_join_concatenates_predecessors() -> None:
 
 def test_seeded_weights() -> None:
     """The same seed gives the same weights; another seed gives different ones."""
-    a = reference_models(_chain(2), seed=5, width=0.125)
-    b = reference_models(_chain(2), seed=5, width=0.125)
-    c = reference_models(_chain(2), seed=6, width=0.125)
+    a = reference_models(_chain(2), seed=5, scale=0.01)
+    b = reference_models(_chain(2), seed=5, scale=0.01)
+    c = reference_models(_chain(2), seed=6, scale=0.01)
     for name in a:
         for p, q in zip(a[name].params, b[name].params):
             np.testing.assert_array_equal(p, q)
     assert not np.array_equal(a["s0"].params[0], c["s0"].params[0])
 
 
-def test_cost_grows_with_batch_and_width() -> None:
-    """The work per batch (multiply-adds) is linear in the batch size and grows with the width."""
-    small = reference_models(_chain(3), width=0.25)
-    big = reference_models(_chain(3), width=0.5)
-    for name in small:
-        assert big[name].macs_per_request > small[name].macs_per_request > 0
-    # counted independently for the first conv block: patchify + 3 convolutions at 16x16
-    c = round(0.25 * 1536 / 16)
-    assert small["s0"].macs_per_request == 16 * 16 * (4 * 3 * c + 3 * 9 * c * c)
+def test_work_follows_scale_and_profile() -> None:
+    """Work per request is scale x relative profile cost x 64 M multiply-adds, within channel rounding."""
+    from pard.config import builtin
+
+    spec = builtin("tm")
+    ms = reference_models(spec, scale=0.05)
+    per_req = {st.name: st.duration(st.max_batch) / st.max_batch for st in spec.stages}
+    top = max(per_req.values())
+    for name, m in ms.items():
+        want = 0.05 * 64e6 * per_req[name] / top
+        assert abs(m.macs_per_request - want) / want < 0.15, (name, m.macs_per_request, want)
+    equal = reference_models(spec, scale=0.05, balance="equal")
+    for m in equal.values():
+        assert abs(m.macs_per_request - 0.05 * 64e6) / (0.05 * 64e6) < 0.15
+
+
+def test_builtin_pipelines_run_end_to_end() -> None:
+    """Every built-in pipeline's models accept their predecessors' outputs, joins included."""
+    from pard.config import builtin
+
+    for name in ("tm", "lv", "ga", "da"):
+        spec = builtin(name)
+        ms = reference_models(spec, scale=0.01)
+        outs: dict[str, np.ndarray] = {}
+        x = sample_inputs(2, seed=1)
+        for stage in spec.topological_order():
+            preds = spec.predecessors(stage)
+            if not preds:
+                inp = x
+            elif len(preds) == 1:
+                inp = outs[preds[0]]
+            else:
+                order = [p for p in spec.topological_order() if p in preds]
+                inp = np.stack([join_inputs([outs[p][i] for p in order]) for i in range(2)])
+            outs[stage] = ms[stage](inp)
+            assert outs[stage].shape == (2, *ms[stage].output_shape)
+            assert np.isfinite(outs[stage]).all()
+
+
+def test_join_pools_to_the_smallest_map() -> None:
+    """Maps of different sides are average-pooled to the smallest side before the channel concat."""
+    a = np.arange(4 * 4 * 1, dtype=np.float32).reshape(4, 4, 1)
+    b = np.ones((2, 2, 3), dtype=np.float32)
+    j = join_inputs([a, b])
+    assert j.shape == (2, 2, 4)
+    want = np.array([[a[0:2, 0:2].mean(), a[0:2, 2:4].mean()], [a[2:4, 0:2].mean(), a[2:4, 2:4].mean()]])
+    np.testing.assert_allclose(j[..., 0], want)
+    np.testing.assert_array_equal(j[..., 1:], b)
 
 
 def test_bad_inputs() -> None:
-    """A batch of the wrong shape and a bad width get a ValueError naming the problem."""
-    ms = reference_models(_chain(1), width=0.125)
+    """A batch of the wrong shape and bad options get a ValueError naming the problem."""
+    ms = reference_models(_chain(1), scale=0.01)
     with pytest.raises(ValueError, match="expects a batch of shape"):
         ms["s0"](np.zeros((2, 8, 8, 3), np.float32))
-    with pytest.raises(ValueError, match="width"):
-        reference_models(_chain(1), width=float("nan"))
+    with pytest.raises(ValueError, match="scale"):
+        reference_models(_chain(1), scale=float("nan"))
+    with pytest.raises(ValueError, match="balance"):
+        reference_models(_chain(1), balance="fair")
     with pytest.raises(ValueError, match="n >= 1"):
         sample_inputs(0)
     with pytest.raises(ValueError, match="at least one part"):

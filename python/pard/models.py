@@ -46,14 +46,14 @@ __all__ = [
 INPUT_SHAPE: tuple[int, int, int] = (32, 32, 3)
 
 # A stage whose input is an image-like map with at least this many pixels per side gets a
-# convolutional block (patchify to half the side, then 3x3 convolutions); smaller maps get a
-# position-wise MLP block (three dense layers applied at every position, i.e. 1x1 convolutions).
+# convolutional block (patchify to half the side, then 3x3 convolutions); smaller maps and flat
+# feature vectors get a position-wise MLP block (three dense layers at every position, i.e. 1x1
+# convolutions, with a residual connection).
 _CONV_MIN_SIDE = 8
-# Channel width of a convolutional block by its output side: width x side is constant, so every
-# block costs about the same (side^2 * 9 * width^2 multiply-adds per 3x3 layer).
-_CONV_WIDTH_X_SIDE = 1536
 _CONV_DEPTH = 3
-_MLP_EXPANSION = 4
+# Work per request of the costliest stage at scale 1: 64 million multiply-adds (about 2 ms on one
+# core of a 2020s x86 server with one BLAS thread).  Other stages get their share of it.
+_REF_MACS = 64e6
 
 
 def array_module(x: Any) -> Any:
@@ -179,7 +179,11 @@ def _init(rng: np.random.Generator, fan_in: int, fan_out: int) -> tuple[np.ndarr
     return w, b
 
 
-def _build(name: str, input_shape: tuple[int, ...], rng: np.random.Generator, width: float) -> StageModel:
+def _build(
+    name: str, input_shape: tuple[int, ...], rng: np.random.Generator, scale: float, cost: float = 1.0
+) -> StageModel:
+    """One stage's model for ``input_shape``, sized to ``scale * cost * _REF_MACS`` multiply-adds per request."""
+    target = scale * cost * _REF_MACS
     if (
         len(input_shape) == 3
         and min(input_shape[0], input_shape[1]) >= _CONV_MIN_SIDE
@@ -187,44 +191,66 @@ def _build(name: str, input_shape: tuple[int, ...], rng: np.random.Generator, wi
         and input_shape[1] % 2 == 0
     ):
         h, w, c = input_shape
-        c_out = max(4, int(round(width * _CONV_WIDTH_X_SIDE / (h // 2))))
+        pos = (h // 2) * (w // 2)
+        # pos * (4 c C + 9 depth C^2) = target, solved for the channel count C
+        qa, qb = pos * 9.0 * _CONV_DEPTH, pos * 4.0 * c
+        c_out = max(4, int(round((-qb + math.sqrt(qb * qb + 4.0 * qa * target)) / (2.0 * qa))))
         params = list(_init(rng, 4 * c, c_out))
         for _ in range(_CONV_DEPTH):
             params.extend(_init(rng, 9 * c_out, c_out))
         return StageModel(name, "conv", input_shape, (h // 2, w // 2, c_out), params)
     c = int(input_shape[-1])
-    hidden = max(4, int(round(_MLP_EXPANSION * c)))
+    pos = int(np.prod(input_shape[:-1])) if len(input_shape) > 1 else 1
+    # pos * (2 c H + H^2) = target, solved for the hidden width H
+    hidden = max(4, int(round(-c + math.sqrt(c * c + target / pos))))
     params = [*_init(rng, c, hidden), *_init(rng, hidden, hidden), *_init(rng, hidden, c)]
     return StageModel(name, "mlp", input_shape, input_shape, params)
 
 
-def _graph(pipeline: Any) -> tuple[list[str], dict[str, list[str]]]:
-    """(stage names in topological order, predecessors of each stage) of a PipelineSpec or a built-in name."""
+def _graph(pipeline: Any) -> tuple[list[str], dict[str, list[str]], dict[str, float]]:
+    """Stage names in topological order, each stage's predecessors, and each stage's relative cost.
+
+    ``pipeline`` is a PipelineSpec (or any object with ``stages`` carrying ``name``/``successors``
+    and ``topological_order()``) or a built-in pipeline's name.  The relative cost of a stage is its
+    profile's time per request at its largest batch, ``d(max_batch) / max_batch``, over the largest
+    such time in the pipeline (1.0 for every stage when the stages carry no profile).
+    """
     if isinstance(pipeline, str):
         from .config import builtin  # noqa: PLC0415 - pard.config is loaded only when needed
 
         pipeline = builtin(pipeline)
     order = [s if isinstance(s, str) else s.name for s in pipeline.topological_order()]
     preds: dict[str, list[str]] = {name: [] for name in order}
+    per_request: dict[str, float] = {}
     for st in pipeline.stages:
         for succ in st.successors:
             preds[succ].append(st.name)
+        if hasattr(st, "duration") and hasattr(st, "max_batch"):
+            per_request[st.name] = float(st.duration(int(st.max_batch))) / int(st.max_batch)
     # predecessors in topological order, so a join's concatenation order is deterministic
     rank = {name: i for i, name in enumerate(order)}
     for name in preds:
         preds[name].sort(key=rank.__getitem__)
-    return order, preds
+    top = max(per_request.values(), default=0.0)
+    cost = {n: (per_request[n] / top if top > 0 and n in per_request else 1.0) for n in order}
+    return order, preds, cost
 
 
-def reference_models(pipeline: Any, *, seed: int = 0, width: float = 1.0) -> dict[str, StageModel]:
+def reference_models(
+    pipeline: Any, *, seed: int = 0, scale: float = 1.0, balance: str = "profile"
+) -> dict[str, StageModel]:
     """Build one seeded reference network per stage of a pipeline.
 
     Args:
         pipeline: a :class:`pard.config.PipelineSpec`, or the name of a built-in pipeline
             (``"tm"``, ``"lv"``, ``"ga"``, ``"da"``).
         seed: seed of the weights (the same seed gives the same weights on every machine).
-        width: multiplies every convolutional block's channel count (1.0: the reference size,
-            about 60 million multiply-adds per request and stage; smaller is faster, for tests).
+        scale: multiplies every stage's work per request (1.0: the reference size, 64 million
+            multiply-adds per request for the costliest stage; smaller is faster, e.g. for tests).
+        balance: ``"profile"`` (default) scales each stage's work per request in proportion to its
+            profile's time per request at max batch, ``d(max_batch)/max_batch``, so the reference
+            models keep the relative costs of the pipeline they stand in for; ``"equal"`` gives
+            every stage the same size.
     Returns:
         ``{stage name: StageModel}`` in topological order.  Entry stages take ``INPUT_SHAPE``; each
         other stage takes its predecessor's output, or for a join the concatenation of its
@@ -232,9 +258,11 @@ def reference_models(pipeline: Any, *, seed: int = 0, width: float = 1.0) -> dic
     Raises:
         pard.ConfigError: via :func:`pard.config.builtin` for an unknown pipeline name.
     """
-    if not (math.isfinite(width) and width > 0):
-        raise ValueError(f"reference_models: width must be a finite number > 0, got {width!r}")
-    order, preds = _graph(pipeline)
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"reference_models: scale must be a finite number > 0, got {scale!r}")
+    if balance not in ("profile", "equal"):
+        raise ValueError(f"reference_models: balance must be 'profile' or 'equal', got {balance!r}")
+    order, preds, cost = _graph(pipeline)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x70A4D]))
     models: dict[str, StageModel] = {}
     for name in order:
@@ -245,15 +273,17 @@ def reference_models(pipeline: Any, *, seed: int = 0, width: float = 1.0) -> dic
             in_shape = models[ps[0]].output_shape
         else:
             in_shape = _join_shape([models[p].output_shape for p in ps])
-        models[name] = _build(name, in_shape, rng, width)
+        models[name] = _build(name, in_shape, rng, scale, cost[name] if balance == "profile" else 1.0)
     return models
 
 
 def _join_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
-    """Shape of a join's input: channels concatenated when the maps agree, else flattened features."""
-    first = shapes[0]
-    if len(first) == 3 and all(len(s) == 3 and s[:2] == first[:2] for s in shapes):
-        return (first[0], first[1], sum(s[2] for s in shapes))
+    """Shape of a join's input (see :func:`join_inputs`)."""
+    if all(len(s) == 3 for s in shapes):
+        side_h = min(s[0] for s in shapes)
+        side_w = min(s[1] for s in shapes)
+        if all(s[0] % side_h == 0 and s[1] % side_w == 0 for s in shapes):
+            return (side_h, side_w, sum(s[2] for s in shapes))
     return (sum(int(np.prod(s)) for s in shapes),)
 
 
@@ -264,8 +294,10 @@ def join_inputs(parts: Sequence[Any]) -> Any:
         parts: the predecessors' outputs for one request (NumPy or CuPy arrays), in the order of
             :func:`reference_models` (predecessors in topological order).
     Returns:
-        the maps concatenated along their channel axis when they have the same height and width,
-        else the outputs flattened and concatenated (a 1-D array); same module as the parts.
+        for image-like maps (height, width, channels) whose sides are multiples of the smallest
+        ones: each map average-pooled down to the smallest height and width, then concatenated
+        along the channel axis; otherwise the outputs flattened and concatenated (1-D).  Same
+        array module as the parts.
     Raises:
         ValueError: if ``parts`` is empty.
     """
@@ -273,11 +305,16 @@ def join_inputs(parts: Sequence[Any]) -> Any:
         raise ValueError("join_inputs needs at least one part, got none")
     xp = array_module(parts[0])
     shapes = [tuple(int(d) for d in p.shape) for p in parts]
-    if _join_shape(shapes) == (sum(int(np.prod(s)) for s in shapes),) and len(shapes[0]) != 3:
+    target = _join_shape(shapes)
+    if len(target) == 1:
         return xp.concatenate([xp.reshape(p, (-1,)) for p in parts])
-    if len(_join_shape(shapes)) == 3:
-        return xp.concatenate(list(parts), axis=-1)
-    return xp.concatenate([xp.reshape(p, (-1,)) for p in parts])
+    th, tw = target[0], target[1]
+    pooled = []
+    for p, (h, w, c) in zip(parts, shapes):
+        if (h, w) != (th, tw):
+            p = p.reshape(th, h // th, tw, w // tw, c).mean(axis=(1, 3))
+        pooled.append(p)
+    return xp.concatenate(pooled, axis=-1)
 
 
 def sample_inputs(n: int, *, seed: int = 0, shape: tuple[int, ...] = INPUT_SHAPE) -> np.ndarray:
