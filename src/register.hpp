@@ -7,4 +7,5 @@ void register_build_info(pybind11::module_& m);
 void register_depq(pybind11::module_& m);
 void register_ring(pybind11::module_& m);
 void register_bench(pybind11::module_& m);
+void register_scheduler(pybind11::module_& m);
 }  // namespace pard::bind

@@ -1,0 +1,100 @@
+// pard/policy.hpp — a scheduling policy as a value: order x drop rule x parameters (DESIGN §3.6).
+//
+// StageScheduler never branches on a policy *name*: it reads the Policy value and calls the small
+// function the value selects (the key of its queue, the order of its pops, the drop rule applied to
+// each popped request). The named policies of DESIGN §3.6 map onto values in pard.policies (Python):
+//   naive     = {fcfs, none}          clipper++ = {fcfs, clipper}     nexus = {fcfs, nexus}
+//   dagor     = {fcfs, dagor}         pard      = {adaptive, pard}
+//   pard-fcfs / pard-lbf / pard-hbf = {fcfs|lbf|hbf, pard}
+// The other ablations (pard-back, pard-sf, pard-lower, pard-upper, pard-instant) differ only in what
+// the planner publishes (the downstream term, eps = 0), so they need no code here.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace pard {
+
+// Service order of a stage's queue. Adaptive switches between LBF and HBF with hysteresis (§3.3).
+enum class Order : std::uint8_t { kFcfs = 0, kLbf = 1, kHbf = 2, kAdaptive = 3 };
+
+// Drop rule applied when a request is popped into a batch (and, for some rules, at drain time).
+enum class DropRule : std::uint8_t { kNone = 0, kPard = 1, kClipper = 2, kNexus = 3, kDagor = 4 };
+
+// Drop reason codes; kReasonNames[code] is the name used in reports and in pard.Dropped.
+enum class Reason : std::uint8_t {
+    kInfeasible = 0,   // pard: end-to-end estimate exceeds the SLO (Eq. 3b), at pop or in the low-end purge
+    kExpired = 1,      // clipper / dagor: the deadline has already passed
+    kStageBudget = 2,  // clipper: spent more than its stage budget slo_k at this stage
+    kWindow = 3,       // nexus: before the first feasible window, or itself infeasible
+    kOverload = 4,     // dagor: shed by the (1 - alpha) admission throttle while overloaded
+    kCancelled = 5,    // a sibling DAG branch of the request was dropped: this copy is discarded
+    kRejected = 6,     // refused at admission (the planner's admit_fraction) or a full ring
+};
+inline constexpr int kNumReasons = 7;
+inline constexpr const char* kReasonNames[kNumReasons] = {
+    "infeasible", "expired", "stage-budget", "window", "overload", "cancelled", "rejected"};
+
+inline const char* order_name(Order o) noexcept {
+    switch (o) {
+        case Order::kFcfs: return "fcfs";
+        case Order::kLbf: return "lbf";
+        case Order::kHbf: return "hbf";
+        case Order::kAdaptive: return "adaptive";
+    }
+    return "?";
+}
+
+inline const char* drop_name(DropRule d) noexcept {
+    switch (d) {
+        case DropRule::kNone: return "none";
+        case DropRule::kPard: return "pard";
+        case DropRule::kClipper: return "clipper";
+        case DropRule::kNexus: return "nexus";
+        case DropRule::kDagor: return "dagor";
+    }
+    return "?";
+}
+
+inline Order parse_order(const std::string& s) {
+    if (s == "fcfs") return Order::kFcfs;
+    if (s == "lbf") return Order::kLbf;
+    if (s == "hbf") return Order::kHbf;
+    if (s == "adaptive") return Order::kAdaptive;
+    throw std::invalid_argument("Policy: order='" + s + "' is not one of 'fcfs', 'lbf', 'hbf', 'adaptive'");
+}
+
+inline DropRule parse_drop(const std::string& s) {
+    if (s == "none") return DropRule::kNone;
+    if (s == "pard") return DropRule::kPard;
+    if (s == "clipper") return DropRule::kClipper;
+    if (s == "nexus") return DropRule::kNexus;
+    if (s == "dagor") return DropRule::kDagor;
+    throw std::invalid_argument("Policy: drop='" + s +
+                                "' is not one of 'none', 'pard', 'clipper', 'nexus', 'dagor'");
+}
+
+struct Policy {
+    Order order = Order::kAdaptive;
+    DropRule drop = DropRule::kPard;
+    std::int64_t dagor_threshold_ns = 20'000'000;  // DAGOR's overload threshold T on the average queueing delay
+    double dagor_alpha = 0.4;                      // DAGOR sheds an alpha share of the input while overloaded
+
+    // Validates the parameters; throws std::invalid_argument naming the field and value.
+    void validate() const {
+        if (dagor_threshold_ns < 0) {
+            throw std::invalid_argument("Policy: dagor_threshold_s=" + std::to_string(static_cast<double>(dagor_threshold_ns) * 1e-9) +
+                                        " must be >= 0");
+        }
+        if (!(dagor_alpha >= 0.0 && dagor_alpha <= 1.0)) {
+            throw std::invalid_argument("Policy: dagor_alpha=" + std::to_string(dagor_alpha) +
+                                        " must be in [0, 1]");
+        }
+    }
+
+    // The queue key: FCFS orders by arrival at the stage, every other order by deadline.
+    [[nodiscard]] bool keyed_by_arrival() const noexcept { return order == Order::kFcfs; }
+};
+
+}  // namespace pard

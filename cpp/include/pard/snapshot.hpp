@@ -1,0 +1,90 @@
+// pard/snapshot.hpp — the terms a planner publishes to a stage's workers (DESIGN §3.2, §3.5).
+//
+// Terms: the downstream estimate Σq + Σd + w (ns), the load factor mu and its band eps (§3.3), the
+// stage's recent average queueing delay (DAGOR's overload signal) and the admission fraction (rate-
+// aware shedding at the entry, §3.7). The planner writes them once per sync interval; every worker
+// reads them once per batch. They must be read as one consistent snapshot (never half old, half
+// new) without taking a lock on the workers' path.
+//
+// Algorithm: a sequence lock whose payload fields are themselves std::atomic, so that the racing
+// reads are not data races in the C++ memory model (and are clean under TSan):
+//   writer: seq <- s+1 (odd: "write in progress"); store every field with release; seq <- s+2 (release).
+//   reader: s1 <- seq (acquire); retry while odd; load every field with acquire; s2 <- seq (relaxed);
+//           retry unless s1 == s2.
+// Why the orderings suffice: a reader that loads any field value written by an in-progress write
+// synchronises with that release store, so it also sees seq = s+1 (stored before it in program
+// order) and its check s2 != s1 fails; the acquire loads keep the second seq load after the field
+// loads. A reader that sees seq = s+2 (acquire) sees every field of that write. On x86 every one of
+// these operations is a plain load or store. Writers are serialised by a mutex (publishing is rare);
+// readers never block a writer and retry only while a write overlaps them (lock-free for readers
+// in practice, not wait-free).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+namespace pard {
+
+struct PublishedTerms {
+    std::int64_t downstream_ns = 0;   // Σ_{downstream} q_i + Σ d_i(b_i) + w_k; 0 before the first publish
+    double mu = 0.0;                  // load factor of this stage (T_in / T_m)
+    double eps = 0.0;                 // burstiness band (§3.3)
+    std::int64_t queue_delay_ns = 0;  // recent average queueing delay at this stage (DAGOR)
+    double admit_fraction = 1.0;      // share of arriving requests to admit (1 = all)
+};
+
+class SnapshotCell {
+public:
+    SnapshotCell() = default;
+    SnapshotCell(const SnapshotCell&) = delete;
+    SnapshotCell& operator=(const SnapshotCell&) = delete;
+
+    // Single logical writer at a time (serialised by a mutex); never blocks readers.
+    void store(const PublishedTerms& t) {
+        std::lock_guard<std::mutex> guard(writer_);
+        const std::uint64_t s = seq_.load(std::memory_order_relaxed);
+        seq_.store(s + 1, std::memory_order_relaxed);
+        downstream_ns_.store(t.downstream_ns, std::memory_order_release);
+        mu_.store(t.mu, std::memory_order_release);
+        eps_.store(t.eps, std::memory_order_release);
+        queue_delay_ns_.store(t.queue_delay_ns, std::memory_order_release);
+        admit_fraction_.store(t.admit_fraction, std::memory_order_release);
+        seq_.store(s + 2, std::memory_order_release);
+    }
+
+    // A consistent copy of the last completed store (the defaults before any store).
+    [[nodiscard]] PublishedTerms load() const noexcept {
+        PublishedTerms t;
+        for (;;) {
+            const std::uint64_t s1 = seq_.load(std::memory_order_acquire);
+            if ((s1 & 1U) != 0) continue;  // a write is in progress
+            t.downstream_ns = downstream_ns_.load(std::memory_order_acquire);
+            t.mu = mu_.load(std::memory_order_acquire);
+            t.eps = eps_.load(std::memory_order_acquire);
+            t.queue_delay_ns = queue_delay_ns_.load(std::memory_order_acquire);
+            t.admit_fraction = admit_fraction_.load(std::memory_order_acquire);
+            const std::uint64_t s2 = seq_.load(std::memory_order_relaxed);
+            if (s1 == s2) return t;
+        }
+    }
+
+    // How many stores have completed (for tests).
+    [[nodiscard]] std::uint64_t version() const noexcept { return seq_.load(std::memory_order_acquire) / 2; }
+
+private:
+    std::atomic<std::uint64_t> seq_{0};
+    std::atomic<std::int64_t> downstream_ns_{0};
+    std::atomic<double> mu_{0.0};
+    std::atomic<double> eps_{0.0};
+    std::atomic<std::int64_t> queue_delay_ns_{0};
+    std::atomic<double> admit_fraction_{1.0};
+    std::mutex writer_;
+};
+
+static_assert(std::atomic<double>::is_always_lock_free,
+              "the snapshot's readers must not take a lock: atomic<double> has to be lock-free");
+static_assert(std::atomic<std::int64_t>::is_always_lock_free,
+              "the snapshot's readers must not take a lock: atomic<int64_t> has to be lock-free");
+
+}  // namespace pard

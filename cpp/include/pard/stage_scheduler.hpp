@@ -1,0 +1,326 @@
+// pard/stage_scheduler.hpp — StageScheduler: one stage's queue, order and drop rule (DESIGN §3.1–3.4).
+//
+// Structure. Requests reach the stage through a bounded lock-free MPMC ring (any thread submits;
+// a full ring refuses the submit: back-pressure, never a silent loss). The stage's workers form
+// batches under one short mutex, taken once per form_batch and only by this stage's workers (and by
+// the simulator's single thread): the worker drains the ring into the stage's min-max heap (DEPQ),
+// purges the low-budget end, and pops its batch. The planner's terms (downstream estimate, mu, eps,
+// queueing delay, admission share) are read once per batch from a SnapshotCell: a consistent
+// snapshot, no lock on the reader side.
+//
+// The heap key: FCFS orders by arrival at the stage (ties by id); every other order by deadline
+// (ties by id), so the heap's min is the lowest remaining budget and its max the highest.
+//
+// form_batch(now, t_e), in this order:
+//   1. drain the ring into the heap. Admission while draining, deterministic (no randomness):
+//      every drop rule except `none` admits only the published admit_fraction share (reason
+//      `rejected`); `dagor` additionally, while the published queueing delay exceeds its threshold,
+//      admits only a (1 - alpha) share (reason `overload`).
+//   2. pard only: the low-end purge. While the heap's min would be dropped even in a batch of one,
+//      t_e + d_k(1) + downstream > deadline, remove it (reason `infeasible`). d_k(1) <= d_k(b), so
+//      the purge never drops a request that the pop-time rule would keep; it is what keeps HBF from
+//      letting low-budget requests sit in the queue forever.
+//   3. b = min(queued, max_batch) (queued after steps 1–2) and d = d_k(b): the batch size being
+//      formed and its nominal duration, fixed for the whole formation.
+//   4. pop in the current order (FCFS and LBF: pop_min; HBF: pop_max) until the batch holds
+//      max_batch requests or the heap is empty, applying the drop rule to each popped request:
+//        none     keep;
+//        pard     drop iff t_e + d + downstream > deadline (Eq. 3b; equal keeps)      -> infeasible
+//        clipper  deadline < now -> expired; now - arrival > slo_k -> stage-budget
+//        dagor    deadline < now -> expired
+//        nexus    the window rule below.
+//      A popped request for which is_cancelled(id) holds (a sibling DAG branch was dropped) is
+//      discarded without compute, reason `cancelled`, whatever the rule.
+//   nexus window rule (exact): scan the queue in the current order (FCFS for nexus), classifying
+//      each request feasible iff t_e + d - arrival <= slo_k. As soon as the last b scanned requests
+//      are all feasible, that run is the window: every request scanned before it is dropped (reason
+//      `window`, feasible or not) and the window is the batch. If the queue runs out first, there is
+//      no full window: the infeasible scanned requests are dropped (reason `window`), the first b
+//      feasible ones (in order) form the batch and any further feasible ones go back to the queue.
+//
+// Adaptive order (§3.3) lives in publish(): mu > 1 + eps -> HBF; mu < 1 - eps -> LBF; otherwise the
+// order is kept (hysteresis). It starts in LBF.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pard/depq.hpp"
+#include "pard/estimator.hpp"
+#include "pard/mpmc_ring.hpp"
+#include "pard/policy.hpp"
+#include "pard/profile.hpp"
+#include "pard/request.hpp"
+#include "pard/snapshot.hpp"
+
+namespace pard {
+
+// One dropped request and why (Reason code).
+struct Drop {
+    Request request;
+    Reason reason;
+};
+
+// What form_batch hands back; reuse one per worker so the hot path does not allocate.
+struct BatchResult {
+    std::vector<Request> batch;   // in service order
+    std::vector<Drop> drops;      // in the order they were decided
+    std::int64_t expected_duration_ns = 0;  // d_k(b) for the batch size b planned (0 if nothing queued)
+    void clear() noexcept {
+        batch.clear();
+        drops.clear();
+        expected_duration_ns = 0;
+    }
+};
+
+// The stage queue's strict weak order, chosen once by the policy: (arrival, id) or (deadline, id).
+struct StageKeyLess {
+    bool by_arrival = false;
+    bool operator()(const Request& a, const Request& b) const noexcept {
+        return by_arrival ? ByArrival{}(a, b) : ByDeadline{}(a, b);
+    }
+};
+
+struct NeverCancelled {
+    constexpr bool operator()(std::uint64_t /*id*/) const noexcept { return false; }
+};
+
+struct StageConfig {
+    int stage = 0;                 // the stage's index in its pipeline (reported with each drop)
+    Profile profile;               // d_k(b)
+    std::int64_t max_batch = 1;    // largest batch this stage forms
+    Policy policy;                 // order x drop rule x parameters
+    double budget_fraction = 1.0;  // clipper/nexus stage budget: slo_k = slo * budget_fraction
+    std::size_t ring_capacity = 65536;  // ingress ring slots (a power of two)
+};
+
+class StageScheduler {
+public:
+    explicit StageScheduler(StageConfig cfg)
+        : cfg_(validated(std::move(cfg))),
+          ring_(cfg_.ring_capacity),
+          heap_(StageKeyLess{cfg_.policy.keyed_by_arrival()}),
+          order_(cfg_.policy.order == Order::kAdaptive ? Order::kLbf : cfg_.policy.order) {
+        heap_.reserve(1024);
+        scratch_.reserve(static_cast<std::size_t>(cfg_.max_batch) * 2);
+    }
+    StageScheduler(const StageScheduler&) = delete;
+    StageScheduler& operator=(const StageScheduler&) = delete;
+
+    // Any thread. False when the ingress ring is full (back-pressure): the caller must reject.
+    bool submit(const Request& r) noexcept { return ring_.try_push(r); }
+
+    // Planner thread (any one thread at a time). Publishes the terms and steps the adaptive order.
+    void publish(const PublishedTerms& t) {
+        std::lock_guard<std::mutex> guard(publish_mu_);
+        if (cfg_.policy.order == Order::kAdaptive) {
+            const Order cur = order_.load(std::memory_order_relaxed);
+            Order next = cur;
+            if (t.mu > 1.0 + t.eps) {
+                next = Order::kHbf;
+            } else if (t.mu < 1.0 - t.eps) {
+                next = Order::kLbf;
+            }
+            order_.store(next, std::memory_order_relaxed);
+        }
+        terms_.store(t);
+    }
+
+    [[nodiscard]] PublishedTerms terms() const noexcept { return terms_.load(); }
+
+    // The order the next batch is popped in: fcfs, lbf or hbf (never adaptive).
+    [[nodiscard]] Order current_order() const noexcept { return order_.load(std::memory_order_relaxed); }
+
+    // Requests waiting (heap + ring); best effort while other threads submit or form batches.
+    [[nodiscard]] std::size_t queued() const noexcept {
+        return heap_size_.load(std::memory_order_relaxed) + ring_.size_approx();
+    }
+
+    [[nodiscard]] const StageConfig& config() const noexcept { return cfg_; }
+
+    // Moves everything in the ring into the heap (with the admission of step 1); admission drops
+    // are appended to `drops`. The simulator calls this when a submit finds the ring full.
+    template <class IsCancelled = NeverCancelled>
+    void drain(std::vector<Drop>& drops, IsCancelled&& is_cancelled = IsCancelled{}) {
+        std::lock_guard<std::mutex> guard(mu_);
+        const PublishedTerms t = terms_.load();
+        drain_locked(t, drops, is_cancelled);
+        heap_size_.store(heap_.size(), std::memory_order_relaxed);
+    }
+
+    // Forms the next batch at time now_ns for a batch expected to start at t_e_ns (>= now_ns).
+    // Steps 1–4 of the header comment. `out` is cleared first.
+    template <class IsCancelled = NeverCancelled>
+    void form_batch(std::int64_t now_ns, std::int64_t t_e_ns, BatchResult& out,
+                    IsCancelled&& is_cancelled = IsCancelled{}) {
+        std::lock_guard<std::mutex> guard(mu_);
+        out.clear();
+        const PublishedTerms t = terms_.load();
+        drain_locked(t, out.drops, is_cancelled);
+        const DropRule rule = cfg_.policy.drop;
+        const Profile& prof = cfg_.profile;
+
+        if (rule == DropRule::kPard) {  // step 2: low-end purge
+            const std::int64_t thr1 = pard_threshold(t_e_ns, prof.duration_ns(1), t.downstream_ns);
+            heap_.drain_min_while([thr1](const Request& r) { return pard_drops(r, thr1); },
+                                  [&](Request&& r) { discard(out.drops, r, Reason::kInfeasible, is_cancelled); });
+        }
+
+        const std::size_t max_b = static_cast<std::size_t>(cfg_.max_batch);
+        const std::size_t b = heap_.size() < max_b ? heap_.size() : max_b;  // step 3
+        if (b == 0) {
+            heap_size_.store(0, std::memory_order_relaxed);
+            return;
+        }
+        const std::int64_t d = prof.duration_ns(static_cast<std::int64_t>(b));
+        out.expected_duration_ns = d;
+        const bool pop_max = current_order() == Order::kHbf;
+
+        switch (rule) {  // step 4: one small verdict function per rule
+            case DropRule::kNone:
+                pop_loop(out, pop_max, is_cancelled, [](const Request&) { return -1; });
+                break;
+            case DropRule::kPard: {
+                const std::int64_t thr = pard_threshold(t_e_ns, d, t.downstream_ns);
+                pop_loop(out, pop_max, is_cancelled, [thr](const Request& r) {
+                    return pard_drops(r, thr) ? static_cast<int>(Reason::kInfeasible) : -1;
+                });
+                break;
+            }
+            case DropRule::kClipper: {
+                const double f = cfg_.budget_fraction;
+                pop_loop(out, pop_max, is_cancelled,
+                         [now_ns, f](const Request& r) { return clipper_verdict(r, now_ns, f); });
+                break;
+            }
+            case DropRule::kDagor:
+                pop_loop(out, pop_max, is_cancelled, [now_ns](const Request& r) {
+                    return expired(r, now_ns) ? static_cast<int>(Reason::kExpired) : -1;
+                });
+                break;
+            case DropRule::kNexus:
+                nexus_window(out, pop_max, b, t_e_ns, d, is_cancelled);
+                break;
+        }
+        heap_size_.store(heap_.size(), std::memory_order_relaxed);
+    }
+
+private:
+    static StageConfig validated(StageConfig c) {
+        if (c.stage < 0) throw std::invalid_argument("StageScheduler: stage=" + std::to_string(c.stage) + " must be >= 0");
+        if (c.max_batch < 1 || c.max_batch > Profile::kMaxTable) {
+            throw std::invalid_argument("StageScheduler: max_batch=" + std::to_string(c.max_batch) +
+                                        " must be in [1, " + std::to_string(Profile::kMaxTable) + "]");
+        }
+        if (!(c.budget_fraction > 0.0 && c.budget_fraction <= 1.0)) {
+            throw std::invalid_argument("StageScheduler: budget_fraction=" + std::to_string(c.budget_fraction) +
+                                        " must be in (0, 1]");
+        }
+        if (c.ring_capacity < 2 || (c.ring_capacity & (c.ring_capacity - 1)) != 0) {
+            throw std::invalid_argument("StageScheduler: ring_capacity=" + std::to_string(c.ring_capacity) +
+                                        " must be a power of two >= 2");
+        }
+        c.policy.validate();
+        return c;
+    }
+
+    template <class IsCancelled>
+    static void discard(std::vector<Drop>& drops, const Request& r, Reason why, IsCancelled& is_cancelled) {
+        drops.push_back(Drop{r, is_cancelled(r.id) ? Reason::kCancelled : why});
+    }
+
+    template <class IsCancelled>
+    void drain_locked(const PublishedTerms& t, std::vector<Drop>& drops, IsCancelled& is_cancelled) {
+        const DropRule rule = cfg_.policy.drop;
+        const bool throttled = rule != DropRule::kNone && t.admit_fraction < 1.0;
+        const bool overloaded = rule == DropRule::kDagor && t.queue_delay_ns > cfg_.policy.dagor_threshold_ns;
+        Request r;
+        while (ring_.try_pop(r)) {
+            if (throttled && !admission_.admit(t.admit_fraction)) {
+                discard(drops, r, Reason::kRejected, is_cancelled);
+            } else if (overloaded && !dagor_.admit(1.0 - cfg_.policy.dagor_alpha)) {
+                discard(drops, r, Reason::kOverload, is_cancelled);
+            } else {
+                heap_.push(r);
+            }
+        }
+    }
+
+    Request pop(bool pop_max) { return pop_max ? heap_.pop_max() : heap_.pop_min(); }
+
+    // Pops until the batch is full or the heap is empty; verdict(r) returns a Reason code or -1 (keep).
+    template <class IsCancelled, class Verdict>
+    void pop_loop(BatchResult& out, bool pop_max, IsCancelled& is_cancelled, Verdict verdict) {
+        const std::size_t max_b = static_cast<std::size_t>(cfg_.max_batch);
+        while (out.batch.size() < max_b && !heap_.empty()) {
+            const Request r = pop(pop_max);
+            if (is_cancelled(r.id)) {
+                out.drops.push_back(Drop{r, Reason::kCancelled});
+                continue;
+            }
+            const int v = verdict(r);
+            if (v < 0) {
+                out.batch.push_back(r);
+            } else {
+                out.drops.push_back(Drop{r, static_cast<Reason>(static_cast<std::uint8_t>(v))});
+            }
+        }
+    }
+
+    template <class IsCancelled>
+    void nexus_window(BatchResult& out, bool pop_max, std::size_t b, std::int64_t t_e_ns, std::int64_t d,
+                      IsCancelled& is_cancelled) {
+        const double f = cfg_.budget_fraction;
+        scratch_.clear();
+        std::size_t run_start = 0;  // index in scratch_ where the current run of feasible requests starts
+        bool found = false;
+        while (!heap_.empty()) {
+            const Request r = pop(pop_max);
+            if (is_cancelled(r.id)) {
+                out.drops.push_back(Drop{r, Reason::kCancelled});
+                continue;
+            }
+            scratch_.push_back(r);
+            if (!nexus_feasible(r, t_e_ns, d, f)) {
+                run_start = scratch_.size();
+            } else if (scratch_.size() - run_start == b) {
+                found = true;
+                break;
+            }
+        }
+        if (found) {
+            for (std::size_t i = 0; i < run_start; ++i) out.drops.push_back(Drop{scratch_[i], Reason::kWindow});
+            out.batch.assign(scratch_.begin() + static_cast<std::ptrdiff_t>(run_start), scratch_.end());
+            return;
+        }
+        for (const Request& r : scratch_) {
+            if (!nexus_feasible(r, t_e_ns, d, f)) {
+                out.drops.push_back(Drop{r, Reason::kWindow});
+            } else if (out.batch.size() < b) {
+                out.batch.push_back(r);
+            } else {
+                heap_.push(r);
+            }
+        }
+    }
+
+    const StageConfig cfg_;
+    MpmcRing<Request> ring_;
+    std::mutex mu_;  // the batch-forming lock: guards heap_, scratch_ and the admission throttles
+    MinMaxHeap<Request, StageKeyLess> heap_;
+    std::vector<Request> scratch_;
+    AdmissionThrottle admission_;
+    AdmissionThrottle dagor_;
+    std::atomic<std::size_t> heap_size_{0};
+    std::atomic<Order> order_;
+    std::mutex publish_mu_;  // serialises publishers (hysteresis step + snapshot store)
+    SnapshotCell terms_;
+};
+
+}  // namespace pard

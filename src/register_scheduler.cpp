@@ -1,0 +1,220 @@
+// Bindings for the stage scheduler: Profile, Policy, StageScheduler, REASONS and the C++ timing
+// helpers bench_drop_decision / bench_form_batch. Thin: validation and logic live in
+// cpp/include/pard/{profile,policy,stage_scheduler}.hpp; this file converts seconds <-> ns.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pard/policy.hpp"
+#include "pard/profile.hpp"
+#include "pard/stage_scheduler.hpp"
+#include "register.hpp"
+#include "seconds.hpp"
+
+namespace py = pybind11;
+
+namespace pard::bind {
+namespace {
+
+PublishedTerms make_terms(double downstream_s, double mu, double eps, double queue_delay_s, double admit_fraction) {
+    PublishedTerms t;
+    t.downstream_ns = to_ns(downstream_s, "downstream_s");
+    if (t.downstream_ns < 0) throw std::invalid_argument("downstream_s=" + std::to_string(downstream_s) + " must be >= 0");
+    if (!std::isfinite(mu) || mu < 0.0) throw std::invalid_argument("mu=" + std::to_string(mu) + " must be finite and >= 0");
+    if (!std::isfinite(eps) || eps < 0.0) throw std::invalid_argument("eps=" + std::to_string(eps) + " must be finite and >= 0");
+    t.mu = mu;
+    t.eps = eps;
+    t.queue_delay_ns = to_ns(queue_delay_s, "queue_delay_s");
+    if (t.queue_delay_ns < 0) throw std::invalid_argument("queue_delay_s=" + std::to_string(queue_delay_s) + " must be >= 0");
+    if (!(admit_fraction >= 0.0 && admit_fraction <= 1.0)) {
+        throw std::invalid_argument("admit_fraction=" + std::to_string(admit_fraction) + " must be in [0, 1]");
+    }
+    t.admit_fraction = admit_fraction;
+    return t;
+}
+
+// Times the Eq. 3b decision over n requests whose deadlines straddle the threshold (half drop):
+// one compare per request, as in the pop loop. Returns ns per decision.
+double bench_drop_decision(std::int64_t n) {
+    if (n < 1) throw std::invalid_argument("n=" + std::to_string(n) + " must be >= 1");
+    std::vector<Request> reqs(static_cast<std::size_t>(n));
+    std::uint64_t x = 88172645463325252ULL;  // xorshift: deterministic deadlines
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        reqs[i] = Request{i, 0, static_cast<std::int64_t>(x % 2'000'000), 0, 0, 0};
+    }
+    const std::int64_t threshold = pard_threshold(400'000, 300'000, 300'000);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::uint64_t drops = 0;
+    for (const Request& r : reqs) drops += pard_drops(r, threshold) ? 1U : 0U;
+    const auto t1 = std::chrono::steady_clock::now();
+    volatile std::uint64_t sink = drops;
+    (void)sink;
+    return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) /
+           static_cast<double>(n);
+}
+
+// Times a full StageScheduler cycle: submit `queue` requests, then form batches of max_batch until
+// the queue is empty, under `policy` (nothing dropped: deadlines are far away). Returns ns per
+// request (submit + drain + pop + decision).
+double bench_form_batch(std::int64_t queue, std::int64_t max_batch, const Policy& policy, std::int64_t rounds) {
+    if (queue < 1 || max_batch < 1 || rounds < 1) throw std::invalid_argument("queue, max_batch and rounds must be >= 1");
+    StageConfig cfg;
+    cfg.profile = Profile({1}, {1000});
+    cfg.max_batch = max_batch;
+    cfg.policy = policy;
+    std::size_t cap = 2;
+    while (cap < static_cast<std::size_t>(queue)) cap *= 2;
+    cfg.ring_capacity = cap;
+    StageScheduler s(cfg);
+    BatchResult out;
+    out.batch.reserve(static_cast<std::size_t>(max_batch));
+    std::uint64_t x = 88172645463325252ULL;
+    std::uint64_t id = 0;
+    std::uint64_t kept = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::int64_t round = 0; round < rounds; ++round) {
+        for (std::int64_t i = 0; i < queue; ++i) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            const auto dl = static_cast<std::int64_t>(x % 1'000'000'000) + 10'000'000'000;
+            s.submit(Request{id++, 0, dl, i, 0, 0});
+        }
+        while (s.queued() > 0) {
+            s.form_batch(0, 0, out);
+            kept += out.batch.size();
+        }
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    volatile std::uint64_t sink = kept;
+    (void)sink;
+    return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) /
+           static_cast<double>(queue * rounds);
+}
+
+}  // namespace
+
+void register_scheduler(py::module_& m) {
+    m.attr("REASONS") = std::vector<std::string>(kReasonNames, kReasonNames + kNumReasons);
+
+    py::class_<Profile>(m, "Profile", "Batch execution duration d(b), piecewise-linear through measured points (s).")
+        .def(py::init([](const std::vector<std::int64_t>& b, const std::vector<double>& d) {
+                 return Profile::from_seconds(b, d);
+             }),
+             py::arg("batch_sizes"), py::arg("durations_s"))
+        .def("duration", [](const Profile& p, std::int64_t b) {
+                 if (b < 1) throw std::invalid_argument("batch=" + std::to_string(b) + " must be >= 1");
+                 return to_s(p.duration_ns(b));
+             }, py::arg("batch"))
+        .def_property_readonly("max_batch", &Profile::max_batch)
+        .def("points", [](const Profile& p) {
+            std::vector<double> d;
+            for (auto v : p.durations_ns()) d.push_back(to_s(v));
+            return py::make_tuple(p.batch_sizes(), d);
+        })
+        .def("__repr__", [](const Profile& p) {
+            std::string s = "Profile(";
+            for (std::size_t i = 0; i < p.batch_sizes().size(); ++i) {
+                if (i) s += ", ";
+                s += std::to_string(p.batch_sizes()[i]) + ": " + std::to_string(to_s(p.durations_ns()[i])) + "s";
+            }
+            return s + ")";
+        });
+
+    py::class_<Policy>(m, "Policy", "A policy value: order x drop rule x parameters (DESIGN 3.6).")
+        .def(py::init([](const std::string& order, const std::string& drop, double thr_s, double alpha) {
+                 Policy p;
+                 p.order = parse_order(order);
+                 p.drop = parse_drop(drop);
+                 if (!std::isfinite(thr_s) || thr_s < 0.0) {
+                     throw std::invalid_argument("Policy: dagor_threshold_s=" + std::to_string(thr_s) + " must be finite and >= 0");
+                 }
+                 p.dagor_threshold_ns = to_ns(thr_s, "dagor_threshold_s");
+                 p.dagor_alpha = alpha;
+                 p.validate();
+                 return p;
+             }),
+             py::kw_only(), py::arg("order"), py::arg("drop"), py::arg("dagor_threshold_s") = 0.02,
+             py::arg("dagor_alpha") = 0.4)
+        .def_property_readonly("order", [](const Policy& p) { return std::string(order_name(p.order)); })
+        .def_property_readonly("drop", [](const Policy& p) { return std::string(drop_name(p.drop)); })
+        .def_property_readonly("dagor_threshold_s", [](const Policy& p) { return to_s(p.dagor_threshold_ns); })
+        .def_property_readonly("dagor_alpha", [](const Policy& p) { return p.dagor_alpha; })
+        .def("__eq__", [](const Policy& a, const Policy& b) {
+            return a.order == b.order && a.drop == b.drop && a.dagor_threshold_ns == b.dagor_threshold_ns &&
+                   a.dagor_alpha == b.dagor_alpha;
+        })
+        .def("__repr__", [](const Policy& p) {
+            return std::string("Policy(order='") + order_name(p.order) + "', drop='" + drop_name(p.drop) +
+                   "', dagor_threshold_s=" + std::to_string(to_s(p.dagor_threshold_ns)) +
+                   ", dagor_alpha=" + std::to_string(p.dagor_alpha) + ")";
+        });
+
+    py::class_<StageScheduler>(m, "StageScheduler", "One stage's ingress ring, DEPQ, order and drop rule.")
+        .def(py::init([](int stage, const Profile& profile, std::int64_t max_batch, const Policy& policy,
+                         double budget_fraction, std::int64_t ring_capacity) {
+                 if (ring_capacity < 2) {
+                     throw std::invalid_argument("StageScheduler: ring_capacity=" + std::to_string(ring_capacity) +
+                                                 " must be a power of two >= 2");
+                 }
+                 StageConfig c;
+                 c.stage = stage;
+                 c.profile = profile;
+                 c.max_batch = max_batch;
+                 c.policy = policy;
+                 c.budget_fraction = budget_fraction;
+                 c.ring_capacity = static_cast<std::size_t>(ring_capacity);
+                 return std::make_unique<StageScheduler>(std::move(c));
+             }),
+             py::kw_only(), py::arg("stage"), py::arg("profile"), py::arg("max_batch"), py::arg("policy"),
+             py::arg("budget_fraction"), py::arg("ring_capacity") = 65536)
+        .def("submit", [](StageScheduler& s, std::uint64_t id, double send_s, double deadline_s, double arrival_s,
+                          std::int32_t tier) {
+                 return s.submit(Request{id, to_ns(send_s, "send_s"), to_ns(deadline_s, "deadline_s"),
+                                         to_ns(arrival_s, "arrival_s"), tier, 0});
+             },
+             py::arg("id"), py::arg("send_s"), py::arg("deadline_s"), py::arg("arrival_s"), py::arg("tier") = 0)
+        .def("publish", [](StageScheduler& s, double downstream_s, double mu, double eps, double queue_delay_s,
+                           double admit_fraction) {
+                 s.publish(make_terms(downstream_s, mu, eps, queue_delay_s, admit_fraction));
+             },
+             py::kw_only(), py::arg("downstream_s"), py::arg("mu"), py::arg("eps"), py::arg("queue_delay_s"),
+             py::arg("admit_fraction") = 1.0)
+        .def("form_batch", [](StageScheduler& s, double now_s, double t_e_s) {
+                 const std::int64_t now = to_ns(now_s, "now_s");
+                 const std::int64_t t_e = to_ns(t_e_s, "expected_start_s");
+                 BatchResult out;
+                 {
+                     py::gil_scoped_release release;
+                     s.form_batch(now, t_e, out);
+                 }
+                 py::array_t<std::uint64_t> ids(static_cast<py::ssize_t>(out.batch.size()));
+                 py::array_t<std::uint64_t> dropped(static_cast<py::ssize_t>(out.drops.size()));
+                 py::array_t<std::int32_t> reasons(static_cast<py::ssize_t>(out.drops.size()));
+                 auto pi = ids.mutable_unchecked<1>();
+                 auto pd = dropped.mutable_unchecked<1>();
+                 auto pr = reasons.mutable_unchecked<1>();
+                 for (std::size_t i = 0; i < out.batch.size(); ++i) pi(static_cast<py::ssize_t>(i)) = out.batch[i].id;
+                 for (std::size_t i = 0; i < out.drops.size(); ++i) {
+                     pd(static_cast<py::ssize_t>(i)) = out.drops[i].request.id;
+                     pr(static_cast<py::ssize_t>(i)) = static_cast<std::int32_t>(out.drops[i].reason);
+                 }
+                 return py::make_tuple(ids, dropped, reasons);
+             },
+             py::arg("now_s"), py::arg("expected_start_s"))
+        .def_property_readonly("current_order", [](const StageScheduler& s) { return std::string(order_name(s.current_order())); })
+        .def_property_readonly("stage", [](const StageScheduler& s) { return s.config().stage; })
+        .def_property_readonly("max_batch", [](const StageScheduler& s) { return s.config().max_batch; })
+        .def("queued", &StageScheduler::queued);
+
+    m.def("bench_drop_decision", &bench_drop_decision, py::arg("n"),
+          "ns per Eq. 3b drop decision over n requests, timed in C++.");
+    m.def("bench_form_batch", &bench_form_batch, py::arg("queue"), py::arg("max_batch"), py::arg("policy"),
+          py::arg("rounds") = 1, "ns per request of submit + form_batch cycles, timed in C++.");
+}
+
+}  // namespace pard::bind
