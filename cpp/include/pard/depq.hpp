@@ -25,6 +25,7 @@
 #include <cassert>
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -166,6 +167,11 @@ private:
 
     // Level of node i is floor(log2(i + 1)); even levels are min levels.
     static bool is_min_level(size_type i) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+        const auto v = static_cast<unsigned long long>(i) + 1ULL;
+        const int level = std::numeric_limits<unsigned long long>::digits - 1 - __builtin_clzll(v);
+        return (level & 1) == 0;
+#else
         size_type v = i + 1;
         unsigned level = 0;
         while (v > 1) {
@@ -173,6 +179,7 @@ private:
             ++level;
         }
         return (level & 1U) == 0;
+#endif
     }
 
     size_type max_index() const noexcept {
