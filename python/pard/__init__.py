@@ -41,6 +41,7 @@ _LAZY: dict[str, str] = {
     "PipelineSpec": "pard.config",
     "StageSpec": "pard.config",
     "ArrayExecutor": "pard.executors",
+    "Workload": "pard.workloads",
 }
 
 __all__ = [

@@ -1,0 +1,164 @@
+"""Shared helpers of pard.workloads: argument checks, seeded RNGs, CSV reading with exact error
+locations, and the final sort/shift every loader applies.  Private: nothing here is public API."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from ..errors import PardWarning, TraceError
+
+__all__: list[str] = []
+
+F64 = npt.NDArray[np.float64]
+PathLike = Union[str, Path]
+
+
+def check_positive(name: str, value: float) -> float:
+    """``value`` as a float; ValueError unless finite and > 0."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number > 0, got {value!r}") from None
+    if not math.isfinite(v) or v <= 0.0:
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    return v
+
+
+def check_nonnegative(name: str, value: float) -> float:
+    """``value`` as a float; ValueError unless finite and >= 0."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}") from None
+    if not math.isfinite(v) or v < 0.0:
+        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+    return v
+
+
+def rng(seed: int | np.random.Generator) -> np.random.Generator:
+    """A NumPy Generator from an int seed (or the Generator itself)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int or a numpy Generator, got {seed!r}")
+    return np.random.default_rng(int(seed))
+
+
+def as_arrivals(arrivals: npt.ArrayLike, name: str = "arrivals") -> F64:
+    """``arrivals`` as a 1-D float64 array of finite times >= 0 (ValueError otherwise)."""
+    a = np.asarray(arrivals, dtype=np.float64)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of seconds, got shape {a.shape}")
+    bad = ~np.isfinite(a)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{name}[{i}] = {a[i]!r} is not finite")
+    if a.size and a.min() < 0.0:
+        i = int(np.argmin(a))
+        raise ValueError(f"{name}[{i}] = {a[i]!r} is negative; arrival times must be >= 0")
+    return a
+
+
+def spread_counts(
+    counts: npt.NDArray[np.int64], width: float, spread: str, gen: np.random.Generator
+) -> F64:
+    """Arrival times for ``counts[i]`` arrivals inside ``[i*width, (i+1)*width)``, sorted.
+
+    ``spread="uniform"``: evenly spaced at ``(k + 0.5) * width / n``; ``"poisson"``: independent
+    uniform positions (a Poisson process conditioned on each interval's count).
+    """
+    if spread not in ("uniform", "poisson"):
+        raise ValueError(f"spread must be 'uniform' or 'poisson', got {spread!r}")
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    starts = np.repeat(np.arange(counts.size, dtype=np.float64) * width, counts)
+    if spread == "uniform":
+        first = np.repeat(np.cumsum(counts) - counts, counts)
+        rank = np.arange(total, dtype=np.int64) - first
+        offsets = (rank + 0.5) / np.repeat(counts, counts) * width
+    else:
+        offsets = gen.random(total) * width
+    out = starts + offsets
+    out.sort(kind="stable")
+    return out
+
+
+def read_csv_text(path: PathLike, *, header: bool) -> tuple[Path, pd.DataFrame]:
+    """Read a CSV as strings with one DataFrame row per file line (blank lines become rows of "").
+
+    The row with index ``i`` is on file line ``i + 2`` with a header and ``i + 1`` without.  Raises
+    TraceError for a missing, unreadable, empty or malformed (too many fields) file.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise TraceError(f"{p}: no such trace file")
+    if p.stat().st_size == 0:
+        raise TraceError(f"{p}: the file is empty")
+    try:
+        df = pd.read_csv(
+            p,
+            header=0 if header else None,
+            dtype=str,
+            keep_default_na=False,
+            skip_blank_lines=False,
+            engine="c",
+        )
+    except pd.errors.EmptyDataError:
+        raise TraceError(f"{p}: the file is empty (no header and no rows)") from None
+    except pd.errors.ParserError as exc:
+        raise TraceError(f"{p}: malformed CSV row: {exc}") from None
+    except (UnicodeDecodeError, OSError) as exc:
+        raise TraceError(f"{p}: cannot read the file: {exc}") from None
+    return p, df
+
+
+def drop_blank_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows that are not entirely empty (blank lines carry no data); the index is kept."""
+    if df.empty:
+        return df
+    blank = (df == "").all(axis=1)
+    return df[~blank]
+
+
+def first_missing(df: pd.DataFrame, columns: list[str]) -> tuple[int, str] | None:
+    """(row index, column) of the first empty field among ``columns``, or None."""
+    for idx, row_missing in (df[columns] == "").any(axis=1).items():
+        if row_missing:
+            col = next(c for c in columns if df.at[idx, c] == "")
+            return int(idx), col
+    return None
+
+
+def sort_order(times_s: F64, source: str) -> npt.NDArray[np.intp] | None:
+    """The stable sorting permutation of ``times_s``, or None if already sorted.
+
+    Warns (PardWarning) how many timestamps were earlier than the one before them.  Raises
+    TraceError if there is no arrival at all.
+    """
+    if times_s.size == 0:
+        raise TraceError(f"{source}: the trace has no arrivals")
+    out_of_order = int(np.count_nonzero(np.diff(times_s) < 0))
+    if not out_of_order:
+        return None
+    warnings.warn(
+        f"{source}: {out_of_order} of {times_s.size} timestamps were earlier than the one "
+        f"before them; the arrivals were sorted",
+        PardWarning,
+        stacklevel=4,
+    )
+    return np.argsort(times_s, kind="stable")
+
+
+def finish(times_s: F64, source: str) -> F64:
+    """Sorted (see :func:`sort_order`) and shifted so that the first arrival is at 0 s."""
+    order = sort_order(times_s, source)
+    if order is not None:
+        times_s = times_s[order]
+    return np.ascontiguousarray(times_s - times_s[0], dtype=np.float64)

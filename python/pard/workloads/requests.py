@@ -1,0 +1,112 @@
+"""Per-request attributes beside the arrival times: a per-request SLO and a service tier.
+
+Every loader and generator in :mod:`pard.workloads` returns a plain sorted ``float64`` array of
+arrival times.  When requests also carry their own SLO or tier (DESIGN §3.7: per-request SLOs,
+service tiers with weights), they travel together in a :class:`Workload`: from a CSV with such
+columns (:func:`pard.workloads.csv_requests`) or by drawing tiers for an array of arrivals
+(:func:`assign_tiers`).  Tier *names* match the keys of :attr:`pard.config.PipelineSpec.tiers`,
+which give their weights.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from ._common import F64, as_arrivals, check_positive, rng
+
+__all__ = ["Workload", "assign_tiers"]
+
+I32 = npt.NDArray[np.int32]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Arrival times with optional per-request SLOs and tiers, all aligned by request.
+
+    Attributes:
+        arrivals_s: shape (n,), float64, sorted, seconds (time 0 = the trace's first arrival for
+            loaded traces, the start of the window for generated ones).
+        slo_s: shape (n,), float64 seconds, each request's own SLO; or None: every request uses
+            the pipeline's SLO.
+        tier: shape (n,), int32 codes into ``tier_names``; or None: one untiered class.
+        tier_names: the tier names, code ``i`` is ``tier_names[i]``.
+
+    Raises:
+        ValueError: mismatched lengths, an SLO that is not finite and > 0, or a tier code outside
+            ``range(len(tier_names))``.
+    """
+
+    arrivals_s: F64
+    slo_s: F64 | None = None
+    tier: I32 | None = None
+    tier_names: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        n = self.arrivals_s.shape[0]
+        if self.slo_s is not None:
+            if self.slo_s.shape != (n,):
+                raise ValueError(f"slo_s has shape {self.slo_s.shape}, expected ({n},) like arrivals_s")
+            bad = ~(np.isfinite(self.slo_s) & (self.slo_s > 0))
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise ValueError(f"slo_s[{i}] = {self.slo_s[i]!r} must be finite and > 0 seconds")
+        if self.tier is not None:
+            if self.tier.shape != (n,):
+                raise ValueError(f"tier has shape {self.tier.shape}, expected ({n},) like arrivals_s")
+            if n and (self.tier.min() < 0 or self.tier.max() >= len(self.tier_names)):
+                raise ValueError(
+                    f"tier codes must lie in [0, {len(self.tier_names)}) (tier_names "
+                    f"{self.tier_names}), got range [{self.tier.min()}, {self.tier.max()}]"
+                )
+
+    def __len__(self) -> int:
+        return int(self.arrivals_s.shape[0])
+
+
+def assign_tiers(
+    arrivals: npt.ArrayLike,
+    shares: Mapping[str, float],
+    *,
+    slo_s: float | Mapping[str, float] | None = None,
+    seed: int | np.random.Generator = 0,
+) -> Workload:
+    """Give each arrival a tier drawn independently with probabilities ``shares`` (seeded).
+
+    Args:
+        arrivals: shape (n,), seconds >= 0.
+        shares: tier name -> share of requests (finite, > 0; normalised to sum 1).  Codes follow
+            the mapping's order.
+        slo_s: None (pipeline SLO for all), one SLO in seconds for all, or tier name -> SLO.
+        seed: int seed or a numpy Generator.
+
+    Returns:
+        A :class:`Workload` with ``tier`` (and ``slo_s`` if given).
+
+    Raises:
+        ValueError: empty shares, a share or SLO that is not finite and > 0, or an SLO mapping
+            that misses a tier.
+    """
+    a = as_arrivals(arrivals)
+    if not shares:
+        raise ValueError("shares must name at least one tier, got {}")
+    names = tuple(shares)
+    p = np.array([check_positive(f"share of tier {k!r}", v) for k, v in shares.items()])
+    p = p / p.sum()
+    codes = rng(seed).choice(len(names), size=a.size, p=p).astype(np.int32)
+    slo: F64 | None = None
+    if isinstance(slo_s, Mapping):
+        missing = [k for k in names if k not in slo_s]
+        if missing:
+            raise ValueError(f"slo_s has no SLO for tier(s) {missing}")
+        per_tier = np.array([check_positive(f"slo_s[{k!r}]", slo_s[k]) for k in names])
+        slo = per_tier[codes]
+    elif slo_s is not None:
+        if not math.isfinite(float(slo_s)) or float(slo_s) <= 0:
+            raise ValueError(f"slo_s must be finite and > 0 seconds, got {slo_s!r}")
+        slo = np.full(a.size, float(slo_s))
+    return Workload(arrivals_s=a, slo_s=slo, tier=codes, tier_names=names)

@@ -1,0 +1,388 @@
+"""Real arrival traces from files: the Azure LLM inference trace 2023, Azure Functions 2019
+per-minute counts, per-second count files (Wikipedia / Twitter form), and any CSV with a
+timestamp or seconds column.  Also the bundled copy of the Azure LLM "conversation" trace.
+
+Every loader returns a sorted ``float64`` NumPy array of shape (n,): arrival times in seconds from
+the trace's first arrival (so the first element is 0.0).  Unsorted timestamps are sorted with a
+:class:`pard.errors.PardWarning` saying how many were out of order.  Bad input raises
+:class:`pard.errors.TraceError` (a ``ValueError``) naming the file, the line and column, and the
+problem.  Files are parsed with pandas.  Scale a trace to a target rate with
+:func:`pard.workloads.scale` (DESIGN §5).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from ..errors import TraceError
+from ._common import (
+    F64,
+    PathLike,
+    drop_blank_rows,
+    finish,
+    first_missing,
+    read_csv_text,
+    rng,
+    sort_order,
+    spread_counts,
+)
+from .requests import Workload
+
+__all__ = [
+    "azure_llm",
+    "azure_llm_conv",
+    "azure_functions",
+    "per_second_counts",
+    "csv_timestamps",
+    "csv_requests",
+    "AZURE_LLM_COLUMNS",
+    "AZURE_FUNCTIONS_KEYS",
+]
+
+#: Header of the Azure LLM inference trace 2023 CSV files.
+AZURE_LLM_COLUMNS: tuple[str, ...] = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+#: Key columns of the Azure Functions 2019 invocation files; minute columns "1".."1440" follow.
+AZURE_FUNCTIONS_KEYS: tuple[str, ...] = ("HashOwner", "HashApp", "HashFunction", "Trigger")
+
+Unit = Literal["s", "ms", "us", "ns", "datetime"]
+_UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+_ISO_EXAMPLE = "2023-11-16 18:15:46.6805900"
+
+
+def _require_columns(p: object, df: pd.DataFrame, expected: tuple[str, ...]) -> None:
+    missing = [c for c in expected if c not in df.columns]
+    if missing:
+        raise TraceError(
+            f"{p}: missing column(s) {', '.join(missing)}: expected header "
+            f"{','.join(expected)}, found {','.join(map(str, df.columns))}"
+        )
+
+
+def _times_from_column(
+    p: object, df: pd.DataFrame, column: str, unit: Unit | None, line_offset: int
+) -> F64:
+    """Raw seconds (any origin, unsorted) from the string column ``column`` of ``df``."""
+    raw = df[column]
+    if unit is None:
+        first = raw.iloc[0] if len(raw) else ""
+        unit = "s" if not np.isnan(pd.to_numeric(pd.Series([first]), errors="coerce").iloc[0]) else "datetime"
+    if unit == "datetime":
+        t = pd.to_datetime(raw, format="ISO8601", errors="coerce", utc=True)
+        # ISO 8601 parsing alone would also accept bare numbers (as years): insist on a date.
+        bad = t.isna() | ~raw.str.match(r"\s*\d{4}-\d{2}-\d{2}")
+        if bad.any():
+            i = int(np.argmax(bad.to_numpy()))
+            raise TraceError(
+                f"{p}, line {int(df.index[i]) + line_offset}, column {column!r}: cannot parse "
+                f"{raw.iloc[i]!r} as a timestamp (expected ISO 8601, like {_ISO_EXAMPLE!r})"
+            )
+        secs = (t - t.min()).dt.total_seconds().to_numpy(dtype=np.float64)
+        return np.ascontiguousarray(secs)
+    if unit not in _UNIT_SCALE:
+        raise ValueError(f"unit must be one of 's', 'ms', 'us', 'ns', 'datetime' or None, got {unit!r}")
+    vals = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(vals)
+    if bad.any():
+        i = int(np.argmax(bad))
+        idx = df.index[i]
+        what = "is not finite" if raw.iloc[i].strip().lower() in ("nan", "inf", "-inf", "+inf") else "is not a number"
+        raise TraceError(
+            f"{p}, line {int(idx) + line_offset}, column {column!r}: timestamp {raw.iloc[i]!r} {what}"
+        )
+    neg = vals < 0
+    if neg.any():
+        i = int(np.argmax(neg))
+        raise TraceError(
+            f"{p}, line {int(df.index[i]) + line_offset}, column {column!r}: timestamp "
+            f"{raw.iloc[i]!r} is negative (expected seconds >= 0)"
+        )
+    out: F64 = vals * _UNIT_SCALE[unit]
+    return out
+
+
+def _check_nonneg_ints(p: object, df: pd.DataFrame, columns: list[str], line_offset: int) -> None:
+    for c in columns:
+        vals = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=np.float64)
+        bad = ~np.isfinite(vals) | (vals < 0) | (vals != np.round(vals))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise TraceError(
+                f"{p}, line {int(df.index[i]) + line_offset}, column {c!r}: "
+                f"{df[c].iloc[i]!r} is not a non-negative integer"
+            )
+
+
+def azure_llm(path: PathLike) -> F64:
+    """Arrival times from an Azure LLM inference trace 2023 CSV file.
+
+    Format: header ``TIMESTAMP,ContextTokens,GeneratedTokens``; one request per line, timestamps
+    like ``2023-11-16 18:15:46.6805900`` (ISO 8601).  Source: the Azure Public Dataset
+    (github.com/Azure/AzurePublicDataset), CC-BY 4.0; cite Patel et al., "Splitwise: Efficient
+    generative LLM inference using phase splitting", ISCA 2024.  Blank lines are skipped.
+
+    Returns:
+        shape (n,), float64, sorted seconds from the first request.
+
+    Raises:
+        TraceError: missing file, empty file, wrong or missing columns, a malformed row (too many
+            or too few fields), an unparseable timestamp, or a token count that is not a
+            non-negative integer; the message names the file, line and column.
+    Warns:
+        PardWarning: the timestamps were not sorted (says how many were out of order).
+    """
+    p, df = read_csv_text(path, header=True)
+    _require_columns(p, df, AZURE_LLM_COLUMNS)
+    df = drop_blank_rows(df)
+    if df.empty:
+        raise TraceError(f"{p}: the file has a header but no rows")
+    miss = first_missing(df, list(AZURE_LLM_COLUMNS))
+    if miss is not None:
+        raise TraceError(f"{p}, line {miss[0] + 2}, column {miss[1]!r}: missing value (malformed row)")
+    _check_nonneg_ints(p, df, ["ContextTokens", "GeneratedTokens"], 2)
+    return finish(_times_from_column(p, df, "TIMESTAMP", "datetime", 2), str(p))
+
+
+def azure_llm_conv() -> F64:
+    """The bundled Azure LLM inference trace 2023, "conversation" service (no network needed).
+
+    19 366 requests over 3 502 s (58 min) on 2023-11-16: mean 5.53 req/s, coefficient of
+    variation of per-second counts 0.50 and of 10-second counts 0.27 (a steady trace; evaluate
+    with :func:`pard.workloads.bursty` too).  Source: Azure/AzurePublicDataset,
+    ``data/AzureLLMInferenceTrace_conv.csv``; license CC-BY 4.0; cite Patel, Choukse, Zhang, Shah,
+    Goiri, Maleki, Bianchini, "Splitwise: Efficient generative LLM inference using phase
+    splitting", ISCA 2024.  See ``pard/data/NOTICE.md``.  The CLI calls it ``azure-conv``.
+
+    Returns:
+        shape (19366,), float64, sorted seconds from the first request.
+    """
+    res = resources.files("pard").joinpath("data", "azure_llm_2023_conv.csv")
+    with resources.as_file(res) as path:
+        return azure_llm(path)
+
+
+def azure_functions(
+    path: PathLike,
+    *,
+    app: str | None = None,
+    function: str | None = None,
+    owner: str | None = None,
+    spread: Literal["uniform", "poisson"] = "uniform",
+    seed: int | np.random.Generator = 0,
+) -> F64:
+    """Arrival times from an Azure Functions 2019 per-minute invocation-count file.
+
+    Format: header ``HashOwner,HashApp,HashFunction,Trigger,1,2,...,1440``; one row per function,
+    column ``m`` holds its invocations in minute ``m`` of the day.  Rows are selected by the given
+    hashes (all rows when none is given) and their counts summed per minute.  Each minute's count
+    is spread inside the minute: ``"uniform"`` spaces them evenly, ``"poisson"`` places them at
+    independent uniform times (a Poisson process conditioned on the count; seeded).
+    Source: Azure Public Dataset, "Serverless in the Wild" (Shahrad et al., USENIX ATC 2020).
+
+    Returns:
+        shape (n,), float64, sorted seconds from the first invocation.
+
+    Raises:
+        TraceError: missing/empty/malformed file, missing key or minute columns, no row matching
+            the hashes, a count that is missing, non-numeric, negative or fractional (names the
+            line and column), or no invocations at all.
+    """
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise TraceError(f"{p}: no such trace file")
+    if p.stat().st_size == 0:
+        raise TraceError(f"{p}: the file is empty")
+    try:
+        df = pd.read_csv(
+            p, dtype={k: str for k in AZURE_FUNCTIONS_KEYS}, skip_blank_lines=False, engine="c"
+        )
+    except pd.errors.EmptyDataError:
+        raise TraceError(f"{p}: the file is empty (no header and no rows)") from None
+    except pd.errors.ParserError as exc:
+        raise TraceError(f"{p}: malformed CSV row: {exc}") from None
+    except (UnicodeDecodeError, OSError) as exc:
+        raise TraceError(f"{p}: cannot read the file: {exc}") from None
+    minutes = [str(m) for m in range(1, 1441)]
+    expected = AZURE_FUNCTIONS_KEYS + ("1", "...", "1440")
+    missing = [c for c in (*AZURE_FUNCTIONS_KEYS, *minutes) if c not in df.columns]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise TraceError(
+            f"{p}: missing column(s) {shown}: expected header {','.join(expected)}, "
+            f"found {','.join(map(str, df.columns[:8]))}{',...' if len(df.columns) > 8 else ''}"
+        )
+    df = df[~df.isna().all(axis=1)]
+    if df.empty:
+        raise TraceError(f"{p}: the file has a header but no rows")
+    mask = np.ones(len(df), dtype=bool)
+    for col, want in (("HashOwner", owner), ("HashApp", app), ("HashFunction", function)):
+        if want is not None:
+            mask &= (df[col] == want).to_numpy()
+            if not mask.any():
+                raise TraceError(f"{p}: no row has {col} == {want!r} (with the other hashes given)")
+    sel = df[mask]
+    block = sel[minutes]
+    text_cols = [c for c in minutes if not pd.api.types.is_numeric_dtype(block[c])]
+    if text_cols:  # a non-numeric entry made pandas keep a column as text: coerce it to find it
+        block = block.copy()
+        for c in text_cols:
+            block[c] = pd.to_numeric(block[c], errors="coerce")
+    counts = block.to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(counts) | (counts < 0) | (counts != np.round(counts))
+    if bad.any():
+        r, j = (int(x) for x in np.argwhere(bad)[0])
+        raw = sel[minutes[j]].iloc[r]
+        problem = "missing value" if pd.isna(raw) else f"'{raw}' is not a non-negative integer count"
+        raise TraceError(f"{p}, line {int(sel.index[r]) + 2}, column {minutes[j]!r}: {problem}")
+    per_minute = counts.sum(axis=0).astype(np.int64)
+    times = spread_counts(per_minute, 60.0, spread, rng(seed))
+    return finish(times, str(p))
+
+
+def per_second_counts(
+    path: PathLike,
+    *,
+    spread: Literal["uniform", "poisson"] = "uniform",
+    seed: int | np.random.Generator = 0,
+) -> F64:
+    """Arrival times from a file of per-second request counts, one integer per line.
+
+    Line ``i`` (from 1) holds the number of requests in second ``i - 1``; this is the form of the
+    Wikipedia and Twitter traces used in the PARD paper.  No header.  Each second's count is
+    spread inside the second, evenly (``"uniform"``) or at independent uniform times
+    (``"poisson"``, seeded).  Trailing blank lines are ignored; a blank line inside is an error
+    (it would shift every later second).
+
+    Returns:
+        shape (n,), float64, sorted seconds from the first request.
+
+    Raises:
+        TraceError: missing or empty file, a line with more than one field, a blank line, a value
+            that is not a non-negative integer (names the line), or all counts zero.
+    """
+    p, df = read_csv_text(path, header=False)
+    if df.shape[1] != 1:
+        extra = (df.iloc[:, 1:] != "").any(axis=1)
+        idx = int(extra.idxmax()) if extra.any() else 0
+        raise TraceError(
+            f"{p}, line {idx + 1}: expected one integer per line, got {df.shape[1]} fields"
+        )
+    col = df.iloc[:, 0].str.strip()
+    nonblank = np.flatnonzero((col != "").to_numpy())
+    if nonblank.size == 0:
+        raise TraceError(f"{p}: the file has no counts")
+    col = col.iloc[: nonblank[-1] + 1]
+    vals = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(vals) | (vals < 0) | (vals != np.round(vals))
+    if bad.any():
+        i = int(np.argmax(bad))
+        what = "blank line" if col.iloc[i] == "" else f"{col.iloc[i]!r} is not a non-negative integer count"
+        raise TraceError(f"{p}, line {i + 1}: {what}")
+    return finish(spread_counts(vals.astype(np.int64), 1.0, spread, rng(seed)), str(p))
+
+
+def _read_timestamp_csv(path: PathLike, column: str | int) -> tuple[object, pd.DataFrame, str]:
+    p, df = read_csv_text(path, header=True)
+    if isinstance(column, int) and not isinstance(column, bool):
+        if not 0 <= column < df.shape[1]:
+            raise TraceError(f"{p}: column index {column} out of range: the file has {df.shape[1]} columns")
+        name = str(df.columns[column])
+    else:
+        name = str(column)
+        if name not in df.columns:
+            raise TraceError(
+                f"{p}: no column {name!r}; the header has {','.join(map(str, df.columns))}"
+            )
+    df = drop_blank_rows(df)
+    if df.empty:
+        raise TraceError(f"{p}: the file has a header but no rows")
+    return p, df, name
+
+
+def csv_timestamps(path: PathLike, *, column: str | int, unit: Unit | None = None) -> F64:
+    """Arrival times from any CSV with a header and a timestamp or seconds column.
+
+    Args:
+        path: the CSV file (a header line, then one request per line; blank lines skipped).
+        column: the column's name, or its 0-based position.
+        unit: ``"datetime"`` (ISO 8601 date-times), or ``"s"``, ``"ms"``, ``"us"``, ``"ns"`` for
+            numbers (>= 0) in that unit; None infers datetime vs seconds from the first value.
+
+    Returns:
+        shape (n,), float64, sorted seconds from the first request.
+
+    Raises:
+        TraceError: missing/empty/malformed file, unknown column, an empty, non-numeric, NaN,
+            infinite, negative or unparseable timestamp (names line and column).
+    Warns:
+        PardWarning: the timestamps were not sorted (says how many were out of order).
+    """
+    p, df, name = _read_timestamp_csv(path, column)
+    miss = first_missing(df, [name])
+    if miss is not None:
+        raise TraceError(f"{p}, line {miss[0] + 2}, column {name!r}: missing value")
+    return finish(_times_from_column(p, df, name, unit, 2), str(p))
+
+
+def csv_requests(
+    path: PathLike,
+    *,
+    column: str | int,
+    slo_column: str | None = None,
+    tier_column: str | None = None,
+    unit: Unit | None = None,
+    slo_unit: Literal["s", "ms"] = "s",
+) -> Workload:
+    """Requests from a CSV with arrival times and, optionally, per-request SLO and tier columns.
+
+    Like :func:`csv_timestamps`, plus: ``slo_column`` holds each request's SLO (``slo_unit``,
+    finite, > 0) and ``tier_column`` each request's tier name.  Tier codes follow the sorted tier
+    names, so the same file always gives the same codes.
+
+    Returns:
+        :class:`Workload` with ``arrivals_s`` (n,) sorted from 0, and ``slo_s`` / ``tier`` (n,)
+        permuted with the arrivals (None when the column was not asked for).
+
+    Raises:
+        TraceError: as :func:`csv_timestamps`, plus a missing SLO/tier column or value, or an SLO
+            that is not a finite number > 0 (names line and column).
+    """
+    p, df, name = _read_timestamp_csv(path, column)
+    cols = [name] + [c for c in (slo_column, tier_column) if c is not None]
+    for c in cols[1:]:
+        if c not in df.columns:
+            raise TraceError(f"{p}: no column {c!r}; the header has {','.join(map(str, df.columns))}")
+    miss = first_missing(df, cols)
+    if miss is not None:
+        raise TraceError(f"{p}, line {miss[0] + 2}, column {miss[1]!r}: missing value")
+    times = _times_from_column(p, df, name, unit, 2)
+    slo: F64 | None = None
+    if slo_column is not None:
+        slo = pd.to_numeric(df[slo_column], errors="coerce").to_numpy(dtype=np.float64)
+        bad = ~np.isfinite(slo) | (slo <= 0)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise TraceError(
+                f"{p}, line {int(df.index[i]) + 2}, column {slo_column!r}: SLO "
+                f"{df[slo_column].iloc[i]!r} is not a finite number > 0"
+            )
+        slo = slo * (1e-3 if slo_unit == "ms" else 1.0)
+    tier: npt.NDArray[np.int32] | None = None
+    names: tuple[str, ...] = ()
+    if tier_column is not None:
+        labels = df[tier_column].str.strip().to_numpy(dtype=str)
+        names = tuple(sorted(set(labels.tolist())))
+        tier = np.searchsorted(np.array(names), labels).astype(np.int32)
+    order = sort_order(times, str(p))
+    if order is not None:
+        times = times[order]
+        slo = None if slo is None else slo[order]
+        tier = None if tier is None else tier[order]
+    arrivals = np.ascontiguousarray(times - times[0], dtype=np.float64)
+    return Workload(arrivals_s=arrivals, slo_s=slo, tier=tier, tier_names=names)

@@ -1,0 +1,125 @@
+"""Transforms of arrival-time arrays: scale to a target mean rate, cut a window, measure burstiness.
+
+Inputs are 1-D arrays of arrival times in seconds (finite, >= 0, time 0 = the trace's origin, as
+the loaders and generators return them).  Outputs are sorted ``float64`` arrays.  Bad arguments
+raise ``ValueError`` naming the argument and value.  DESIGN §5 explains why ``scale`` defaults to
+``mode="amplify"``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from ._common import F64, as_arrivals, check_nonnegative, check_positive, rng
+
+__all__ = ["scale", "window", "cv", "bin_counts", "mean_rate"]
+
+
+def bin_counts(arrivals: npt.ArrayLike, bin: float = 1.0) -> npt.NDArray[np.int64]:
+    """Arrivals per bin ``[k*bin, (k+1)*bin)`` for ``k = 0 .. floor(max/bin)``.
+
+    Returns: shape (floor(max(arrivals)/bin) + 1,), int64 (shape (0,) for no arrivals).
+    Raises: ValueError for non-finite or negative times, or ``bin`` not finite and > 0.
+    """
+    a = as_arrivals(arrivals)
+    b = check_positive("bin", bin)
+    if a.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.bincount(np.floor(a / b).astype(np.int64)).astype(np.int64)
+
+
+def mean_rate(arrivals: npt.ArrayLike) -> float:
+    """Mean arrival rate, req/s: ``len(arrivals) / (max - min)``.
+
+    Raises: ValueError with fewer than two arrivals or a zero span.
+    """
+    a = as_arrivals(arrivals)
+    if a.size < 2 or a.max() == a.min():
+        raise ValueError(f"need at least two distinct arrival times for a rate, got {a.size} arrival(s)")
+    return float(a.size / (a.max() - a.min()))
+
+
+def cv(arrivals: npt.ArrayLike, bin: float = 1.0) -> float:
+    """Coefficient of variation (population std / mean) of the per-bin arrival counts.
+
+    Bins are ``[k*bin, (k+1)*bin)`` from time 0 through the bin holding the last arrival (see
+    :func:`bin_counts`).  A Poisson process at ``λ`` req/s gives about ``1/sqrt(λ*bin)``.  The
+    planner sizes its estimation window by the CV of per-second counts (DESIGN §3.5).
+
+    Raises: ValueError for no arrivals, non-finite or negative times, or a bad ``bin``.
+    """
+    c = bin_counts(arrivals, bin)
+    if c.size == 0:
+        raise ValueError("cv of an empty arrival array is undefined")
+    return float(c.std() / c.mean())
+
+
+def scale(
+    arrivals: npt.ArrayLike,
+    rate: float,
+    *,
+    mode: Literal["amplify", "compress"] = "amplify",
+    bin: float = 10.0,
+    seed: int | np.random.Generator = 0,
+) -> F64:
+    """Scale a trace to a target mean rate ``rate`` (req/s), two ways (DESIGN §5).
+
+    - ``"amplify"`` (default) keeps the trace's time scale.  It takes the rate envelope (the
+      counts ``c_k`` in bins of ``bin`` seconds over ``[0, K*bin)``, ``K`` bins through the last
+      arrival), scales it to the target mean and draws a Poisson number of arrivals with mean
+      ``c_k * rate * K * bin / n`` in bin ``k``, at uniform times within the bin (seeded).
+      Bursts keep their real length; the output's expected mean rate over ``[0, K*bin)`` is
+      ``rate``.  Structure shorter than ``bin`` is replaced by Poisson arrivals.
+    - ``"compress"`` multiplies every time by ``mean_rate(arrivals) / rate`` (times are measured
+      from the first arrival).  Deterministic; bursts shrink or stretch with the trace.
+
+    Args:
+        arrivals: shape (n,), seconds >= 0; at least two distinct times.
+        rate: target mean rate, req/s, finite and > 0.
+        mode: ``"amplify"`` or ``"compress"``.
+        bin: envelope bin width in seconds (amplify only), finite and > 0.
+        seed: int seed or numpy Generator (amplify only).
+
+    Returns: shape (m,), float64, sorted seconds (amplify: in ``[0, K*bin)``; compress: from 0).
+    Raises: ValueError for bad arguments or fewer than two distinct arrival times.
+    """
+    a = np.sort(as_arrivals(arrivals), kind="stable")
+    r = check_positive("rate", rate)
+    if a.size < 2 or a[-1] == a[0]:
+        raise ValueError(f"need at least two distinct arrival times to scale, got {a.size} arrival(s)")
+    if mode == "compress":
+        factor = mean_rate(a) / r
+        return np.ascontiguousarray((a - a[0]) * factor, dtype=np.float64)
+    if mode != "amplify":
+        raise ValueError(f"mode must be 'amplify' or 'compress', got {mode!r}")
+    b = check_positive("bin", bin)
+    counts = bin_counts(a, b)
+    span = counts.size * b
+    expected = counts * (r * span / a.size)
+    gen = rng(seed)
+    drawn = gen.poisson(expected)
+    starts = np.repeat(np.arange(counts.size, dtype=np.float64) * b, drawn)
+    out = starts + gen.random(int(drawn.sum())) * b
+    out.sort(kind="stable")
+    return out
+
+
+def window(arrivals: npt.ArrayLike, start: float, duration: float) -> F64:
+    """The arrivals in ``[start, start + duration)``, shifted so that ``start`` becomes 0.
+
+    Returns: shape (m,), float64 seconds, in the input's order (sorted if the input was).
+    Raises: ValueError for bad times, ``start`` not finite and >= 0, or ``duration`` not finite
+        and > 0.
+    """
+    a = as_arrivals(arrivals)
+    s = check_nonnegative("start", start)
+    d = check_positive("duration", duration)
+    end = s + d
+    if not math.isfinite(end):
+        raise ValueError(f"start + duration overflows: {start!r} + {duration!r}")
+    sel = a[(a >= s) & (a < end)]
+    return np.ascontiguousarray(sel - s, dtype=np.float64)
