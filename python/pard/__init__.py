@@ -40,6 +40,10 @@ _LAZY: dict[str, str] = {
     "workloads": "pard.workloads",
     "PipelineSpec": "pard.config",
     "StageSpec": "pard.config",
+    "Report": "pard.report",
+    "Planner": "pard.planner",
+    "POLICIES": "pard.policies",
+    "PolicySpec": "pard.policies",
     "ArrayExecutor": "pard.executors",
     "Workload": "pard.workloads",
 }

@@ -1,0 +1,395 @@
+"""Run reports: every metric of DESIGN §4, for one policy's run (simulated or live).
+
+A :class:`Report` is built from plain per-request outcomes (send time, final state, finish time, the
+stage and reason of a drop, the compute charged to the request) plus a few per-second series the run
+recorded (queueing delay per stage, workers serving per stage, pipeline capacity).  It checks the
+conservation identity ``submitted = on_time + late + dropped + rejected + failed`` when it is built and
+derives everything else from those arrays: goodput, drop rate, invalid rate, drop shares per stage,
+transient drop rates, latency percentiles and the goodput bound.
+
+Several reports (one per policy, same pipeline and arrivals) form a comparison: :func:`comparison_dict`
+gives the JSON of ``pard simulate --json``, :func:`comparison_table` a rich table, and
+:func:`pard.plotting.plot_reports` the figure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "STATES",
+    "Report",
+    "StageReport",
+    "comparison_dict",
+    "comparison_table",
+    "bin_per_second",
+    "DEFAULT_REASONS",
+]
+
+F64 = npt.NDArray[np.float64]
+
+#: Outcome state codes (as ``pard._core`` reports them): index -> name.
+STATES = ("pending", "on_time", "late", "dropped", "rejected", "failed")
+_ON_TIME, _LATE, _DROPPED, _REJECTED, _FAILED = 1, 2, 3, 4, 5
+
+#: Drop reason names by code, used when the caller passes none (same order as ``pard._core.REASONS``).
+DEFAULT_REASONS = ("infeasible", "expired", "stage-budget", "window", "overload", "cancelled", "rejected")
+
+
+def bin_per_second(t_s: F64, t0_s: float, n_bins: int, weights: F64 | None = None) -> F64:
+    """Sum ``weights`` (default 1 each) of samples at times ``t_s`` into 1 s bins from ``t0_s``.
+
+    Samples outside ``[t0_s, t0_s + n_bins)`` go to the nearest edge bin (a run's last events may
+    land after the last arrival).  Returns shape ``(n_bins,)``, float64.
+    """
+    if n_bins <= 0:
+        return np.zeros(0)
+    idx = np.clip(np.floor(np.asarray(t_s, dtype=np.float64) - t0_s), 0, n_bins - 1).astype(np.int64)
+    return np.bincount(idx, weights=weights, minlength=n_bins).astype(np.float64)
+
+
+def _nan_to_none(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _nan_to_none(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_nan_to_none(v) for v in x]
+    return x
+
+
+@dataclass(frozen=True)
+class StageReport:
+    """One stage's share of a run.
+
+    Attributes:
+        name: the stage.
+        submitted: requests that reached the stage.
+        executed: requests the stage executed (batch rows summed).
+        dropped: requests dropped at this stage (all reasons).
+        dropped_by_reason: reason -> count.
+        drop_share: this stage's share of all drops (0 when nothing dropped).
+        compute_s: execution time spent at this stage (s, batch durations summed).
+        mean_queue_delay_s: mean queueing delay of the requests taken into batches here (s).
+    """
+
+    name: str
+    submitted: int
+    executed: int
+    dropped: int
+    dropped_by_reason: dict[str, int]
+    drop_share: float
+    compute_s: float
+    mean_queue_delay_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form."""
+        return {
+            "submitted": self.submitted, "executed": self.executed, "dropped": self.dropped,
+            "dropped_by_reason": dict(self.dropped_by_reason), "drop_share": self.drop_share,
+            "compute_s": self.compute_s, "mean_queue_delay_s": self.mean_queue_delay_s,
+        }
+
+
+class Report:
+    """The metrics of one run of one policy (DESIGN §4).
+
+    Args (keyword-only; arrays have one entry per request, indexed by request id):
+        policy, pipeline: names, for tables and JSON.
+        stage_names: the stages, in stage-index order.
+        send_s: arrival time at the pipeline (s), float64 ``(n,)``.
+        state: outcome codes (:data:`STATES`), int ``(n,)``; no request may be pending.
+        finish_s: finish time (s) of finished requests (others ignored), float64 ``(n,)``.
+        drop_stage: stage index of a drop, -1 otherwise, int ``(n,)``.
+        reason: drop reason code (index into ``reasons``), -1 otherwise, int ``(n,)``.
+        compute_s: compute time charged to each request (s), float64 ``(n,)``.
+        reasons: reason names by code.
+        stage_submitted, stage_executed: per stage counts, shape ``(n_stages,)``.
+        stage_compute_s: per stage execution time (s), shape ``(n_stages,)``.
+        t0_s: start of the first 1 s bin of the per-second series.
+        qdelay_sum_s, qdelay_count: per stage and second, the summed queueing delays and their count,
+            shape ``(n_stages, n_bins)``.
+        workers: mean workers serving per stage and second, shape ``(n_stages, n_bins)``.
+        capacity: the pipeline's capacity in each second (req/s) from the workers serving then,
+            shape ``(n_bins,)``.
+
+    Raises:
+        ValueError: shapes disagree, a request is still pending, or conservation fails.
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: str,
+        pipeline: str,
+        stage_names: Sequence[str],
+        send_s: F64,
+        state: npt.ArrayLike,
+        finish_s: F64,
+        drop_stage: npt.ArrayLike,
+        reason: npt.ArrayLike,
+        compute_s: F64,
+        reasons: Sequence[str] = DEFAULT_REASONS,
+        stage_submitted: npt.ArrayLike,
+        stage_executed: npt.ArrayLike,
+        stage_compute_s: npt.ArrayLike,
+        t0_s: float,
+        qdelay_sum_s: npt.ArrayLike,
+        qdelay_count: npt.ArrayLike,
+        workers: npt.ArrayLike,
+        capacity: npt.ArrayLike,
+    ) -> None:
+        self.policy = policy
+        self.pipeline = pipeline
+        self.stage_names = list(stage_names)
+        self.reasons = list(reasons)
+        self.send_s = np.asarray(send_s, dtype=np.float64)
+        self.state = np.asarray(state, dtype=np.int8)
+        self.finish_s = np.asarray(finish_s, dtype=np.float64)
+        self.drop_stage = np.asarray(drop_stage, dtype=np.int32)
+        self.reason = np.asarray(reason, dtype=np.int32)
+        self.compute_s = np.asarray(compute_s, dtype=np.float64)
+        n = self.send_s.shape[0]
+        for field, arr in [("state", self.state), ("finish_s", self.finish_s), ("drop_stage", self.drop_stage),
+                           ("reason", self.reason), ("compute_s", self.compute_s)]:
+            if arr.shape != (n,):
+                raise ValueError(f"{field} must have shape ({n},) like send_s, got {arr.shape}")
+        ns = len(self.stage_names)
+        self.t0_s = float(t0_s)
+        self.qdelay_sum_s = np.asarray(qdelay_sum_s, dtype=np.float64)
+        self.qdelay_count = np.asarray(qdelay_count, dtype=np.float64)
+        self.workers = np.asarray(workers, dtype=np.float64)
+        self.capacity = np.asarray(capacity, dtype=np.float64)
+        nb = self.capacity.shape[0]
+        for field, arr in [("qdelay_sum_s", self.qdelay_sum_s), ("qdelay_count", self.qdelay_count),
+                           ("workers", self.workers)]:
+            if arr.shape != (ns, nb):
+                raise ValueError(f"{field} must have shape ({ns}, {nb}) (stages x seconds), got {arr.shape}")
+
+        counts = np.bincount(self.state.astype(np.int64), minlength=len(STATES))
+        if counts.size > len(STATES) or self.state.min(initial=0) < 0:
+            raise ValueError(f"state codes must be in 0..{len(STATES) - 1}, got max {self.state.max()}")
+        if counts[0]:
+            raise ValueError(f"{counts[0]} request(s) still pending: a report needs a finished run")
+        self.submitted = int(n)
+        self.on_time = int(counts[_ON_TIME])
+        self.late = int(counts[_LATE])
+        self.dropped = int(counts[_DROPPED])
+        self.rejected = int(counts[_REJECTED])
+        self.failed = int(counts[_FAILED])
+        total = self.on_time + self.late + self.dropped + self.rejected + self.failed
+        if total != self.submitted:  # pragma: no cover - guarded by the pending check above
+            raise ValueError(f"conservation violated: submitted {self.submitted} != sum of outcomes {total}")
+
+        # ---- per stage
+        is_drop = self.state == _DROPPED
+        ds = self.drop_stage[is_drop]
+        if ds.size and (ds.min() < 0 or ds.max() >= ns):
+            raise ValueError(f"drop_stage of a dropped request must be in 0..{ns - 1}, got {ds.min()}..{ds.max()}")
+        rs = self.reason[is_drop]
+        by_stage = np.bincount(ds, minlength=ns) if ns else np.zeros(0, np.int64)
+        sub = np.asarray(stage_submitted, dtype=np.int64)
+        exe = np.asarray(stage_executed, dtype=np.int64)
+        comp = np.asarray(stage_compute_s, dtype=np.float64)
+        qsum = self.qdelay_sum_s.sum(axis=1)
+        qn = self.qdelay_count.sum(axis=1)
+        self.stages: list[StageReport] = []
+        for k, name in enumerate(self.stage_names):
+            here = rs[ds == k]
+            by_reason = {self.reasons[c] if 0 <= c < len(self.reasons) else str(int(c)): int(m)
+                         for c, m in zip(*np.unique(here, return_counts=True))}
+            self.stages.append(StageReport(
+                name=name, submitted=int(sub[k]), executed=int(exe[k]), dropped=int(by_stage[k]),
+                dropped_by_reason=by_reason,
+                drop_share=float(by_stage[k] / self.dropped) if self.dropped else 0.0,
+                compute_s=float(comp[k]), mean_queue_delay_s=float(qsum[k] / qn[k]) if qn[k] else 0.0,
+            ))
+
+        # ---- per-second series (requests binned by send time)
+        self.duration_s = float(nb)
+        self.arrivals_per_s = bin_per_second(self.send_s, self.t0_s, nb)
+        self.goodput_per_s = bin_per_second(self.send_s[self.state == _ON_TIME], self.t0_s, nb)
+        lost = (self.state == _DROPPED) | (self.state == _REJECTED)
+        self.drops_per_s = bin_per_second(self.send_s[lost], self.t0_s, nb)
+        self.late_per_s = bin_per_second(self.send_s[self.state == _LATE], self.t0_s, nb)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.queue_delay_per_s = np.where(self.qdelay_count > 0, self.qdelay_sum_s / self.qdelay_count, np.nan)
+
+    # ------------------------------------------------------------------ metrics
+    @property
+    def goodput(self) -> float:
+        """Requests finished within their SLO per second of the run (req/s)."""
+        return self.on_time / self.duration_s if self.duration_s else 0.0
+
+    @property
+    def offered_load(self) -> float:
+        """Requests submitted per second of the run (req/s)."""
+        return self.submitted / self.duration_s if self.duration_s else 0.0
+
+    @property
+    def goodput_normalised(self) -> float:
+        """Goodput over the offered load: the share of requests that finished on time."""
+        return self.on_time / self.submitted if self.submitted else 0.0
+
+    @property
+    def drop_rate(self) -> float:
+        """(dropped + rejected + failed + late) / submitted: the share of requests that did not make it."""
+        bad = self.dropped + self.rejected + self.failed + self.late
+        return bad / self.submitted if self.submitted else 0.0
+
+    @property
+    def invalid_rate(self) -> float:
+        """Compute spent on requests that did not finish on time / all compute (the wasted GPU time)."""
+        total = float(self.compute_s.sum())
+        wasted = float(self.compute_s[self.state != _ON_TIME].sum())
+        return wasted / total if total > 0 else 0.0
+
+    @property
+    def drop_share_by_stage(self) -> dict[str, float]:
+        """Stage name -> its share of the drops (sums to 1 when anything was dropped)."""
+        return {s.name: s.drop_share for s in self.stages}
+
+    @property
+    def dropped_by_reason(self) -> dict[str, int]:
+        """Reason -> drops over all stages."""
+        out: dict[str, int] = {}
+        for s in self.stages:
+            for r, c in s.dropped_by_reason.items():
+                out[r] = out.get(r, 0) + c
+        return out
+
+    @property
+    def goodput_bound_count(self) -> float:
+        """``sum_t min(arrivals_t, capacity_t)`` (requests): no policy finishes more on time (DESIGN §4)."""
+        return float(np.minimum(self.arrivals_per_s, self.capacity).sum())
+
+    @property
+    def goodput_bound(self) -> float:
+        """The goodput bound in req/s (``goodput_bound_count`` over the run's duration)."""
+        return self.goodput_bound_count / self.duration_s if self.duration_s else 0.0
+
+    @property
+    def goodput_ratio(self) -> float:
+        """Goodput over the goodput bound (1 = nothing better is possible)."""
+        b = self.goodput_bound_count
+        return self.on_time / b if b > 0 else 0.0
+
+    def transient_drop_rate(self, window_s: int) -> float:
+        """The worst drop rate over sliding windows of ``window_s`` whole seconds (DESIGN §4).
+
+        Drop rate as :attr:`drop_rate`, by send time; windows without arrivals are skipped; a run
+        shorter than the window gives its overall rate.  Raises ValueError for ``window_s < 1``.
+        """
+        if window_s < 1:
+            raise ValueError(f"window_s must be >= 1 s, got {window_s!r}")
+        arr = self.arrivals_per_s
+        bad = arr - self.goodput_per_s
+        if arr.size <= window_s:
+            return float(bad.sum() / arr.sum()) if arr.sum() else 0.0
+        ca = np.concatenate([[0.0], np.cumsum(arr)])
+        cb = np.concatenate([[0.0], np.cumsum(bad)])
+        wa = ca[window_s:] - ca[:-window_s]
+        wb = cb[window_s:] - cb[:-window_s]
+        ok = wa > 0
+        return float((wb[ok] / wa[ok]).max()) if ok.any() else 0.0
+
+    def latency_percentiles(self) -> dict[str, float]:
+        """p50, p99 and p99.9 of end-to-end latency of on-time requests (s; NaN when none)."""
+        on = self.state == _ON_TIME
+        lat = self.finish_s[on] - self.send_s[on]
+        if lat.size == 0:
+            return {"p50": math.nan, "p99": math.nan, "p99.9": math.nan}
+        p = np.percentile(lat, [50, 99, 99.9])
+        return {"p50": float(p[0]), "p99": float(p[1]), "p99.9": float(p[2])}
+
+    # ------------------------------------------------------------------ output
+    def to_dict(self, *, detail: bool = False) -> dict[str, Any]:
+        """The policy's entry of the comparison JSON (issue 4 schema); ``detail`` adds everything else.
+
+        Keys: submitted, on_time, late, dropped, rejected, failed, goodput (req/s), drop_rate,
+        invalid_rate, drop_share_by_stage {stage: share}, p99_latency (s, None when nothing finished on
+        time), goodput_bound (req/s).  With ``detail``: per-stage figures, drops by reason, transient
+        drop rates, latency percentiles and the per-second series.
+        """
+        lat = self.latency_percentiles()
+        out: dict[str, Any] = {
+            "submitted": self.submitted, "on_time": self.on_time, "late": self.late,
+            "dropped": self.dropped, "rejected": self.rejected, "failed": self.failed,
+            "goodput": self.goodput, "drop_rate": self.drop_rate, "invalid_rate": self.invalid_rate,
+            "drop_share_by_stage": self.drop_share_by_stage, "p99_latency": lat["p99"],
+            "goodput_bound": self.goodput_bound,
+        }
+        if detail:
+            out.update({
+                "policy": self.policy, "pipeline": self.pipeline, "duration_s": self.duration_s,
+                "goodput_ratio": self.goodput_ratio, "goodput_normalised": self.goodput_normalised,
+                "dropped_by_reason": self.dropped_by_reason,
+                "transient_drop_rate_1s": self.transient_drop_rate(1),
+                "transient_drop_rate_10s": self.transient_drop_rate(10),
+                "latency": lat,
+                "stages": {s.name: s.to_dict() for s in self.stages},
+                "series": {
+                    "t0_s": self.t0_s,
+                    "arrivals": self.arrivals_per_s.tolist(), "goodput": self.goodput_per_s.tolist(),
+                    "drops": self.drops_per_s.tolist(), "late": self.late_per_s.tolist(),
+                    "capacity": self.capacity.tolist(),
+                    "queue_delay_s": {n: self.queue_delay_per_s[k].tolist() for k, n in enumerate(self.stage_names)},
+                    "workers": {n: self.workers[k].tolist() for k, n in enumerate(self.stage_names)},
+                },
+            })
+        return _nan_to_none(out)  # type: ignore[no-any-return]
+
+    def to_json(self, *, detail: bool = False, indent: int | None = 2) -> str:
+        """:meth:`to_dict` as JSON text (NaN written as null)."""
+        return json.dumps(self.to_dict(detail=detail), indent=indent)
+
+    def table(self) -> Any:
+        """A rich Table with this run's headline figures (one row)."""
+        return comparison_table({self.policy: self})
+
+    def plot(self, path: str | Path) -> Path:
+        """Write goodput, drops and queueing delay over time to ``path`` (PNG/PDF/SVG by suffix)."""
+        from .plotting import plot_reports
+
+        return plot_reports({self.policy: self}, path)
+
+    def __repr__(self) -> str:
+        return (f"Report(policy={self.policy!r}, pipeline={self.pipeline!r}, submitted={self.submitted}, "
+                f"on_time={self.on_time}, goodput={self.goodput:.1f}/s of bound {self.goodput_bound:.1f}/s, "
+                f"drop_rate={self.drop_rate:.3%}, invalid_rate={self.invalid_rate:.3%})")
+
+
+def comparison_dict(
+    reports: Mapping[str, Report], *, pipeline: str, trace: str, load: float | None, detail: bool = False
+) -> dict[str, Any]:
+    """The JSON of a comparison: ``{"pipeline", "trace", "load", "policies": {name: report}}``."""
+    return {
+        "pipeline": pipeline, "trace": trace, "load": load,
+        "policies": {name: r.to_dict(detail=detail) for name, r in reports.items()},
+    }
+
+
+def comparison_table(reports: Mapping[str, Report], *, title: str | None = None) -> Any:
+    """A rich Table, one row per policy: goodput, its ratio to the bound, drop / invalid rates, p99, drops by stage."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in ["policy", "goodput/s", "of bound", "on time", "drop rate", "invalid", "worst 1s",
+                "p99 ms", "drops by stage"]:
+        table.add_column(col, justify="left" if col in ("policy", "drops by stage") else "right")
+    for name, r in reports.items():
+        p99 = r.latency_percentiles()["p99"]
+        shares = ", ".join(f"{s.name} {s.drop_share:.0%}" for s in r.stages if s.dropped) or "-"
+        table.add_row(
+            name, f"{r.goodput:.1f}", f"{r.goodput_ratio:.1%}", f"{r.goodput_normalised:.1%}",
+            f"{r.drop_rate:.2%}", f"{r.invalid_rate:.2%}", f"{r.transient_drop_rate(1):.0%}",
+            "-" if math.isnan(p99) else f"{p99 * 1e3:.0f}", shares,
+        )
+    return table

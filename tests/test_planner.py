@@ -1,0 +1,220 @@
+"""Tests of the planner (DESIGN §3.5): windows, mu, eps, the w Monte Carlo, DAG paths, ablation modes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pard.planner import Planner, PlannerStage, downstream_wait_quantile, window_for_cv
+
+
+def irwin_hall_cdf(x: float, n: int) -> float:
+    """CDF of the sum of n independent U(0,1) (Irwin-Hall), by its closed form."""
+    return sum((-1) ** k * math.comb(n, k) * (x - k) ** n for k in range(int(math.floor(x)) + 1)) / math.factorial(n)
+
+
+def irwin_hall_quantile(p: float, n: int) -> float:
+    """The p-quantile of the Irwin-Hall distribution, by bisection on its CDF."""
+    lo, hi = 0.0, float(n)
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if irwin_hall_cdf(mid, n) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def chain(n: int, d: float = 0.1, *, max_batch: int = 1) -> list[PlannerStage]:
+    """A chain of n stages with a constant duration d at every batch size."""
+    return [
+        PlannerStage(
+            name=f"s{k}", batch_sizes=(1, 8), durations_s=(d, d), max_batch=max_batch,
+            paths=(tuple(range(k + 1, n)),) if k < n - 1 else (), entry=(k == 0),
+        )
+        for k in range(n)
+    ]
+
+
+def empty(n: int) -> list[dict[str, np.ndarray]]:
+    return [{} for _ in range(n)]
+
+
+def test_design_constants_match_irwin_hall() -> None:
+    """DESIGN's worked w values (1.24d, 0.84d, 0.44d, 0.10d) agree with the Irwin-Hall 0.1-quantile."""
+    for n, expected in [(4, 1.24), (3, 0.84), (2, 0.44), (1, 0.10)]:
+        assert abs(irwin_hall_quantile(0.1, n) - expected) < 0.01
+
+
+def test_w_worked_example_before_any_wait_is_observed() -> None:
+    """With no observed waits, w for 4,3,2,1 downstream stages of duration d is the Irwin-Hall 0.1-quantile (+-0.02d)."""
+    d = 0.1
+    planner = Planner(chain(5, d), lam=0.1, seed=1)
+    terms = planner.update(1.0, empty(5), [1] * 5)
+    for k, n_down in enumerate([4, 3, 2, 1]):
+        assert abs(terms[k].wait_quantile_s - irwin_hall_quantile(0.1, n_down) * d) <= 0.02 * d
+        # no queueing observed, batch 1: downstream = sum d + w
+        assert terms[k].downstream_s == pytest.approx(n_down * d + terms[k].wait_quantile_s)
+    assert terms[4].downstream_s == 0.0
+
+
+def test_w_worked_example_from_observed_uniform_waits() -> None:
+    """Observed batch waits uniform on [0, d] give the same w values (+-0.02d) as the closed form."""
+    d = 0.05
+    rng = np.random.default_rng(7)
+    stats = [{"batch_wait_s": rng.uniform(0, d, 4000), "batch_size": np.ones(4000)} for _ in range(5)]
+    planner = Planner(chain(5, d), lam=0.1, seed=3)
+    terms = planner.update(1.0, stats, [1] * 5)
+    for k, n_down in enumerate([4, 3, 2, 1]):
+        assert abs(terms[k].wait_quantile_s - irwin_hall_quantile(0.1, n_down) * d) <= 0.02 * d
+
+
+def test_wait_quantile_extremes() -> None:
+    """lambda = 0 gives the sum of the smallest waits and lambda = 1 the sum of the largest."""
+    rng = np.random.default_rng(0)
+    waits = [np.array([0.01, 0.02, 0.05]), np.array([0.0, 0.03])]
+    assert downstream_wait_quantile(waits, 0.0, rng, 5000) == pytest.approx(0.01)
+    assert downstream_wait_quantile(waits, 1.0, rng, 5000) == pytest.approx(0.08)
+    assert downstream_wait_quantile([], 0.1, rng) == 0.0
+
+
+def test_lambda_one_equals_upper_bound_and_zero_lower() -> None:
+    """Without observations, lambda=1 reproduces pard-upper's w = sum d and lambda=0 pard-lower's w = 0 (approx)."""
+    d = 0.1
+    hi = Planner(chain(3, d), lam=1.0).update(1.0, empty(3), [1] * 3)
+    lo = Planner(chain(3, d), lam=0.0).update(1.0, empty(3), [1] * 3)
+    assert hi[0].wait_quantile_s == pytest.approx(2 * d, rel=0.01)
+    assert lo[0].wait_quantile_s == pytest.approx(0.0, abs=0.03 * d)  # min of 10^4 sums of 2 U(0,d): ~0.014d
+
+
+def test_ablation_downstream_modes() -> None:
+    """back/sf/lower/upper publish 0, sum d, sum q + sum d, sum q + 2 sum d for a 3-stage chain."""
+    d, q = 0.1, 0.02
+    stats = [{"qdelay_s": np.full(10, q), "batch_size": np.ones(10), "batch_wait_s": np.zeros(10)} for _ in range(3)]
+    expect = {"pard-back": 0.0, "pard-sf": 2 * d, "pard-lower": 2 * q + 2 * d, "pard-upper": 2 * q + 4 * d,
+              "pard": 2 * q + 2 * d}  # observed waits are 0, so w = 0 for full pard
+    for name, value in expect.items():
+        terms = Planner(chain(3, d), policy=name).update(1.0, stats, [1] * 3)
+        assert terms[0].downstream_s == pytest.approx(value), name
+        assert terms[2].downstream_s == 0.0
+
+
+def test_linear_weighted_queue_delay() -> None:
+    """Queueing delay is the linearly weighted mean over intervals in the window: newer intervals weigh more."""
+    st = chain(1)
+    p = Planner(st, window_s=4.0, adapt_window=False)
+    # intervals ending at 1,2,3,4 with delays 1,2,3,4 (one sample each); at now=4, start=0 -> weights 1/4..4/4
+    for t, qv in zip([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0]):
+        terms = p.update(t, [{"qdelay_s": np.array([qv])}], [1])
+    expected = sum(w * v for w, v in zip([1, 2, 3, 4], [1, 2, 3, 4])) / 10
+    assert terms[0].queue_delay_s == pytest.approx(expected)
+    # one more interval: the one ending at 1 leaves the window (end <= now - window)
+    terms = p.update(5.0, [{"qdelay_s": np.array([5.0])}], [1])
+    assert terms[0].queue_delay_s == pytest.approx((1 * 2 + 2 * 3 + 3 * 4 + 4 * 5) / 10)
+
+
+def test_mu_from_rate_and_throughput() -> None:
+    """mu = arrival rate / (workers * b / d(b)) with b the weighted recent batch size and d interpolated."""
+    st = [PlannerStage("s", (1, 4), (0.010, 0.040), 4, (), True)]  # d(b) = 10 ms * b
+    p = Planner(st, window_s=2.0, adapt_window=False)
+    terms = p.update(1.0, [{"arrival_s": np.linspace(0, 1, 300, endpoint=False),
+                            "batch_size": np.array([2.0, 2.0])}], [2])
+    # rate 300/s; throughput 2 workers * 2 / 0.020 = 200/s
+    assert terms[0].in_rate == pytest.approx(300.0)
+    assert terms[0].mu == pytest.approx(1.5)
+    assert terms[0].batch_size == pytest.approx(2.0)
+
+
+def test_eps_closed_form() -> None:
+    """eps = sum |T_in - T_s| / sum T_in with T_s the running mean of the window's per-interval rates."""
+    p = Planner(chain(1), window_s=10.0, adapt_window=False)
+    counts = [100, 300, 100, 300]
+    for t, c in enumerate(counts, start=1):
+        terms = p.update(float(t), [{"arrival_s": np.full(c, t - 0.5)}], [1])
+    smooth = [100, 200, 500 / 3, 200]
+    expected = sum(abs(c - s) for c, s in zip(counts, smooth)) / sum(counts)
+    assert terms[0].eps == pytest.approx(expected)
+    inst = Planner(chain(1), policy="pard-instant", window_s=10.0, adapt_window=False)
+    for t, c in enumerate(counts, start=1):
+        terms = inst.update(float(t), [{"arrival_s": np.full(c, t - 0.5)}], [1])
+    assert terms[0].eps == 0.0
+
+
+def test_dag_uses_longest_downstream_path() -> None:
+    """A stage that fans out takes the larger of its downstream paths (here through the slow branch)."""
+    mk = lambda name, d, paths, entry=False: PlannerStage(name, (1, 2), (d, d), 1, paths, entry)  # noqa: E731
+    stages = [
+        mk("detect", 0.01, ((1, 3), (2, 3)), True),
+        mk("fast", 0.01, ((3,),)),
+        mk("slow", 0.20, ((3,),)),
+        mk("join", 0.02, ()),
+    ]
+    terms = Planner(stages, policy="pard-sf").update(1.0, empty(4), [1] * 4)
+    assert terms[0].downstream_s == pytest.approx(0.22)
+    assert terms[1].downstream_s == pytest.approx(0.02)
+    full = Planner(stages, policy="pard", lam=1.0).update(1.0, empty(4), [1] * 4)
+    assert full[0].downstream_s == pytest.approx(0.44, rel=0.01)
+
+
+def test_window_mapping() -> None:
+    """The window maps CV into DESIGN's ranges, continuously and decreasingly."""
+    assert window_for_cv(0.0) == 7.0
+    assert window_for_cv(0.25) == 6.0
+    assert window_for_cv(0.5) == 5.0
+    assert window_for_cv(0.75) == 4.0
+    assert window_for_cv(1.0) == 3.0
+    assert window_for_cv(1.5) == 2.0
+    assert window_for_cv(5.0) == 1.0
+    cvs = np.linspace(0, 3, 301)
+    ws = [window_for_cv(c) for c in cvs]
+    assert all(a >= b for a, b in zip(ws, ws[1:]))
+    with pytest.raises(ValueError, match="cv"):
+        window_for_cv(-1.0)
+
+
+def test_window_resizes_with_bursty_input() -> None:
+    """A steady input keeps a long window; an on/off input (CV = 1) shrinks it to 3 s."""
+    steady = Planner(chain(1))
+    bursty = Planner(chain(1))
+    for t in range(1, 21):
+        steady.update(float(t), [{"arrival_s": np.full(100, t - 0.5)}], [1])
+        bursty.update(float(t), [{"arrival_s": np.full(200 if t % 2 else 0, t - 0.5)}], [1])
+    assert steady.window_s == 7.0
+    assert bursty.window_s == pytest.approx(3.0)
+
+
+def test_queue_delay_published_and_admission_open() -> None:
+    """Every policy publishes the stage's own queueing delay (Dagor's signal) and admits everything."""
+    for name in ["dagor", "pard"]:
+        t = Planner(chain(1), policy=name).update(1.0, [{"qdelay_s": np.array([0.05, 0.03])}], [1])[0]
+        assert t.queue_delay_s == pytest.approx(0.04)
+        assert t.admit_fraction == 1.0
+
+
+def test_same_seed_same_terms() -> None:
+    """Two planners with one seed give identical terms; another seed differs in the Monte Carlo part only."""
+    a = Planner(chain(4), seed=5).update(1.0, empty(4), [1] * 4)
+    b = Planner(chain(4), seed=5).update(1.0, empty(4), [1] * 4)
+    c = Planner(chain(4), seed=6).update(1.0, empty(4), [1] * 4)
+    assert a == b
+    assert a[0].wait_quantile_s != c[0].wait_quantile_s
+
+
+def test_bad_arguments() -> None:
+    """Bad arguments raise ValueError naming the parameter."""
+    with pytest.raises(ValueError, match="lam"):
+        Planner(chain(2), lam=1.5)
+    with pytest.raises(ValueError, match="window_s"):
+        Planner(chain(2), window_s=0)
+    with pytest.raises(ValueError, match="unknown policy"):
+        Planner(chain(2), policy="nope")
+    with pytest.raises(ValueError, match="path"):
+        Planner([PlannerStage("a", (1,), (0.1,), 1, ((0,),))])
+    p = Planner(chain(2))
+    with pytest.raises(ValueError, match="one entry per stage"):
+        p.update(1.0, empty(1), [1, 1])
+    p.update(1.0, empty(2), [1, 1])
+    with pytest.raises(ValueError, match="increase"):
+        p.update(1.0, empty(2), [1, 1])

@@ -1,0 +1,65 @@
+"""Tests of the policy registry (DESIGN §3.6): every name maps to the documented order, drop rule and mode."""
+
+from __future__ import annotations
+
+import pytest
+
+from pard.policies import DOWNSTREAM_MODES, POLICIES, PolicySpec, get_policy, policy_names
+
+EXPECTED = {
+    "pard": ("adaptive", "pard", "full", False),
+    "naive": ("fcfs", "none", "none", False),
+    "clipper++": ("fcfs", "clipper", "none", False),
+    "nexus": ("fcfs", "nexus", "none", False),
+    "dagor": ("fcfs", "dagor", "none", False),
+    "pard-back": ("adaptive", "pard", "none", False),
+    "pard-sf": ("adaptive", "pard", "sf", False),
+    "pard-lower": ("adaptive", "pard", "lower", False),
+    "pard-upper": ("adaptive", "pard", "upper", False),
+    "pard-fcfs": ("fcfs", "pard", "full", False),
+    "pard-lbf": ("lbf", "pard", "full", False),
+    "pard-hbf": ("hbf", "pard", "full", False),
+    "pard-instant": ("adaptive", "pard", "full", True),
+}
+
+
+def test_every_name_maps_to_its_documented_value() -> None:
+    """Each of the 13 names has the order, drop rule, downstream mode and eps handling of DESIGN §3.6."""
+    assert set(POLICIES) == set(EXPECTED)
+    for name, (order, drop, mode, instant) in EXPECTED.items():
+        p = get_policy(name)
+        assert (p.order, p.drop, p.downstream, p.instant) == (order, drop, mode, instant), name
+        assert p.name == name
+        assert p.downstream in DOWNSTREAM_MODES
+
+
+def test_dagor_parameters_default() -> None:
+    """Dagor's defaults are T = 20 ms and alpha = 0.4."""
+    p = get_policy("dagor")
+    assert (p.dagor_threshold_s, p.dagor_alpha) == (0.02, 0.4)
+
+
+def test_lookup_normalises_and_passes_specs_through() -> None:
+    """Names are case- and space-insensitive; a PolicySpec is returned unchanged."""
+    assert get_policy(" PARD ") is POLICIES["pard"]
+    spec = PolicySpec("mine", "lbf", "pard")
+    assert get_policy(spec) is spec
+    assert policy_names()[0] == "pard"
+
+
+def test_unknown_name_lists_valid_ones() -> None:
+    """An unknown name raises ValueError whose message lists every valid name."""
+    with pytest.raises(ValueError) as err:
+        get_policy("clipper")
+    for name in POLICIES:
+        assert name in str(err.value)
+    with pytest.raises(TypeError):
+        get_policy(3)  # type: ignore[arg-type]
+
+
+def test_specs_are_frozen() -> None:
+    """A policy value cannot be mutated in place."""
+    with pytest.raises(AttributeError):
+        POLICIES["pard"].order = "fcfs"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        POLICIES["x"] = POLICIES["pard"]  # type: ignore[index]

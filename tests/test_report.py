@@ -1,0 +1,115 @@
+"""Tests of Report (DESIGN §4) on hand-built outcomes whose metrics are computed by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from pard.report import Report, bin_per_second, comparison_dict, comparison_table
+
+
+def make(state: list[int], **over: object) -> Report:
+    """A two-stage run of len(state) requests sent 0.5 s apart, 1 s latency for finished ones."""
+    n = len(state)
+    send = np.arange(n) * 0.5
+    drop_stage = np.array([1 if s == 3 else -1 for s in state])
+    reason = np.array([0 if s == 3 else -1 for s in state])
+    nb = int(math.ceil(send[-1] + 1e-9)) if n else 1
+    kw: dict[str, object] = dict(
+        policy="p", pipeline="x", stage_names=["a", "b"], send_s=send, state=np.array(state),
+        finish_s=send + 1.0, drop_stage=drop_stage, reason=reason, compute_s=np.full(n, 0.1),
+        stage_submitted=[n, n], stage_executed=[n, n], stage_compute_s=[1.0, 2.0], t0_s=0.0,
+        qdelay_sum_s=np.ones((2, nb)), qdelay_count=np.full((2, nb), 2.0), workers=np.ones((2, nb)),
+        capacity=np.full(nb, 1.0),
+    )
+    kw.update(over)
+    return Report(**kw)  # type: ignore[arg-type]
+
+
+def test_counts_and_rates_by_hand() -> None:
+    """Counts, goodput, drop rate and invalid rate match hand-computed values."""
+    # 8 requests over 4 s: 5 on time, 1 late, 2 dropped at stage b
+    r = make([1, 1, 2, 3, 1, 3, 1, 1])
+    assert (r.submitted, r.on_time, r.late, r.dropped, r.rejected, r.failed) == (8, 5, 1, 2, 0, 0)
+    assert r.duration_s == 4.0
+    assert r.goodput == pytest.approx(5 / 4)
+    assert r.drop_rate == pytest.approx(3 / 8)
+    assert r.invalid_rate == pytest.approx(3 / 8)  # equal compute per request
+    assert r.drop_share_by_stage == {"a": 0.0, "b": 1.0}
+    assert r.stages[1].dropped_by_reason == {"infeasible": 2}
+    assert r.stages[0].mean_queue_delay_s == pytest.approx(0.5)
+
+
+def test_goodput_bound_is_sum_of_min_of_arrivals_and_capacity() -> None:
+    """The bound is sum_t min(arrivals_t, capacity_t): 2 arrivals per second vs capacity 1 -> 1 per second."""
+    r = make([1] * 8)
+    assert list(r.arrivals_per_s) == [2, 2, 2, 2]
+    assert r.goodput_bound_count == 4.0
+    assert r.goodput_bound == 1.0
+    assert r.goodput_ratio == pytest.approx(2.0)  # the per-second bound lets a queue carry over
+
+
+def test_transient_drop_rate_windows() -> None:
+    """The worst 1 s window holds both of its requests dropped; the 10 s window is the whole run."""
+    r = make([1, 1, 3, 3, 1, 1, 1, 1])
+    assert r.transient_drop_rate(1) == 1.0
+    assert r.transient_drop_rate(10) == pytest.approx(2 / 8)
+    assert r.transient_drop_rate(2) == pytest.approx(2 / 4)
+    with pytest.raises(ValueError, match="window_s"):
+        r.transient_drop_rate(0)
+
+
+def test_latency_percentiles_of_on_time_only() -> None:
+    """Latency percentiles use on-time requests only; none on time gives NaN and JSON null."""
+    n = 10
+    r = make([1] * n, finish_s=np.arange(n) * 0.5 + np.linspace(0.1, 1.0, n))
+    lat = np.linspace(0.1, 1.0, n)
+    assert r.latency_percentiles()["p50"] == pytest.approx(float(np.median(lat)))
+    none = make([3] * 4)
+    assert math.isnan(none.latency_percentiles()["p99"])
+    assert none.to_dict()["p99_latency"] is None
+
+
+def test_pending_and_bad_shapes_raise() -> None:
+    """A pending request, or arrays of the wrong shape, are refused with a message naming the problem."""
+    with pytest.raises(ValueError, match="pending"):
+        make([1, 0, 1])
+    with pytest.raises(ValueError, match="compute_s"):
+        make([1, 1], compute_s=np.zeros(3))
+    with pytest.raises(ValueError, match="workers"):
+        make([1, 1], workers=np.ones((3, 1)))
+
+
+def test_json_schema_and_round_trip() -> None:
+    """to_dict carries exactly the issue's keys; the comparison JSON parses back to the same numbers."""
+    r = make([1, 1, 2, 3, 1, 3, 1, 1])
+    keys = {"submitted", "on_time", "late", "dropped", "rejected", "failed", "goodput", "drop_rate",
+            "invalid_rate", "drop_share_by_stage", "p99_latency", "goodput_bound"}
+    assert set(r.to_dict()) == keys
+    doc = json.loads(json.dumps(comparison_dict({"p": r}, pipeline="x", trace="t", load=1.2)))
+    assert set(doc) == {"pipeline", "trace", "load", "policies"}
+    assert doc["policies"]["p"]["on_time"] == 5
+    assert doc["policies"]["p"]["goodput"] == pytest.approx(1.25)
+    detail = json.loads(r.to_json(detail=True))
+    assert detail["series"]["arrivals"] == [2.0, 2.0, 2.0, 2.0]
+    assert detail["stages"]["b"]["dropped"] == 2
+
+
+def test_bin_per_second_clamps_edges() -> None:
+    """Samples before or after the series go to its first or last bin."""
+    out = bin_per_second(np.array([-1.0, 0.2, 1.5, 9.0]), 0.0, 2)
+    assert list(out) == [2.0, 2.0]
+
+
+def test_table_and_plot(tmp_path: object) -> None:
+    """The table has one row per policy and the plot writes a PNG file."""
+    from pathlib import Path
+
+    a, b = make([1] * 8), make([1, 3] * 4)
+    t = comparison_table({"a": a, "b": b})
+    assert t.row_count == 2
+    out = a.plot(Path(str(tmp_path)) / "fig.png")
+    assert out.stat().st_size > 1000
