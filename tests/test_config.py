@@ -107,7 +107,8 @@ def test_valid_chain_and_dag_are_accepted() -> None:
 
 
 def test_duration_is_piecewise_linear_with_documented_ends() -> None:
-    """d(b) interpolates between points, is flat below the first and extends the last slope."""
+    """d(b) interpolates between points, is flat below the first and extends the last slope
+    (a single point is constant), as the C++ core's Profile does."""
     s = StageSpec(name="s", profile={2: 0.010, 4: 0.014, 8: 0.030}, max_batch=8)
     assert s.duration(2) == pytest.approx(0.010)
     assert s.duration(3) == pytest.approx(0.012)
@@ -115,7 +116,7 @@ def test_duration_is_piecewise_linear_with_documented_ends() -> None:
     assert s.duration(1) == pytest.approx(0.010)
     assert s.duration(10) == pytest.approx(0.030 + 2 * 0.004)
     single = StageSpec(name="s", profile={4: 0.02}, max_batch=8)
-    assert single.duration(8) == pytest.approx(0.04)
+    assert single.duration(8) == pytest.approx(0.02)
     assert single.duration(2) == pytest.approx(0.02)
 
 
@@ -381,3 +382,16 @@ def test_capacity_is_min_over_stages(spec: PipelineSpec) -> None:
     cap = spec.capacity()
     assert cap.pipeline == pytest.approx(min(by_hand))
     assert math.isclose(cap.stages[cap.bottleneck], cap.pipeline)
+
+
+@settings(max_examples=60, deadline=None)
+@given(spec=specs(), probes=st.lists(st.integers(1, 300), min_size=1, max_size=10))
+def test_duration_agrees_with_core_profile(spec: PipelineSpec, probes: list[int]) -> None:
+    """StageSpec.duration matches the C++ core's Profile (an independent implementation) to 1 ns."""
+    from pard import _core
+
+    for s in spec.stages:
+        bs = sorted(s.profile)
+        core = _core.Profile(bs, [s.profile[b] for b in bs])
+        for b in probes:
+            assert s.duration(b) == pytest.approx(core.duration(b), rel=1e-9, abs=2e-9)

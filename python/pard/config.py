@@ -164,10 +164,11 @@ class StageSpec(BaseModel):
     def duration(self, batch: int) -> float:
         """Execution duration ``d(b)`` of one batch of ``batch`` requests, in seconds.
 
-        Piecewise-linear through the profile's points.  Below the smallest profiled batch size the
-        duration is that point's (flat: a smaller batch is not assumed faster than measured).  Above
-        the largest, the last segment's slope continues (with a single point, ``d`` grows in
-        proportion to ``b``: no batching gain is assumed beyond what was measured).
+        Piecewise-linear through the profile's points, the same rule as the C++ core's
+        ``Profile`` (``cpp/include/pard/profile.hpp``): below the smallest profiled batch size the
+        duration is that point's (a smaller batch is not assumed faster than measured); above the
+        largest, the last segment's slope continues (with a single point, ``d`` stays constant).
+        Profile every batch size up to ``max_batch`` to avoid relying on extrapolation.
 
         Raises:
             ValueError: ``batch`` is not an int >= 1.
@@ -181,8 +182,7 @@ class StageSpec(BaseModel):
             return float(points[0][1])
         if batch > points[-1][0]:
             if len(points) == 1:
-                b0, d0 = points[0]
-                return float(d0 * batch / b0)
+                return float(points[0][1])
             (b0, d0), (b1, d1) = points[-2], points[-1]
             return float(d1 + (d1 - d0) / (b1 - b0) * (batch - b1))
         for (b0, d0), (b1, d1) in zip(points, points[1:]):
