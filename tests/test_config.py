@@ -387,11 +387,14 @@ def test_capacity_is_min_over_stages(spec: PipelineSpec) -> None:
 @settings(max_examples=60, deadline=None)
 @given(spec=specs(), probes=st.lists(st.integers(1, 300), min_size=1, max_size=10))
 def test_duration_agrees_with_core_profile(spec: PipelineSpec, probes: list[int]) -> None:
-    """StageSpec.duration matches the C++ core's Profile (an independent implementation) to 1 ns."""
+    """StageSpec.duration matches the C++ core's Profile (an independent implementation) to about
+    1 ns, given the same points (the core keeps them in whole nanoseconds, so quantise first)."""
     from pard import _core
 
     for s in spec.stages:
         bs = sorted(s.profile)
+        ns_points = {b: round(s.profile[b] * 1e9) / 1e9 for b in bs}
+        quantised = StageSpec(name=s.name, profile=ns_points, max_batch=s.max_batch)
         core = _core.Profile(bs, [s.profile[b] for b in bs])
         for b in probes:
-            assert s.duration(b) == pytest.approx(core.duration(b), rel=1e-9, abs=2e-9)
+            assert quantised.duration(b) == pytest.approx(core.duration(b), rel=1e-12, abs=1.5e-9)
