@@ -149,11 +149,22 @@ def test_azure_functions_select_and_spread(tmp_path: Path) -> None:
     np.testing.assert_allclose(app, np.array([67.5, 82.5, 97.5, 112.5, 150.0]) - 67.5)
     everything = wl.azure_functions(p, spread="poisson", seed=3)
     assert everything.size == 10
-    raw = everything + (np.floor(everything[0] / 60) * 60)  # first arrival lies in minute 1
-    counts = np.bincount((raw // 60).astype(int), minlength=3)
-    assert counts.tolist() == [5, 4, 1]
     np.testing.assert_array_equal(everything, wl.azure_functions(p, spread="poisson", seed=3))
     assert not np.array_equal(everything, wl.azure_functions(p, spread="poisson", seed=4))
+
+
+def test_azure_functions_poisson_spread_stays_in_its_minute(tmp_path: Path) -> None:
+    """Poisson spread keeps each minute's count inside that minute, at uniform times."""
+    p = write(tmp_path, "g.csv", functions_file([("o", "a", "f", "http", {1: 5, 3: 4})]))
+    x = wl.azure_functions(p, spread="poisson", seed=11)
+    # minute 1 is [0, 60), minute 3 is [120, 180); times are shifted by the first arrival
+    assert x.size == 9 and np.all(x[:5] < 60.0) and np.all(x[5:] - x[4] > 60.0)
+    p = write(tmp_path, "h.csv", functions_file([("o", "a", "f", "http", {2: 20000})]))
+    y = wl.azure_functions(p, spread="poisson", seed=12)
+    assert y.size == 20000 and y.max() < 60.0
+    # uniform on [0, 60) shifted by its minimum (~0.003 s): mean 30, std 60/sqrt(12)
+    assert y.mean() == pytest.approx(30.0, abs=0.5)
+    assert y.std() == pytest.approx(60.0 / math.sqrt(12.0), abs=0.5)
 
 
 def test_azure_functions_bad_input(tmp_path: Path) -> None:
@@ -190,8 +201,9 @@ def test_per_second_counts(tmp_path: Path) -> None:
     expected = np.array([1 + 1 / 6, 1.5, 1 + 5 / 6, 3.25, 3.75]) - (1 + 1 / 6)
     np.testing.assert_allclose(a, expected)
     b = wl.per_second_counts(p, spread="poisson", seed=7)
-    assert b.size == 5 and b[0] == 0.0
-    assert np.all(b[:3] + (b[3:][0] - b[3]) >= 0)  # sorted
+    # second 1 holds 3 arrivals, second 3 holds 2; shifted by the first arrival (in second 1)
+    assert b.size == 5 and b[0] == 0.0 and np.all(np.diff(b) >= 0)
+    assert np.all(b[:3] < 1.0) and np.all((b[3:] > 1.0) & (b[3:] < 3.0))
     np.testing.assert_array_equal(b, wl.per_second_counts(p, spread="poisson", seed=7))
 
 
