@@ -111,6 +111,7 @@ def test_bundled_trace_matches_its_notice() -> None:
     assert n_rows / a[-1] == pytest.approx(5.53, abs=0.01)
     assert wl.cv(a, 1.0) == pytest.approx(0.50, abs=0.01)
     assert wl.cv(a, 10.0) == pytest.approx(0.27, abs=0.01)
+    np.testing.assert_array_equal(wl.BUNDLED_TRACES["azure-conv"](), a)
     notice = resources.files("pard").joinpath("data", "NOTICE.md").read_text(encoding="utf-8")
     for needle in ("CC-BY 4.0", "Splitwise", "ISCA 2024", "Azure/AzurePublicDataset", "19 366"):
         assert needle in notice

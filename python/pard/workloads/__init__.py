@@ -30,6 +30,7 @@ from .synthetic import MMPP, bursty, diurnal, flash_crowd, mmpp_parameters, pois
 from .traces import (
     AZURE_FUNCTIONS_KEYS,
     AZURE_LLM_COLUMNS,
+    BUNDLED_TRACES,
     azure_functions,
     azure_llm,
     azure_llm_conv,
@@ -61,4 +62,5 @@ __all__ = [
     "assign_tiers",
     "AZURE_LLM_COLUMNS",
     "AZURE_FUNCTIONS_KEYS",
+    "BUNDLED_TRACES",
 ]

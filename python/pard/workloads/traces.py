@@ -13,7 +13,7 @@ problem.  Files are parsed with pandas.  Scale a trace to a target rate with
 from __future__ import annotations
 
 from importlib import resources
-from typing import Literal
+from typing import Callable, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +42,7 @@ __all__ = [
     "csv_requests",
     "AZURE_LLM_COLUMNS",
     "AZURE_FUNCTIONS_KEYS",
+    "BUNDLED_TRACES",
 ]
 
 #: Header of the Azure LLM inference trace 2023 CSV files.
@@ -163,6 +164,10 @@ def azure_llm_conv() -> F64:
     res = resources.files("pard").joinpath("data", "azure_llm_2023_conv.csv")
     with resources.as_file(res) as path:
         return azure_llm(path)
+
+
+#: Traces shipped with pard, by the name the CLI uses -> a loader taking no arguments.
+BUNDLED_TRACES: dict[str, Callable[[], F64]] = {"azure-conv": azure_llm_conv}
 
 
 def azure_functions(
