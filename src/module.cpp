@@ -12,4 +12,5 @@ PYBIND11_MODULE(_core, m) {
     pard::bind::register_ring(m);
     pard::bind::register_bench(m);
     pard::bind::register_scheduler(m);
+    pard::bind::register_sim(m);
 }

@@ -8,4 +8,5 @@ void register_depq(pybind11::module_& m);
 void register_ring(pybind11::module_& m);
 void register_bench(pybind11::module_& m);
 void register_scheduler(pybind11::module_& m);
+void register_sim(pybind11::module_& m);
 }  // namespace pard::bind

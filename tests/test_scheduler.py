@@ -6,9 +6,12 @@ the code. Profile used throughout: d(b) = 10 ms * b (points (1, 10 ms) and (4, 4
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from _cpp import run_standalone_cpp_test
 from pard import _core
 
 MS = 1e-3
@@ -273,3 +276,8 @@ def test_batch_matches_sorted_reference_under_random_load() -> None:
     while s.queued():
         got.extend(s.form_batch(0.0, 0.0)[0].tolist())
     assert got == sorted(range(500), key=lambda i: (round(dl[i] * 1e9), i))
+
+
+def test_standalone_cpp_scheduler(tmp_path: Path) -> None:
+    """The C++ scheduler test (hand traces, cancelled copies, torn-snapshot and concurrency checks) passes."""
+    run_standalone_cpp_test("test_scheduler", tmp_path)

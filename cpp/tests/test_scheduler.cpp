@@ -217,6 +217,6 @@ int main() {
     test_hysteresis();
     test_snapshot_consistency();
     test_concurrent_stage();
-    std::puts("test_scheduler: all checks passed");
+    std::puts("test_scheduler: ok");
     return 0;
 }

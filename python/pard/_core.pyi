@@ -101,28 +101,41 @@ def bench_drop_decision(n: int) -> float: ...    # ns per Eq. 3b decision, timed
 def bench_form_batch(queue: int, max_batch: int, policy: Policy, rounds: int = 1) -> float: ...  # ns per request
 
 # ---- register_sim.cpp: discrete-event simulator over the same StageSchedulers -----------
+# Semantics (batching, fan-out/join, cancel, autoscaling, jitter, event order): cpp/include/pard/simulator.hpp.
 # Outcome state codes (outcomes()["state"]): 0 pending, 1 on_time, 2 late, 3 dropped, 4 rejected, 5 failed
+# A drop with reason "rejected" (admission share) ends in state 4; every other drop reason in state 3.
 class Simulator:
     def __init__(self, *, stages: list[dict[str, Any]], policy: Policy, arrivals_s: F64, slo_s: F64,
-                 tier: I32, jitter_cv: float = 0.1, seed: int = 0, cold_start_s: float = 10.0) -> None: ...
-    # stage dict keys: name (str), profile (Profile), max_batch (int), workers (int),
-    #                  successors (list[int]), budget_fraction (float)
-    def run_until(self, t_s: float) -> bool: ...     # events with time <= t_s; True while events remain
+                 tier: I32, jitter_cv: float = 0.1, seed: int = 0, cold_start_s: float = 10.0,
+                 ring_capacity: int = 65536) -> None: ...
+    # stage dict keys: name (str, optional), profile (Profile), max_batch (int), workers (int),
+    #                  successors (list[int], default []), budget_fraction (float in (0, 1], default 1.0)
+    # Unknown keys, cycles, bad indices, unsorted/non-finite arrivals, slo <= 0, length mismatches,
+    # jitter_cv < 0: ValueError naming the field.  Request id = index into arrivals_s.
+    def run_until(self, t_s: float) -> bool: ...     # events with time <= t_s, clock -> t_s; True while events remain
     @property
     def now_s(self) -> float: ...
+    @property
+    def num_stages(self) -> int: ...
+    @property
+    def num_requests(self) -> int: ...
+    # stage out of range: IndexError (publish, set_workers, workers, queued, current_order)
     def publish(self, stage: int, *, downstream_s: float, mu: float, eps: float, queue_delay_s: float,
                 admit_fraction: float = 1.0) -> None: ...
-    def set_workers(self, stage: int, n: int) -> None: ...   # target; new workers serve after cold_start_s
-    def workers(self, stage: int) -> int: ...                # serving now
+    def set_workers(self, stage: int, n: int) -> None: ...   # target (>= 1, else ValueError); new workers serve after cold_start_s
+    def workers(self, stage: int) -> int: ...                # serving now (idle or busy, not cold, not retiring)
+    def queued(self, stage: int) -> int: ...                 # requests waiting at the stage now
     def current_order(self, stage: int) -> str: ...
     # Per stage, samples since the last call:
     #   arrival_s F64            times requests arrived at the stage
     #   qdelay_t_s, qdelay_s F64 time taken into a batch, queueing delay Q of that request
     #   batch_start_s F64, batch_size I64, batch_wait_s F64, batch_duration_s F64   one row per batch
-    #   dropped I64 (scalar array of length 1)
+    #   dropped I64 (scalar array of length 1: drops decided at this stage, cancelled sibling copies excluded)
+    #   queued I64 (scalar array of length 1: requests waiting at the stage at the time of the call)
     def take_stats(self) -> list[dict[str, Any]]: ...
-    # Per request (index = request id): state I8, finish_s F64, drop_stage I32 (-1), reason I32 (-1),
-    # compute_s F64 (compute charged to the request)
+    # Per request (index = request id): state I8, finish_s F64 (leaving the last stage; the drop or
+    # rejection time for states 3/4; NaN while pending), drop_stage I32 (-1), reason I32 (-1),
+    # compute_s F64 (compute charged to the request, its equal share of every batch it was in)
     def outcomes(self) -> dict[str, Any]: ...
     # One row per executed batch: stage I32, start_s F64, duration_s F64, size I64
     def batches(self) -> dict[str, Any]: ...
