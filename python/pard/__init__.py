@@ -40,6 +40,8 @@ _LAZY: dict[str, str] = {
     "workloads": "pard.workloads",
     "PipelineSpec": "pard.config",
     "StageSpec": "pard.config",
+    "simulate": "pard.sim",
+    "compare": "pard.sim",
     "Report": "pard.report",
     "Planner": "pard.planner",
     "POLICIES": "pard.policies",

@@ -164,7 +164,15 @@ def downstream_wait_quantile(
     total = np.zeros(samples, dtype=np.float64)
     for w in waits:
         total += w[rng.integers(0, w.size, size=samples)]
-    return float(np.quantile(total, lam))
+    return _quantile(total, lam)
+
+
+def _quantile(x: F64, lam: float) -> float:
+    """The ``lam``-quantile of ``x`` by nearest rank (the ``round(lam * (M - 1))``-th smallest): one
+    partial sort, O(M).  Modifies ``x``'s order."""
+    k = int(round(lam * (x.size - 1)))
+    x.partition(k)
+    return float(x[k])
 
 
 @dataclass
@@ -387,10 +395,10 @@ class Planner:
                     val = sq + 2.0 * sd
                     wq = sd
                 else:
-                    total = np.zeros(self._samples)
-                    for i in idx:
+                    total = draws[idx[0]].copy()
+                    for i in idx[1:]:
                         total += draws[i]
-                    wq = float(np.quantile(total, self._lam))
+                    wq = _quantile(total, self._lam)
                     val = sq + sd + wq
                 if val > best:
                     best, best_w = val, wq

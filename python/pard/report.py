@@ -157,8 +157,10 @@ class Report:
         self.reason = np.asarray(reason, dtype=np.int32)
         self.compute_s = np.asarray(compute_s, dtype=np.float64)
         n = self.send_s.shape[0]
-        for field, arr in [("state", self.state), ("finish_s", self.finish_s), ("drop_stage", self.drop_stage),
-                           ("reason", self.reason), ("compute_s", self.compute_s)]:
+        per_request: list[tuple[str, npt.NDArray[Any]]] = [
+            ("state", self.state), ("finish_s", self.finish_s), ("drop_stage", self.drop_stage),
+            ("reason", self.reason), ("compute_s", self.compute_s)]
+        for field, arr in per_request:
             if arr.shape != (n,):
                 raise ValueError(f"{field} must have shape ({n},) like send_s, got {arr.shape}")
         ns = len(self.stage_names)
@@ -386,7 +388,7 @@ def comparison_table(reports: Mapping[str, Report], *, title: str | None = None)
         table.add_column(col, justify="left" if col in ("policy", "drops by stage") else "right")
     for name, r in reports.items():
         p99 = r.latency_percentiles()["p99"]
-        shares = ", ".join(f"{s.name} {s.drop_share:.0%}" for s in r.stages if s.dropped) or "-"
+        shares = ", ".join(f"{s.name} {s.drop_share:.0%}" for s in r.stages if s.drop_share >= 0.005) or "-"
         table.add_row(
             name, f"{r.goodput:.1f}", f"{r.goodput_ratio:.1%}", f"{r.goodput_normalised:.1%}",
             f"{r.drop_rate:.2%}", f"{r.invalid_rate:.2%}", f"{r.transient_drop_rate(1):.0%}",

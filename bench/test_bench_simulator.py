@@ -1,0 +1,69 @@
+"""Simulator benchmarks (issue 4 item 7): simulated requests per second, and pard vs a SimPy model.
+
+Run: ``PYTHONPATH=python python -m pytest bench/test_bench_simulator.py --benchmark-only -s``.
+Figures are recorded in bench/RESULTS.md ("Simulator and comparison (issue 4)").  Speed is reported,
+not asserted (the machine is shared); the SimPy comparison asserts agreement of the mean latency.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from simpy_model import simulate_naive_chain  # noqa: E402
+
+from pard import config  # noqa: E402
+from pard.sim import simulate  # noqa: E402
+
+
+def poisson(rate: float, seconds: float, seed: int = 0) -> np.ndarray:
+    n = int(rate * seconds)
+    return np.random.default_rng(seed).exponential(1.0 / rate, n).cumsum()
+
+
+def _rate(benchmark: Any, n: int) -> float:
+    return n / benchmark.stats.stats.mean
+
+
+@pytest.mark.parametrize("policy", ["naive", "pard"])
+@pytest.mark.parametrize("scale", [1, 10])
+def test_simulated_requests_per_second_lv(benchmark: Any, policy: str, scale: int) -> None:
+    """Requests simulated per wall second on lv at load 0.9 (workers x scale), planner included."""
+    spec = config.builtin("lv")
+    if scale != 1:
+        spec = spec.with_workers({st.name: st.workers * scale for st in spec.stages})
+    arr = poisson(0.9 * spec.capacity().pipeline, 60.0)
+    report = benchmark.pedantic(simulate, args=(spec, arr, policy), rounds=3, iterations=1)
+    rate = _rate(benchmark, arr.size)
+    benchmark.extra_info.update(requests=int(arr.size), simulated_req_per_s=rate)
+    print(f"\nlv x{scale} workers, {policy}: {arr.size} requests, {rate:,.0f} simulated req/s")
+    assert report.submitted == arr.size
+
+
+def test_vs_simpy_naive_lv(benchmark: Any) -> None:
+    """pard's C++ simulator vs the SimPy model of the same naive lv chain: speed ratio and mean latency (2 %)."""
+    spec = config.builtin("lv")
+    arr = poisson(0.7 * spec.capacity().pipeline, 30.0, seed=1)
+    stages = [(dict(st.profile), st.max_batch, st.workers) for st in spec.stages]
+    t0 = time.perf_counter()
+    finish_simpy = simulate_naive_chain(stages, arr)
+    simpy_s = time.perf_counter() - t0
+    report = benchmark.pedantic(simulate, args=(spec, arr, "naive"), kwargs={"jitter_cv": 0.0},
+                                rounds=5, iterations=1)
+    pard_s = benchmark.stats.stats.mean
+    lat_pard = float((report.finish_s - report.send_s).mean())
+    lat_simpy = float((finish_simpy - arr).mean())
+    ratio = simpy_s / pard_s
+    benchmark.extra_info.update(requests=int(arr.size), simpy_s=simpy_s, pard_s=pard_s, speedup=ratio,
+                                mean_latency_pard_s=lat_pard, mean_latency_simpy_s=lat_simpy)
+    print(f"\nnaive lv, {arr.size} requests: SimPy {simpy_s:.2f} s, pard {pard_s * 1e3:.1f} ms -> {ratio:.0f}x; "
+          f"mean latency pard {lat_pard * 1e3:.3f} ms, SimPy {lat_simpy * 1e3:.3f} ms")
+    assert report.on_time + report.late == arr.size
+    assert abs(lat_pard - lat_simpy) / lat_simpy < 0.02

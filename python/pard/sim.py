@@ -1,0 +1,343 @@
+"""What-if simulation: replay arrivals against a pipeline's profiles under a policy (DESIGN §1, §5a).
+
+:func:`simulate` builds the C++ discrete-event simulator (``pard._core.Simulator``) from a
+:class:`pard.config.PipelineSpec`, then alternates between the two halves of PARD's control loop,
+exactly as the live runtime will:
+
+1. the simulator advances its virtual clock by one sync interval (every request event, batch and
+   drop happens in C++, through the same ``StageScheduler`` objects the runtime uses);
+2. the Python :class:`pard.planner.Planner` reads the interval's per-stage statistics and publishes
+   the new downstream terms, ``mu`` and ``eps`` to every stage (and, with autoscaling, the simulator
+   resizes each stage's worker pool: ``ceil(rate / per-worker throughput * headroom)``, DESIGN §5a).
+
+When every request has finished, been dropped or rejected, a :class:`pard.report.Report` is built.
+:func:`compare` runs several policies on the same pipeline and arrivals.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from .planner import Planner, PlannerStage
+from .policies import PolicySpec, get_policy
+from .report import Report
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import PipelineSpec
+
+__all__ = ["simulate", "compare", "resolve_pipeline", "core_stages", "budget_fractions"]
+
+F64 = npt.NDArray[np.float64]
+
+
+def resolve_pipeline(pipeline: "PipelineSpec | str | os.PathLike[str]") -> "PipelineSpec":
+    """A PipelineSpec from a spec, a built-in name (``tm``, ``lv``, ``ga``, ``da``) or a file path.
+
+    Raises:
+        pard.ConfigError: an unknown name or an invalid file.
+        TypeError: anything else.
+    """
+    from . import config
+
+    if isinstance(pipeline, config.PipelineSpec):
+        return pipeline
+    if isinstance(pipeline, (str, os.PathLike)):
+        return config.load(os.fspath(pipeline))
+    raise TypeError(f"pipeline must be a PipelineSpec, a built-in name or a path, got {type(pipeline).__name__}")
+
+
+def budget_fractions(spec: "PipelineSpec") -> list[float]:
+    """Each stage's share of the SLO for clipper++ / nexus: ``d_k(max batch) / longest path duration``.
+
+    The longest entry-to-exit path at max batch sizes is the denominator, so along that path the
+    shares sum to 1 (DESIGN §3.6, ``slo_k = slo * d_k / sum d``).
+    """
+    total = spec.longest_path_duration()
+    return [st.duration(st.max_batch) / total for st in spec.stages]
+
+
+def core_stages(spec: "PipelineSpec", workers: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """The stage dicts ``pard._core.Simulator`` takes, in ``spec.stages`` order (DESIGN §6)."""
+    from . import _core
+
+    index = {st.name: k for k, st in enumerate(spec.stages)}
+    fractions = budget_fractions(spec)
+    out = []
+    for k, st in enumerate(spec.stages):
+        pts = sorted(st.profile.items())
+        out.append({
+            "name": st.name,
+            "profile": _core.Profile([int(b) for b, _ in pts], [float(d) for _, d in pts]),
+            "max_batch": int(st.max_batch),
+            "workers": int(st.workers if workers is None else workers[k]),
+            "successors": [index[s] for s in st.successors],
+            "budget_fraction": float(fractions[k]),
+        })
+    return out
+
+
+def planner_stages(spec: "PipelineSpec") -> list[PlannerStage]:
+    """The planner's view of ``spec``: profiles, max batches, downstream paths as stage indices."""
+    index = {st.name: k for k, st in enumerate(spec.stages)}
+    entries = set(spec.entry_stages())
+    return [
+        PlannerStage.from_profile(
+            st.name, st.profile, st.max_batch,
+            paths=[[index[n] for n in path] for path in spec.downstream_paths(st.name)],
+            entry=st.name in entries,
+        )
+        for st in spec.stages
+    ]
+
+
+def _check_float(name: str, value: Any, *, low: float, low_open: bool = False, high: float = math.inf) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}")
+    v = float(value)
+    ok = (v > low if low_open else v >= low) and v <= high and math.isfinite(v)
+    if not ok:
+        bound = f"{'>' if low_open else '>='} {low}" + (f" and <= {high}" if math.isfinite(high) else "")
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+    return v
+
+
+def _arrivals(arrivals: Any) -> F64:
+    try:
+        arr = np.asarray(arrivals, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"arrivals must be an array of float seconds, got {type(arrivals).__name__}") from exc
+    if arr.ndim != 1:
+        raise ValueError(f"arrivals must be one-dimensional (seconds), got shape {arr.shape}")
+    if arr.size and not np.isfinite(arr).all():
+        i = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise ValueError(f"arrivals[{i}] = {arr[i]!r} is not finite")
+    if arr.size and arr[0] < 0:
+        raise ValueError(f"arrivals must be >= 0 s, got arrivals[0] = {arr[0]!r}")
+    if arr.size > 1:
+        bad = np.flatnonzero(np.diff(arr) < 0)
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"arrivals must be sorted: arrivals[{i + 1}] = {arr[i + 1]!r} < "
+                             f"arrivals[{i}] = {arr[i]!r}")
+    return np.ascontiguousarray(arr)
+
+
+def _per_request(name: str, value: Any, n: int, default: float, dtype: Any, positive: bool) -> Any:
+    if value is None:
+        return np.full(n, default, dtype=dtype)
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim == 0:
+        arr = np.full(n, float(arr))
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must be a scalar or have one entry per arrival ({n}), got shape {arr.shape}")
+    if not np.isfinite(arr).all() or (positive and (arr <= 0).any()) or (not positive and (arr < 0).any()):
+        i = int(np.flatnonzero(~np.isfinite(arr) | ((arr <= 0) if positive else (arr < 0)))[0])
+        raise ValueError(f"{name}[{i}] = {arr[i]!r} must be {'> 0' if positive else '>= 0'} and finite")
+    if dtype is np.int32:
+        if (arr != np.round(arr)).any():
+            raise ValueError(f"{name} must hold whole numbers")
+    return np.ascontiguousarray(arr.astype(dtype))
+
+
+class _Progress:
+    """A rich progress bar over virtual time, shown only once a run has taken ``delay_s`` of wall time."""
+
+    def __init__(self, enabled: bool, total_s: float, label: str, delay_s: float = 2.0) -> None:
+        self._enabled = enabled
+        self._total = max(total_s, 1e-9)
+        self._label = label
+        self._delay = delay_s
+        self._start = time.monotonic()
+        self._bar: Any = None
+        self._task: Any = None
+
+    def update(self, t_s: float) -> None:
+        if not self._enabled:
+            return
+        if self._bar is None:
+            if time.monotonic() - self._start < self._delay:
+                return
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 TextColumn("{task.percentage:>3.0f}% of simulated time"),
+                                 TimeRemainingColumn(), transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task(self._label, total=self._total)
+        self._bar.update(self._task, completed=min(t_s, self._total))
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def simulate(
+    pipeline: "PipelineSpec | str | os.PathLike[str]",
+    arrivals: npt.ArrayLike,
+    policy: str | PolicySpec = "pard",
+    *,
+    slo: float | npt.ArrayLike | None = None,
+    tiers: npt.ArrayLike | None = None,
+    jitter_cv: float = 0.1,
+    autoscale: bool = False,
+    cold_start_s: float = 10.0,
+    headroom: float = 1.2,
+    workers: Sequence[int] | None = None,
+    sync_interval_s: float = 1.0,
+    lam: float = 0.1,
+    window_s: float = 5.0,
+    adapt_window: bool = True,
+    samples: int = 10_000,
+    seed: int = 0,
+    progress: bool = False,
+) -> Report:
+    """Simulate ``pipeline`` serving ``arrivals`` under ``policy``; return the run's :class:`Report`.
+
+    Args:
+        pipeline: a PipelineSpec, a built-in name (``tm``, ``lv``, ``ga``, ``da``) or a spec file.
+        arrivals: arrival times at the pipeline, float seconds, sorted, ``>= 0``, shape ``(n,)``.
+        policy: a name from :data:`pard.policies.POLICIES` or a PolicySpec.
+        slo: end-to-end SLO in seconds, a scalar or one per request ``(n,)``; default the pipeline's.
+        tiers: service tier per request (int ``>= 0``, shape ``(n,)``); default 0.
+        jitter_cv: CV of the lognormal execution-time factor (mean 1); 0 = deterministic (§5a).
+        autoscale: resize each stage's workers every sync to ``ceil(rate / per-worker throughput *
+            headroom)`` (at least 1), new workers serving after ``cold_start_s``; otherwise fixed.
+        cold_start_s: seconds before an added worker serves.
+        headroom: autoscaling's over-provisioning factor (>= 1).
+        workers: initial workers per stage (default: the spec's).
+        sync_interval_s: planner period (s); the paper's default is 1 s.
+        lam, window_s, adapt_window, samples: the planner's parameters (:class:`pard.planner.Planner`).
+        seed: seeds execution jitter and the planner's Monte Carlo; same seed => identical report.
+        progress: show a progress bar (rich) when the run lasts more than 2 s of wall time.
+
+    Returns:
+        The run's Report (conservation checked).
+
+    Raises:
+        ValueError / TypeError: a bad argument (the message names it and its value);
+        pard.ConfigError: an invalid pipeline.
+    """
+    from . import _core
+
+    spec = resolve_pipeline(pipeline)
+    pol = get_policy(policy)
+    arr = _arrivals(arrivals)
+    n = int(arr.size)
+    jitter_cv = _check_float("jitter_cv", jitter_cv, low=0.0)
+    cold_start_s = _check_float("cold_start_s", cold_start_s, low=0.0)
+    headroom = _check_float("headroom", headroom, low=1.0)
+    sync = _check_float("sync_interval_s", sync_interval_s, low=0.0, low_open=True)
+    lam = _check_float("lam", lam, low=0.0, high=1.0)
+    window_s = _check_float("window_s", window_s, low=0.0, low_open=True)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
+        raise ValueError(f"samples must be an int >= 1, got {samples!r}")
+    ns = len(spec.stages)
+    if workers is not None:
+        workers = list(workers)
+        if len(workers) != ns or any(isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1
+                                     for w in workers):
+            raise ValueError(f"workers must list one int >= 1 per stage ({ns}), got {workers!r}")
+    slo_s = _per_request("slo", spec.slo if slo is None else slo, n, spec.slo, np.float64, positive=True)
+    tier = _per_request("tiers", tiers, n, 0, np.int32, positive=False)
+
+    stages = core_stages(spec, workers)
+    sim = _core.Simulator(stages=stages, policy=pol.core(), arrivals_s=arr, slo_s=slo_s, tier=tier,
+                          jitter_cv=jitter_cv, seed=int(seed), cold_start_s=cold_start_s)
+    planner = Planner(planner_stages(spec), policy=pol, lam=lam, window_s=window_s,
+                      adapt_window=adapt_window, samples=int(samples), seed=int(seed) + 1)
+
+    # per-second bookkeeping over the arrivals' horizon
+    t0 = math.floor(arr[0]) if n else 0.0
+    nb = int(math.floor(arr[-1] - t0)) + 1 if n else 1
+    qsum = np.zeros((ns, nb))
+    qcnt = np.zeros((ns, nb))
+    wsum = np.zeros((ns, nb))
+    wdt = np.zeros(nb)
+    submitted = np.zeros(ns, dtype=np.int64)
+    executed = np.zeros(ns, dtype=np.int64)
+    compute = np.zeros(ns)
+    per_worker = np.array([st.max_batch / st.duration(st.max_batch) for st in spec.stages])
+    end_arrivals = float(arr[-1]) if n else 0.0
+    bar = _Progress(progress, end_arrivals - t0, f"{pol.name} on {spec.name}")
+
+    t = t0
+    try:
+        while True:
+            t_prev, t = t, t + sync
+            more = sim.run_until(t)
+            stats = sim.take_stats()
+            serving = [sim.workers(k) for k in range(ns)]
+            for k, s in enumerate(stats):
+                submitted[k] += len(s["arrival_s"])
+                executed[k] += int(np.asarray(s["batch_size"]).sum())
+                compute[k] += float(np.asarray(s["batch_duration_s"]).sum())
+                tq = np.asarray(s["qdelay_t_s"], dtype=np.float64)
+                if tq.size:
+                    idx = np.floor(tq - t0).astype(np.int64)
+                    ok = (idx >= 0) & (idx < nb)
+                    q = np.asarray(s["qdelay_s"], dtype=np.float64)
+                    qsum[k] += np.bincount(idx[ok], weights=q[ok], minlength=nb)
+                    qcnt[k] += np.bincount(idx[ok], minlength=nb)
+            b = int(math.floor(0.5 * (t_prev + t) - t0))
+            if 0 <= b < nb:
+                wsum[:, b] += np.asarray(serving, dtype=np.float64) * sync
+                wdt[b] += sync
+            terms = planner.update(t, stats, serving)
+            for k, term in enumerate(terms):
+                sim.publish(k, **term.publish_kwargs())
+            if autoscale:
+                for k, term in enumerate(terms):
+                    sim.set_workers(k, max(1, math.ceil(term.in_rate / per_worker[k] * headroom)))
+            bar.update(t - t0)
+            if not more and t >= end_arrivals:
+                break
+    finally:
+        bar.close()
+
+    # workers serving per second (seconds no sync point fell into take the previous second's value)
+    workers_s = np.zeros((ns, nb))
+    last = np.array([float(st.workers if workers is None else workers[k]) for k, st in enumerate(spec.stages)])
+    for b in range(nb):
+        if wdt[b] > 0:
+            last = wsum[:, b] / wdt[b]
+        workers_s[:, b] = last
+    capacity = (workers_s * per_worker[:, None]).min(axis=0)
+
+    out = sim.outcomes()
+    return Report(
+        policy=pol.name, pipeline=spec.name, stage_names=[st.name for st in spec.stages],
+        send_s=arr, state=out["state"], finish_s=out["finish_s"], drop_stage=out["drop_stage"],
+        reason=out["reason"], compute_s=out["compute_s"], reasons=list(_core.REASONS),
+        stage_submitted=submitted, stage_executed=executed, stage_compute_s=compute,
+        t0_s=t0, qdelay_sum_s=qsum, qdelay_count=qcnt, workers=workers_s, capacity=capacity,
+    )
+
+
+def compare(
+    pipeline: "PipelineSpec | str | os.PathLike[str]",
+    arrivals: npt.ArrayLike,
+    policies: Iterable[str | PolicySpec] = ("pard", "nexus", "clipper++", "naive"),
+    **params: Any,
+) -> dict[str, Report]:
+    """Simulate each policy on the same pipeline and arrivals; ``params`` as :func:`simulate`.
+
+    Returns policy name -> Report, in the order given.  Raises as :func:`simulate`; ValueError for
+    an empty or duplicated policy list.
+    """
+    specs = [get_policy(p) for p in policies]
+    if not specs:
+        raise ValueError("policies must name at least one policy, got none")
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"policies must not repeat a name, got {names!r}")
+    spec = resolve_pipeline(pipeline)
+    arr = _arrivals(arrivals)
+    return {s.name: simulate(spec, arr, s, **params) for s in specs}

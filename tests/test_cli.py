@@ -1,0 +1,116 @@
+"""Tests of the pard command line: parsing, errors (exit 2 naming the option), and end-to-end runs with --json."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pard import __version__
+from pard.cli import build_parser, main
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse exits on usage errors and --version
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """--version prints the package version and exits 0."""
+    code, out, _ = run_main(capsys, "--version")
+    assert code == 0 and __version__ in out
+
+
+def test_defaults() -> None:
+    """The simulate defaults are the bundled trace, lv, amplify and the four headline policies."""
+    args = build_parser().parse_args(["simulate"])
+    assert (args.pipeline, args.trace, args.scaling, args.load) == ("lv", "azure-conv", "amplify", None)
+    assert args.policies == ["pard", "nexus", "clipper++", "naive"]
+    assert args.autoscale is False and args.jitter == 0.1 and args.seed == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--policies", "pard,fifo"], "fifo"),
+        (["--load", "-1"], "--load"),
+        (["--load", "abc"], "--load"),
+        (["--jitter", "-0.5"], "--jitter"),
+        (["--seed", "x"], "--seed"),
+        (["--scaling", "stretch"], "stretch"),
+        (["--trace-format", "parquet"], "parquet"),
+        (["--pipeline", "nope"], "nope"),
+        (["--trace", "/no/such/file.csv", "--load", "1"], "/no/such/file.csv"),
+    ],
+)
+def test_bad_input_exits_2_naming_option(capsys: pytest.CaptureFixture[str], argv: list[str], needle: str) -> None:
+    """Bad options exit with code 2 and a message that names the offending value."""
+    code, _, err = run_main(capsys, "simulate", *argv)
+    assert code == 2
+    assert needle in err
+
+
+def test_unknown_policy_lists_valid_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown policy's message lists the valid names."""
+    code, _, err = run_main(capsys, "simulate", "--policies", "pard,fifo")
+    assert code == 2 and "clipper++" in err and "pard-upper" in err
+
+
+def test_simulate_end_to_end_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """pard simulate on the bundled trace prints one row per policy and writes the schema's JSON."""
+    out_json = tmp_path / "cmp.json"
+    out_png = tmp_path / "cmp.png"
+    code, out, err = run_main(capsys, "simulate", "--pipeline", "tm", "--duration", "30", "--load", "1.2",
+                              "--policies", "pard,nexus,naive", "--json", str(out_json), "--plot", str(out_png))
+    assert code == 0, err
+    for name in ["pard", "nexus", "naive"]:
+        assert name in out
+    doc = json.loads(out_json.read_text())
+    assert doc["pipeline"] == "tm" and doc["load"] == 1.2 and "azure-conv" in doc["trace"]
+    assert list(doc["policies"]) == ["pard", "nexus", "naive"]
+    keys = {"submitted", "on_time", "late", "dropped", "rejected", "failed", "goodput", "drop_rate",
+            "invalid_rate", "drop_share_by_stage", "p99_latency", "goodput_bound"}
+    for name, p in doc["policies"].items():
+        assert set(p) == keys
+        assert p["submitted"] == p["on_time"] + p["late"] + p["dropped"] + p["rejected"] + p["failed"]
+        assert set(p["drop_share_by_stage"]) == {"vehicle_detect", "vehicle_classify", "plate_ocr"}
+    # mean rate = load * capacity (tm: 774 req/s) over 30 s, within Poisson noise and the trace's envelope
+    assert doc["policies"]["naive"]["submitted"] == pytest.approx(1.2 * 774.19 * 30, rel=0.1)
+    assert doc["policies"]["naive"]["dropped"] == 0
+    assert out_png.stat().st_size > 1000
+
+
+def test_exact_csv_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--trace FILE --trace-format csv without --load replays exactly those arrivals."""
+    times = np.sort(np.random.default_rng(0).uniform(0, 5, 300))
+    f = tmp_path / "t.csv"
+    f.write_text("\n".join(f"{t:.9f}" for t in times))
+    out_json = tmp_path / "r.json"
+    code, _, err = run_main(capsys, "simulate", "--pipeline", "tm", "--trace", str(f), "--trace-format", "csv",
+                            "--policies", "naive", "--jitter", "0", "--json", str(out_json))
+    assert code == 0, err
+    doc = json.loads(out_json.read_text())
+    assert doc["load"] is None
+    assert doc["policies"]["naive"]["submitted"] == 300
+    assert doc["policies"]["naive"]["on_time"] == 300  # 60 req/s on a 774 req/s pipeline
+
+
+def test_generators_and_subprocess(tmp_path: Path) -> None:
+    """`python -m pard simulate` runs the bursty generator in a subprocess and exits 0."""
+    out_json = tmp_path / "b.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pard", "simulate", "--pipeline", "lv", "--trace", "bursty", "--load", "0.9",
+         "--duration", "20", "--policies", "pard,clipper++", "--json", str(out_json)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out_json.read_text())
+    assert set(doc["policies"]) == {"pard", "clipper++"}

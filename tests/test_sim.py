@@ -1,0 +1,142 @@
+"""End-to-end tests of pard.simulate / pard.compare (issue 4, items 6a, 6f, 6g) against independent expectations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pard import config
+from pard.policies import POLICIES
+from pard.sim import budget_fractions, compare, simulate
+
+
+def stage(name: str, d: float, *, succ: list[str] | None = None, workers: int = 1, max_batch: int = 1) -> config.StageSpec:
+    """A stage whose batch of b runs d * b seconds (no batching gain), or d flat when max_batch = 1."""
+    return config.StageSpec(name=name, profile={1: d}, max_batch=max_batch, workers=workers, successors=succ or [])
+
+
+def poisson(rate: float, n: int, seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).exponential(1.0 / rate, n).cumsum()
+
+
+def test_md1_queueing_delay_matches_pollaczek_khinchine() -> None:
+    """One stage, one worker, batch 1, naive, Poisson at rho = 0.7, deterministic D: mean wait within 3 % of rho D / (2 (1 - rho))."""
+    d, rho, n = 0.01, 0.7, 200_000
+    spec = config.PipelineSpec(name="md1", slo=1e6, stages=[stage("s", d)])
+    arr = poisson(rho / d, n)
+    r = simulate(spec, arr, "naive", jitter_cv=0.0)
+    assert r.on_time == n
+    wait = (r.finish_s - r.send_s - d).mean()  # queueing delay + batch wait: the M/D/1 waiting time
+    pk = rho * d / (2 * (1 - rho))
+    assert abs(wait - pk) / pk < 0.03
+    # the queueing-delay series counts the time before a request is taken into a batch only
+    assert r.stages[0].mean_queue_delay_s <= wait + 1e-12
+
+
+def test_lone_request_latency_is_sum_of_durations() -> None:
+    """A single request through an idle chain finishes after exactly the sum of the stage durations."""
+    spec = config.PipelineSpec(name="c", slo=1.0, stages=[stage("a", 0.01, succ=["b"]), stage("b", 0.02, succ=["c"]),
+                                                         stage("c", 0.03)])
+    for name in POLICIES:
+        r = simulate(spec, np.array([0.5]), name, jitter_cv=0.0)
+        assert r.on_time == 1, name
+        assert r.finish_s[0] - r.send_s[0] == pytest.approx(0.06, abs=1e-6), name
+
+
+def test_dropped_branch_cancels_sibling_and_counts_once() -> None:
+    """A DAG branch that cannot make the SLO drops the request once; its queued sibling copy is cancelled unexecuted."""
+    spec = config.PipelineSpec(name="dag", slo=0.5, stages=[
+        stage("a", 0.001, succ=["slow", "side"], workers=4),
+        stage("slow", 1.0, succ=["join"]),      # alone exceeds the SLO: pard drops at once
+        stage("side", 0.05, succ=["join"]),     # 20 req/s for 100 req/s of input: copies queue here
+        stage("join", 0.001),
+    ])
+    n = 500
+    arr = np.arange(n) * 0.01 + 0.001
+    r = simulate(spec, arr, "pard-back", jitter_cv=0.0)
+    assert r.dropped == n
+    assert r.stages[1].dropped == n and r.stages[2].dropped == 0  # counted once, at the branch that dropped it
+    assert r.stages[3].executed == 0
+    assert r.stages[2].executed < 0.05 * n  # the side branch's copies were cancelled in its queue
+    assert r.submitted == r.on_time + r.late + r.dropped + r.rejected + r.failed
+
+
+def overloaded_lv(seconds: float = 20.0, load: float = 1.3, seed: int = 2) -> tuple[config.PipelineSpec, np.ndarray]:
+    spec = config.builtin("lv")
+    return spec, poisson(load * spec.capacity().pipeline, int(seconds * load * spec.capacity().pipeline), seed)
+
+
+def test_conservation_every_policy_and_naive_never_drops() -> None:
+    """On an overloaded lv run every policy conserves requests; naive drops and rejects nothing."""
+    spec, arr = overloaded_lv()
+    reports = compare(spec, arr, list(POLICIES))
+    for name, r in reports.items():
+        assert r.submitted == arr.size
+        assert r.submitted == r.on_time + r.late + r.dropped + r.rejected + r.failed, name
+        assert 0 <= r.on_time <= r.goodput_bound_count * 1.02 + 50, name
+    assert reports["naive"].dropped == 0 and reports["naive"].rejected == 0
+    assert reports["naive"].late > 0  # it was overloaded
+    assert reports["pard"].on_time > reports["naive"].on_time
+
+
+def test_same_seed_identical_report_other_seed_differs() -> None:
+    """The same seed reproduces a run exactly; another seed changes the jittered durations."""
+    spec, arr = overloaded_lv(seconds=10)
+    a = simulate(spec, arr, "pard", jitter_cv=0.3, seed=3)
+    b = simulate(spec, arr, "pard", jitter_cv=0.3, seed=3)
+    c = simulate(spec, arr, "pard", jitter_cv=0.3, seed=4)
+    assert a.to_dict(detail=True) == b.to_dict(detail=True)
+    assert np.array_equal(a.state, b.state) and np.array_equal(a.finish_s, b.finish_s)
+    assert not np.array_equal(a.finish_s, c.finish_s)
+
+
+def test_autoscale_adds_workers_after_cold_start() -> None:
+    """With autoscaling, a stage under 3x its capacity gains workers, and only after the cold start."""
+    spec = config.PipelineSpec(name="one", slo=0.5, stages=[stage("s", 0.01, workers=1)])
+    arr = np.linspace(0, 30, 9000, endpoint=False)  # 300 req/s vs 100 req/s per worker
+    r = simulate(spec, arr, "pard", jitter_cv=0.0, autoscale=True, cold_start_s=5.0)
+    w = r.workers[0]
+    assert w[:5].max() == 1.0          # nobody serves before the cold start ends
+    assert w[-5:].min() >= 3.0         # ceil(300 / 100 * 1.2) = 4 eventually
+    fixed = simulate(spec, arr, "pard", jitter_cv=0.0)
+    assert r.on_time > fixed.on_time
+    assert fixed.goodput_bound == pytest.approx(100.0)
+
+
+def test_budget_fractions_along_longest_path() -> None:
+    """clipper++/nexus stage shares are d_k(max batch) over the longest path's sum."""
+    spec = config.builtin("da")
+    f = dict(zip(spec.stage_names, budget_fractions(spec)))
+    total = spec.longest_path_duration()
+    for st in spec.stages:
+        assert f[st.name] == pytest.approx(st.duration(st.max_batch) / total)
+
+
+def test_bad_arguments_name_the_field() -> None:
+    """Bad arguments raise errors that name the argument and the value."""
+    spec = config.builtin("tm")
+    with pytest.raises(ValueError, match="sorted"):
+        simulate(spec, [1.0, 0.5])
+    with pytest.raises(ValueError, match="not finite"):
+        simulate(spec, [0.0, np.nan])
+    with pytest.raises(ValueError, match="jitter_cv"):
+        simulate(spec, [0.0], jitter_cv=-1)
+    with pytest.raises(ValueError, match="slo"):
+        simulate(spec, [0.0, 1.0], slo=[0.1])
+    with pytest.raises(ValueError, match="unknown policy"):
+        simulate(spec, [0.0], "fifo")
+    with pytest.raises(ValueError, match="workers"):
+        simulate(spec, [0.0], workers=[1])
+    with pytest.raises(ValueError, match="repeat"):
+        compare(spec, [0.0], ["pard", "pard"])
+    with pytest.raises(config.ConfigError if hasattr(config, "ConfigError") else ValueError):
+        simulate("no-such-pipeline", [0.0])
+
+
+def test_per_request_slo_and_empty_arrivals() -> None:
+    """A per-request SLO below the pipeline's lone latency makes exactly those requests miss; no arrivals is a valid empty run."""
+    spec = config.PipelineSpec(name="c", slo=1.0, stages=[stage("a", 0.05)])
+    r = simulate(spec, [0.0, 1.0, 2.0], "naive", slo=[1.0, 0.01, 1.0], jitter_cv=0.0)
+    assert list(r.state) == [1, 2, 1]
+    e = simulate(spec, np.zeros(0), "pard")
+    assert e.submitted == 0 and e.goodput == 0.0
