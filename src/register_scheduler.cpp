@@ -177,13 +177,18 @@ void register_scheduler(py::module_& m) {
                  return s.submit(Request{id, to_ns(send_s, "send_s"), to_ns(deadline_s, "deadline_s"),
                                          to_ns(arrival_s, "arrival_s"), tier, 0});
              },
-             py::arg("id"), py::arg("send_s"), py::arg("deadline_s"), py::arg("arrival_s"), py::arg("tier") = 0)
+             py::arg("id"), py::arg("send_s"), py::arg("deadline_s"), py::arg("arrival_s"), py::arg("tier") = 0,
+             "Offer a request to the stage's ingress ring (any thread, lock-free). Times in seconds. "
+             "Returns False when the ring is full (back-pressure: the caller must reject the request).")
         .def("publish", [](StageScheduler& s, double downstream_s, double mu, double eps, double queue_delay_s,
                            double admit_fraction) {
                  s.publish(make_terms(downstream_s, mu, eps, queue_delay_s, admit_fraction));
              },
              py::kw_only(), py::arg("downstream_s"), py::arg("mu"), py::arg("eps"), py::arg("queue_delay_s"),
-             py::arg("admit_fraction") = 1.0)
+             py::arg("admit_fraction") = 1.0,
+             "Publish the planner's terms (DESIGN 3.2, 3.5) as one snapshot and step the adaptive order "
+             "(3.3: mu > 1+eps -> HBF, mu < 1-eps -> LBF, else keep). ValueError for negative or non-finite "
+             "values or admit_fraction outside [0, 1].")
         .def("form_batch", [](StageScheduler& s, double now_s, double t_e_s) {
                  const std::int64_t now = to_ns(now_s, "now_s");
                  const std::int64_t t_e = to_ns(t_e_s, "expected_start_s");
@@ -205,7 +210,10 @@ void register_scheduler(py::module_& m) {
                  }
                  return py::make_tuple(ids, dropped, reasons);
              },
-             py::arg("now_s"), py::arg("expected_start_s"))
+             py::arg("now_s"), py::arg("expected_start_s"),
+             "Form the next batch at now_s for a batch expected to start at expected_start_s (DESIGN 3.1-3.2). "
+             "Returns (batch ids uint64[n] in service order, dropped ids uint64[m], reason codes int32[m] "
+             "indexing REASONS). Releases the GIL while forming.")
         .def_property_readonly("current_order", [](const StageScheduler& s) { return std::string(order_name(s.current_order())); })
         .def_property_readonly("stage", [](const StageScheduler& s) { return s.config().stage; })
         .def_property_readonly("max_batch", [](const StageScheduler& s) { return s.config().max_batch; })

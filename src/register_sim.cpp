@@ -120,12 +120,15 @@ void register_sim(py::module_& m) {
              }),
              py::kw_only(), py::arg("stages"), py::arg("policy"), py::arg("arrivals_s"), py::arg("slo_s"),
              py::arg("tier"), py::arg("jitter_cv") = 0.1, py::arg("seed") = 0, py::arg("cold_start_s") = 10.0,
-             py::arg("ring_capacity") = 65536)
+             py::arg("ring_capacity") = 65536,
+             "Build a simulation; see cpp/include/pard/simulator.hpp for the model. ValueError on bad input.")
         .def("run_until", [](Simulator& s, double t_s) {
                  const std::int64_t t = to_ns(t_s, "t_s");
                  py::gil_scoped_release release;
                  return s.run_until(t);
-             }, py::arg("t_s"))
+             }, py::arg("t_s"),
+             "Process every event up to t_s (seconds, GIL released) and set the clock to t_s. "
+             "Returns True while events or arrivals remain.")
         .def_property_readonly("now_s", [](const Simulator& s) { return to_s(s.now_ns()); })
         .def_property_readonly("num_stages", &Simulator::num_stages)
         .def_property_readonly("num_requests", &Simulator::num_requests)
@@ -149,7 +152,9 @@ void register_sim(py::module_& m) {
              py::arg("stage"), py::kw_only(), py::arg("downstream_s"), py::arg("mu"), py::arg("eps"),
              py::arg("queue_delay_s"), py::arg("admit_fraction") = 1.0)
         .def("set_workers", [](Simulator& s, std::int64_t stage, int n) { s.set_workers(stage_index(s, stage), n); },
-             py::arg("stage"), py::arg("n"))
+             py::arg("stage"), py::arg("n"),
+             "Set a stage's target worker count (>= 1): new workers serve after cold_start_s; removal takes "
+             "cold, then idle, then busy workers (after their collected work).")
         .def("workers", [](const Simulator& s, std::int64_t stage) { return s.workers(stage_index(s, stage)); },
              py::arg("stage"))
         .def("queued", [](const Simulator& s, std::int64_t stage) { return s.queued(stage_index(s, stage)); },

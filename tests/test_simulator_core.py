@@ -313,6 +313,7 @@ def test_different_seed_changes_jittered_run() -> None:
         (dict(arrivals=[0.2, 0.1]), "arrivals_s[1]"),
         (dict(arrivals=[0.0, float("nan")]), "arrivals_s[1]=nan"),
         (dict(slo=[0.1, -1.0]), "slo_s[1]"),
+        (dict(slo=[0.1, 2e9]), "slo_s[1]"),
         (dict(jitter_cv=-0.1), "jitter_cv"),
     ],
 )
@@ -324,6 +325,25 @@ def test_simulator_rejects_bad_input(kwargs: dict[str, Any], needle: str) -> Non
     with pytest.raises(ValueError) as info:
         make(st, _core.Policy(order="fcfs", drop="none"), arr, slo, **kwargs)
     assert needle in str(info.value)
+
+
+def test_length_mismatch() -> None:
+    """slo_s and tier must have one entry per arrival."""
+    pol = _core.Policy(order="fcfs", drop="none")
+    arr = np.array([0.0, 0.1])
+    with pytest.raises(ValueError, match="slo_s has 1 entries"):
+        _core.Simulator(stages=[stage([1])], policy=pol, arrivals_s=arr, slo_s=np.array([0.1]),
+                        tier=np.zeros(2, np.int32))
+    with pytest.raises(ValueError, match="tier has 3 entries"):
+        _core.Simulator(stages=[stage([1])], policy=pol, arrivals_s=arr, slo_s=np.full(2, 0.1),
+                        tier=np.zeros(3, np.int32))
+
+
+def test_empty_arrivals() -> None:
+    """A run without requests ends at once with empty outcomes."""
+    sim = make([stage([1])], _core.Policy(order="fcfs", drop="none"), [], 1.0)
+    assert sim.run_until(10.0) is False
+    assert sim.outcomes()["state"].size == 0 and sim.batches()["size"].size == 0
 
 
 def test_stage_index_errors() -> None:

@@ -245,6 +245,8 @@ private:
         StageStats stats;
     };
 
+    // Arrival times and SLOs are capped at 1e9 s so that deadlines and estimates stay far from int64 overflow.
+    static constexpr std::int64_t kMaxTimeNs = 1'000'000'000'000'000'000;
     static constexpr std::uint8_t kPrioBatchEnd = 0;
     static constexpr std::uint8_t kPrioReady = 1;
     static constexpr std::uint8_t kPrioArrival = 2;
@@ -313,9 +315,15 @@ private:
                                             " must be >= 0 and not before arrivals_s[" + std::to_string(i ? i - 1 : 0) +
                                             "] (sort the arrivals)");
             }
-            if (cfg_.slo_ns[i] <= 0) {
+            if (cfg_.arrivals_ns[i] > kMaxTimeNs) {
+                throw std::invalid_argument("Simulator: arrivals_s[" + std::to_string(i) + "]=" +
+                                            std::to_string(static_cast<double>(cfg_.arrivals_ns[i]) * 1e-9) +
+                                            " exceeds 1e9 s");
+            }
+            if (cfg_.slo_ns[i] <= 0 || cfg_.slo_ns[i] > kMaxTimeNs) {
                 throw std::invalid_argument("Simulator: slo_s[" + std::to_string(i) + "]=" +
-                                            std::to_string(static_cast<double>(cfg_.slo_ns[i]) * 1e-9) + " must be > 0");
+                                            std::to_string(static_cast<double>(cfg_.slo_ns[i]) * 1e-9) +
+                                            " must be in (0, 1e9] s");
             }
         }
         if (!std::isfinite(cfg_.jitter_cv) || cfg_.jitter_cv < 0.0) {
