@@ -47,6 +47,8 @@ _LAZY: dict[str, str] = {
     "POLICIES": "pard.policies",
     "PolicySpec": "pard.policies",
     "ArrayExecutor": "pard.executors",
+    "CallableExecutor": "pard.executors",
+    "Runtime": "pard.runtime",
     "Workload": "pard.workloads",
 }
 

@@ -261,6 +261,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- main
 #: Functions that add subcommands; other modules append theirs here (one line each).
 REGISTRARS: list[Callable[[Any], None]] = [register_simulate]
+REGISTRARS.append(lambda sub: __import__("pard.cli_live", fromlist=["register_live"]).register_live(sub))
 
 
 def build_parser() -> argparse.ArgumentParser:

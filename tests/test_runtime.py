@@ -1,0 +1,300 @@
+"""The live runtime: conservation under concurrent submitters, failures, close(), bad input, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pard import _core
+from pard.config import PipelineSpec, StageSpec
+from pard.errors import Dropped, ExecutorError
+from pard.executors import CallableExecutor
+from pard.runtime import STATES, Runtime
+
+
+def _chain(slo: float = 10.0, max_batch: int = 8, d: float = 0.0005, n: int = 2, workers: int = 1) -> PipelineSpec:
+    names = [f"s{i}" for i in range(n)]
+    return PipelineSpec(
+        name="chain", slo=slo,
+        stages=[StageSpec(name=names[i], profile={1: d, max_batch: d * 2}, max_batch=max_batch,
+                          workers=workers, successors=names[i + 1 : i + 2]) for i in range(n)],
+    )
+
+
+def _identity(xs: list[Any]) -> list[Any]:
+    return list(xs)
+
+
+class _Gate:
+    """A stage that records its batches and blocks until released."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.started = threading.Event()
+        self.batches: list[list[Any]] = []
+
+    def __call__(self, xs: list[Any]) -> list[Any]:
+        self.batches.append(list(xs))
+        self.started.set()
+        assert self.release.wait(10.0), "test gate never released"
+        return [x * 10 for x in xs]
+
+
+def _outcome_of(f: Any) -> str:
+    if f.cancelled():
+        return "cancelled"
+    e = f.exception(timeout=0)
+    if e is None:
+        return "finished"
+    return type(e).__name__
+
+
+def test_conservation_four_submitters() -> None:
+    """4 threads x 20 000 requests: every request ends once, and the states add up to what was submitted."""
+    spec = _chain(slo=0.004, max_batch=32, d=0.0002)
+    rt = Runtime(spec, {"s0": _identity, "s1": _identity}, policy="pard", sync_interval_s=0.2)
+    futures: list[list[Any]] = [[] for _ in range(4)]
+
+    def submitter(i: int) -> None:
+        for j in range(20_000):
+            futures[i].append(rt.submit(i * 100_000 + j, slo=0.004 if j % 3 else 1.0))
+
+    threads = [threading.Thread(target=submitter, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rt.close(drain=True)
+    counts = rt.counts()
+    assert counts["submitted"] == 80_000
+    assert counts["pending"] == 0
+    assert sum(counts[s] for s in STATES[1:]) == 80_000
+    out = rt.outcomes()
+    assert out["state"].size == 80_000 and (out["state"] > 0).all()
+    np.testing.assert_array_equal(np.bincount(out["state"], minlength=6)[1:], [counts[s] for s in STATES[1:]])
+    ids = sorted(f.request_id for fs in futures for f in fs)
+    assert ids == list(range(80_000))
+    # each future agrees with the recorded state, and finished ones return their own payload
+    for i, fs in enumerate(futures):
+        for j, f in enumerate(fs):
+            state = STATES[out["state"][f.request_id]]
+            if state in ("on_time", "late"):
+                assert f.result(timeout=0) == i * 100_000 + j
+                assert (out["finish_s"][f.request_id] <= out["send_s"][f.request_id] + out["slo_s"][f.request_id]) == (
+                    state == "on_time")
+            else:
+                assert state == "dropped"
+                e = f.exception(timeout=0)
+                assert isinstance(e, Dropped) and e.request_id == f.request_id
+                assert e.stage in ("s0", "s1") and e.reason in _core.REASONS
+    rep = rt.report()
+    assert rep.submitted == 80_000
+    assert rep.on_time + rep.late + rep.dropped + rep.rejected + rep.failed == 80_000
+
+
+def test_executor_exception_fails_only_that_batch() -> None:
+    """A raising executor fails exactly its batch's requests, with the error, and the worker carries on."""
+    calls: list[list[int]] = []
+
+    def stage(xs: list[int]) -> list[int]:
+        calls.append(list(xs))
+        if any(x < 0 for x in xs):
+            raise RuntimeError("bad input in batch")
+        return [x + 1 for x in xs]
+
+    spec = _chain(max_batch=1, n=1)
+    with Runtime(spec, {"s0": stage}, policy="naive") as rt:
+        good1 = rt.submit(1)
+        good1.result(timeout=5)
+        bad = rt.submit(-5)
+        with pytest.raises(ExecutorError, match="bad input in batch") as info:
+            bad.result(timeout=5)
+        assert isinstance(info.value.__cause__, RuntimeError)
+        good2 = rt.submit(7)
+        assert good2.result(timeout=5) == 8
+    c = rt.counts()
+    assert (c["failed"], c["on_time"] + c["late"], c["submitted"]) == (1, 2, 3)
+    assert rt.outcomes()["state"][bad.request_id] == STATES.index("failed")
+
+
+def test_wrong_output_count_fails_batch() -> None:
+    """An executor returning the wrong number of outputs fails its batch instead of losing requests."""
+    with Runtime(_chain(n=1, max_batch=1), {"s0": CallableExecutor(lambda xs: [])}, policy="naive") as rt:
+        f = rt.submit(3)
+        with pytest.raises(ExecutorError, match="0 outputs"):
+            f.result(timeout=5)
+
+
+def test_close_drain_false_with_queued_and_running() -> None:
+    """close(drain=False) cancels queued and running requests at once; each ends as dropped/cancelled."""
+    gate = _Gate()
+    rt = Runtime(_chain(n=1, max_batch=1), {"s0": gate}, policy="naive")
+    running = rt.submit(1)
+    assert gate.started.wait(5)
+    queued = [rt.submit(i) for i in range(2, 6)]
+    closer = threading.Thread(target=rt.close, kwargs={"drain": False})
+    closer.start()
+    for f in [running, *queued]:
+        with pytest.raises(Dropped) as info:
+            f.result(timeout=5)  # resolved while the running batch is still blocked
+        assert info.value.reason == "cancelled" and info.value.stage == "s0"
+    assert closer.is_alive()  # close waits for the running batch's thread
+    gate.release.set()
+    closer.join(5)
+    assert not closer.is_alive()
+    c = rt.counts()
+    assert (c["submitted"], c["dropped"], c["pending"]) == (5, 5, 0)
+    assert (rt.outcomes()["reason"] == _core.REASONS.index("cancelled")).all()
+    with pytest.raises(RuntimeError, match="not accepting"):
+        rt.submit(9)
+
+
+def test_close_drain_true_finishes_queued_and_running() -> None:
+    """close(drain=True) lets queued and running requests finish before the threads stop."""
+    gate = _Gate()
+    rt = Runtime(_chain(n=2, max_batch=2), {"s0": gate, "s1": _identity}, policy="naive")
+    futs = [rt.submit(1)]
+    assert gate.started.wait(5)
+    futs += [rt.submit(i) for i in range(2, 7)]
+    closer = threading.Thread(target=rt.close)
+    closer.start()
+    time.sleep(0.05)
+    assert closer.is_alive() and not any(f.done() for f in futs)
+    gate.release.set()
+    closer.join(10)
+    assert not closer.is_alive()
+    assert sorted(f.result(timeout=0) for f in futs) == [10, 20, 30, 40, 50, 60]
+    c = rt.counts()
+    assert c["on_time"] == 6 and c["pending"] == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"slo": float("nan")}, ValueError, "slo"),
+        ({"slo": float("inf")}, ValueError, "slo"),
+        ({"slo": -0.1}, ValueError, "slo"),
+        ({"slo": 0.0}, ValueError, "slo"),
+        ({"slo": "1s"}, TypeError, "slo"),
+        ({"slo": True}, TypeError, "slo"),
+        ({"tier": -1}, ValueError, "tier"),
+        ({"tier": 1.5}, TypeError, "tier"),
+    ],
+)
+def test_bad_submit_arguments_count_nowhere(kwargs: dict[str, Any], error: type, match: str) -> None:
+    """Bad SLO or tier values raise a clear error naming the argument, and the request is not counted."""
+    with Runtime(_chain(n=1), {"s0": _identity}, policy="pard") as rt:
+        with pytest.raises(error, match=match):
+            rt.submit(1, **kwargs)
+        assert rt.counts()["submitted"] == 0
+        assert rt.submit(2).result(timeout=5) == 2
+        assert rt.counts()["submitted"] == 1
+
+
+def test_wrong_payload_shape_counts_nowhere() -> None:
+    """A payload of the wrong shape raises ValueError naming both shapes and is not counted."""
+    with Runtime(_chain(n=1), {"s0": _identity}, payload_shape=(4, 2)) as rt:
+        with pytest.raises(ValueError, match=r"payload shape \(3,\) does not match .*\(4, 2\)"):
+            rt.submit(np.zeros(3))
+        with pytest.raises(ValueError, match="payload shape"):
+            rt.submit("text")
+        assert rt.counts()["submitted"] == 0
+        out = rt.submit(np.ones((4, 2))).result(timeout=5)
+        np.testing.assert_array_equal(out, np.ones((4, 2)))
+
+
+def test_cancel_queued_request_frees_its_place() -> None:
+    """Cancelling a queued request ends it at once and the next request takes its place in the batch."""
+    gate = _Gate()
+    rt = Runtime(_chain(n=1, max_batch=2), {"s0": gate}, policy="naive")
+    a = rt.submit(1)
+    assert gate.started.wait(5)
+    b, c, d = rt.submit(2), rt.submit(3), rt.submit(4)
+    assert rt.queued("s0") == 3
+    assert b.cancel()
+    assert b.cancelled() and b.done()
+    assert rt.queued("s0") == 2
+    counts = rt.counts()
+    assert (counts["dropped"], counts["pending"]) == (1, 3)
+    gate.release.set()
+    assert [f.result(timeout=5) for f in (a, c, d)] == [10, 30, 40]
+    rt.close()
+    assert gate.batches == [[1], [3, 4]]  # the ghost took no place in the second batch
+    out = rt.outcomes()
+    assert out["reason"][b.request_id] == _core.REASONS.index("cancelled")
+    assert not a.cancel()  # finished requests cannot be cancelled
+
+
+def test_policy_drops_carry_id_stage_reason() -> None:
+    """Under overload the pard policy drops requests with pard.Dropped naming id, stage and a known reason."""
+    def slow(xs: list[Any]) -> list[Any]:
+        time.sleep(0.004)
+        return list(xs)
+
+    spec = _chain(slo=0.03, max_batch=2, d=0.004, n=2)
+    with Runtime(spec, {"s0": slow, "s1": slow}, policy="pard", sync_interval_s=0.1) as rt:
+        futs = [rt.submit(i) for i in range(300)]
+        drops = []
+        for f in futs:
+            e = f.exception(timeout=10)
+            if isinstance(e, Dropped):
+                drops.append(e)
+    assert drops, "2 batches of 2 per 4 ms cannot serve 300 requests within 30 ms"
+    for e in drops:
+        assert 0 <= e.request_id < 300 and e.stage in ("s0", "s1") and e.reason in _core.REASONS
+    out = rt.outcomes()
+    for e in drops:
+        assert out["state"][e.request_id] == STATES.index("dropped")
+        assert rt.pipeline.stage_names[out["drop_stage"][e.request_id]] == e.stage
+
+
+def test_dag_join_and_async() -> None:
+    """A diamond DAG joins both branches' outputs for each request; submit_async awaits the result."""
+    spec = PipelineSpec(name="diamond", slo=5.0, stages=[
+        StageSpec(name="a", profile={1: 0.001}, max_batch=4, successors=["b", "c"]),
+        StageSpec(name="b", profile={1: 0.001}, max_batch=4, successors=["d"]),
+        StageSpec(name="c", profile={1: 0.001}, max_batch=4, successors=["d"]),
+        StageSpec(name="d", profile={1: 0.001}, max_batch=4),
+    ])
+    ex = {
+        "a": CallableExecutor(lambda x: x + 1, per_request=True),
+        "b": CallableExecutor(lambda x: x * 2, per_request=True),
+        "c": CallableExecutor(lambda x: x * 3, per_request=True),
+        "d": CallableExecutor(lambda parts: parts, per_request=True),
+    }
+    with Runtime(spec, ex, policy="naive") as rt:
+        assert [rt.submit(i).result(timeout=5) for i in range(5)] == [((i + 1) * 2, (i + 1) * 3) for i in range(5)]
+
+        async def main() -> Any:
+            return await asyncio.gather(*(rt.submit_async(i) for i in (10, 20)))
+
+        assert asyncio.run(main()) == [(22, 33), (42, 63)]
+    rep = rt.outcomes()
+    assert (rep["state"] == STATES.index("on_time")).all()
+
+
+def test_idle_workers_do_not_spin() -> None:
+    """Idle workers block on a condition: half a second of idleness costs (almost) no CPU."""
+    with Runtime(_chain(n=2, workers=2), {"s0": _identity, "s1": _identity}, sync_interval_s=10.0) as rt:
+        rt.submit(1).result(timeout=5)
+        c0 = time.process_time()
+        time.sleep(0.5)
+        assert time.process_time() - c0 < 0.1
+
+
+def test_constructor_errors() -> None:
+    """Missing executors, bad worker counts and a bad sync interval raise errors naming them."""
+    spec = _chain(n=2)
+    with pytest.raises(ValueError, match="missing"):
+        Runtime(spec, {"s0": _identity}, start=False)
+    with pytest.raises(ValueError, match="workers"):
+        Runtime(spec, {"s0": _identity, "s1": _identity}, workers=[1, 0], start=False)
+    with pytest.raises(ValueError, match="sync_interval_s"):
+        Runtime(spec, {"s0": _identity, "s1": _identity}, sync_interval_s=0, start=False)
+    with pytest.raises(ValueError, match="unknown policy"):
+        Runtime(spec, {"s0": _identity, "s1": _identity}, policy="fastest", start=False)
