@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Deque, Mapping, Sequence
 
 import numpy as np
@@ -78,8 +79,7 @@ class PlannerStage:
         smaller batch is never assumed faster than measured); past the last point the last segment's
         slope continues (one point: ``d`` grows in proportion to ``b``) -- as ``pard.config.StageSpec``.
         """
-        bs = np.asarray(self.batch_sizes, dtype=np.float64)
-        ds = np.asarray(self.durations_s, dtype=np.float64)
+        bs, ds = self._points
         b = np.asarray(batch, dtype=np.float64)
         if bs.size == 1:
             out = np.where(b > bs[0], ds[0] * b / bs[0], ds[0])
@@ -88,6 +88,10 @@ class PlannerStage:
             slope = (ds[-1] - ds[-2]) / (bs[-1] - bs[-2])
             out = np.where(b > bs[-1], ds[-1] + slope * (b - bs[-1]), out)
         return out if out.ndim else float(out)
+
+    @cached_property
+    def _points(self) -> tuple[F64, F64]:
+        return (np.asarray(self.batch_sizes, dtype=np.float64), np.asarray(self.durations_s, dtype=np.float64))
 
     @classmethod
     def from_profile(
@@ -169,27 +173,19 @@ def downstream_wait_quantile(
 
 def _quantile(x: F64, lam: float) -> float:
     """The ``lam``-quantile of ``x`` by nearest rank (the ``round(lam * (M - 1))``-th smallest): one
-    partial sort, O(M).  Modifies ``x``'s order."""
+    partial sort of a copy, O(M)."""
     k = int(round(lam * (x.size - 1)))
-    x.partition(k)
-    return float(x[k])
+    return float(np.partition(x, k)[k])
 
 
-@dataclass
-class _Interval:
-    end_s: float
-    dt_s: float
-    arrivals: int
-    q_sum: float
-    q_n: int
-    b_sum: float
-    b_n: int
-    waits: F64
+# One ingested interval of one stage: (end_s, dt_s, arrivals, q_sum, q_n, b_sum, b_n).
+_END, _DT, _NA, _QS, _QN, _BS, _BN = range(7)
 
 
 @dataclass
 class _StageState:
-    intervals: Deque[_Interval] = field(default_factory=deque)
+    intervals: Deque[tuple[float, float, float, float, float, float, float]] = field(default_factory=deque)
+    waits: Deque[F64] = field(default_factory=deque)
     last_batch: float = 1.0
 
 
@@ -309,9 +305,8 @@ class Planner:
             b = np.asarray(s.get("batch_size", ()), dtype=np.float64)
             w = np.asarray(s.get("batch_wait_s", ()), dtype=np.float64).copy()
             self._state[k].intervals.append(
-                _Interval(now_s, dt, int(arr.size), float(q.sum()), int(q.size),
-                          float(b.sum()), int(b.size), w)
-            )
+                (float(now_s), dt, float(arr.size), float(q.sum()), float(q.size), float(b.sum()), float(b.size)))
+            self._state[k].waits.append(w)
             if st.entry:
                 entry_rate += arr.size / dt
 
@@ -337,16 +332,15 @@ class Planner:
         waits: list[F64 | None] = []
         for k, st in enumerate(self._stages):
             state = self._state[k]
-            while state.intervals and state.intervals[0].end_s <= start:
+            while state.intervals and state.intervals[0][_END] <= start:
                 state.intervals.popleft()
-            ivs = state.intervals
-            wt = np.fromiter(((iv.end_s - start) / win for iv in ivs), dtype=np.float64, count=len(ivs))
-            qn = np.fromiter((iv.q_n for iv in ivs), dtype=np.float64, count=len(ivs))
-            qs = np.fromiter((iv.q_sum for iv in ivs), dtype=np.float64, count=len(ivs))
-            bn = np.fromiter((iv.b_n for iv in ivs), dtype=np.float64, count=len(ivs))
-            bs = np.fromiter((iv.b_sum for iv in ivs), dtype=np.float64, count=len(ivs))
-            na = np.fromiter((iv.arrivals for iv in ivs), dtype=np.float64, count=len(ivs))
-            dts = np.fromiter((iv.dt_s for iv in ivs), dtype=np.float64, count=len(ivs))
+                state.waits.popleft()
+            if state.intervals:
+                m = np.array(state.intervals)
+            else:
+                m = np.zeros((0, 7))
+            wt = (m[:, _END] - start) / win
+            qn, qs, bn, bs, na, dts = m[:, _QN], m[:, _QS], m[:, _BN], m[:, _BS], m[:, _NA], m[:, _DT]
             if (wt * qn).sum() > 0:
                 q_i[k] = (wt * qs).sum() / (wt * qn).sum()
             if (wt * bn).sum() > 0:
@@ -354,13 +348,13 @@ class Planner:
             b_i[k] = min(max(state.last_batch, 1.0), float(st.max_batch))
             d_i[k] = float(st.duration(b_i[k]))
             rates = na / dts
-            rate_i[k] = float((wt * na).sum() / (wt * dts).sum()) if len(ivs) else 0.0
+            rate_i[k] = float((wt * na).sum() / (wt * dts).sum()) if na.size else 0.0
             if rates.sum() > 0 and not self._policy.instant:
                 smooth = np.cumsum(rates) / np.arange(1, rates.size + 1)
                 eps_i[k] = float(np.abs(rates - smooth).sum() / rates.sum())
             throughput = workers[k] * b_i[k] / d_i[k] if d_i[k] > 0 else np.inf
             mu_i[k] = rate_i[k] / throughput if throughput > 0 else (np.inf if rate_i[k] > 0 else 0.0)
-            ws = [iv.waits for iv in ivs if iv.waits.size]
+            ws = [w for w in state.waits if w.size]
             waits.append(np.concatenate(ws) if ws else None)
 
         # 4. Monte Carlo draws of one batch wait per stage (shared by every path through it)
@@ -373,9 +367,10 @@ class Planner:
                 if wi is None:  # nothing observed yet: uniform on [0, d_i(b_i)]
                     draws[i] = self._rng.uniform(0.0, d_i[i], size=self._samples)
                 else:
-                    draws[i] = wi[self._rng.integers(0, wi.size, size=self._samples)]
+                    draws[i] = wi.take(self._rng.integers(0, wi.size, size=self._samples, dtype=np.int32))
 
         # 5. downstream terms, maximised over paths
+        totals: dict[tuple[int, ...], F64] = {}
         out: list[StageTerms] = []
         for k, st in enumerate(self._stages):
             best = 0.0
@@ -395,10 +390,7 @@ class Planner:
                     val = sq + 2.0 * sd
                     wq = sd
                 else:
-                    total = draws[idx[0]].copy()
-                    for i in idx[1:]:
-                        total += draws[i]
-                    wq = _quantile(total, self._lam)
+                    wq = _quantile(self._path_total(tuple(idx), draws, totals), self._lam)
                     val = sq + sd + wq
                 if val > best:
                     best, best_w = val, wq
@@ -412,3 +404,12 @@ class Planner:
             ))
         self._terms = out
         return out
+
+    @staticmethod
+    def _path_total(path: tuple[int, ...], draws: dict[int, F64], memo: dict[tuple[int, ...], F64]) -> F64:
+        """Monte Carlo samples of the summed batch waits along ``path`` (suffix sums shared via ``memo``)."""
+        got = memo.get(path)
+        if got is None:
+            got = draws[path[0]] if len(path) == 1 else draws[path[0]] + Planner._path_total(path[1:], draws, memo)
+            memo[path] = got
+        return got

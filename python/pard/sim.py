@@ -268,6 +268,9 @@ def simulate(
     end_arrivals = float(arr[-1]) if n else 0.0
     bar = _Progress(progress, end_arrivals - t0, f"{pol.name} on {spec.name}")
 
+    # Policies whose stage schedulers read none of the published terms (FCFS order with the naive,
+    # clipper or nexus rule) need the planner only to drive autoscaling.
+    needs_planner = autoscale or pol.order == "adaptive" or pol.drop in ("pard", "dagor")
     t = t0
     try:
         while True:
@@ -290,12 +293,13 @@ def simulate(
             if 0 <= b < nb:
                 wsum[:, b] += np.asarray(serving, dtype=np.float64) * sync
                 wdt[b] += sync
-            terms = planner.update(t, stats, serving)
-            for k, term in enumerate(terms):
-                sim.publish(k, **term.publish_kwargs())
-            if autoscale:
+            if needs_planner:
+                terms = planner.update(t, stats, serving)
                 for k, term in enumerate(terms):
-                    sim.set_workers(k, max(1, math.ceil(term.in_rate / per_worker[k] * headroom)))
+                    sim.publish(k, **term.publish_kwargs())
+                if autoscale:
+                    for k, term in enumerate(terms):
+                        sim.set_workers(k, max(1, math.ceil(term.in_rate / per_worker[k] * headroom)))
             bar.update(t - t0)
             if not more and t >= end_arrivals:
                 break
