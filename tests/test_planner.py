@@ -218,3 +218,14 @@ def test_bad_arguments() -> None:
     p.update(1.0, empty(2), [1, 1])
     with pytest.raises(ValueError, match="increase"):
         p.update(1.0, empty(2), [1, 1])
+
+
+def test_profile_interpolation_matches_stage_spec() -> None:
+    """PlannerStage.duration agrees with config.StageSpec.duration at every integer batch (flat below, extrapolated above)."""
+    from pard import config
+
+    st = config.StageSpec(name="s", profile={2: 0.010, 4: 0.014, 8: 0.030}, max_batch=12)
+    ps = PlannerStage.from_profile("s", st.profile, st.max_batch)
+    for b in range(1, 13):
+        assert ps.duration(float(b)) == pytest.approx(st.duration(b))
+    assert ps.duration(3.0) == pytest.approx(0.012)  # halfway between the points of 2 and 4

@@ -140,3 +140,35 @@ def test_per_request_slo_and_empty_arrivals() -> None:
     assert list(r.state) == [1, 2, 1]
     e = simulate(spec, np.zeros(0), "pard")
     assert e.submitted == 0 and e.goodput == 0.0
+
+
+def test_dag_estimate_uses_longest_path_end_to_end() -> None:
+    """At a fan-out stage pard drops by the slow branch's path; before the first planner sync the drop happens at that branch."""
+    spec = config.PipelineSpec(name="dag2", slo=0.3, stages=[
+        stage("a", 0.01, succ=["fast", "slow"]),
+        stage("fast", 0.01, succ=["join"]),
+        stage("slow", 0.30, succ=["join"]),
+        stage("join", 0.01),
+    ])
+    arr = np.arange(1, 50) * 0.1 + 0.05  # 0.15 .. 4.95 s, no queueing
+    r = simulate(spec, arr, "pard", jitter_cv=0.0)
+    assert r.dropped == arr.size
+    # a -> slow -> join needs 0.32 s > SLO: after the first sync (t = 1 s) the entry knows it
+    late_ones = arr > 1.0 + 1e-9
+    assert (r.drop_stage[late_ones] == 0).all()
+    assert (r.drop_stage[~late_ones] == 2).all()
+    # the fast path alone (0.03 s) would have admitted them: pard-back (no downstream terms) never drops at the entry
+    back = simulate(spec, arr, "pard-back", jitter_cv=0.0)
+    assert (back.drop_stage == 2).all()
+
+
+def test_planner_paths_from_spec() -> None:
+    """The planner's downstream paths are the spec's downstream paths as stage indices (da fans out after person_detect)."""
+    from pard.sim import planner_stages
+
+    spec = config.builtin("da")
+    idx = {n: k for k, n in enumerate(spec.stage_names)}
+    for ps, name in zip(planner_stages(spec), spec.stage_names):
+        expect = {tuple(idx[s] for s in p) for p in spec.downstream_paths(name) if p}
+        assert set(ps.paths) == expect
+        assert ps.entry == (name in spec.entry_stages())
