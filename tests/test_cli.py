@@ -114,3 +114,13 @@ def test_generators_and_subprocess(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out_json.read_text())
     assert set(doc["policies"]) == {"pard", "clipper++"}
+
+
+def test_slo_option_overrides_pipeline_slo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--slo below the pipeline's lone-request latency makes no request finish on time."""
+    out_json = tmp_path / "s.json"
+    code, _, err = run_main(capsys, "simulate", "--pipeline", "tm", "--trace", "poisson", "--load", "0.2",
+                            "--duration", "5", "--policies", "naive", "--slo", "0.001", "--json", str(out_json))
+    assert code == 0, err
+    p = json.loads(out_json.read_text())["policies"]["naive"]
+    assert p["on_time"] == 0 and p["late"] == p["submitted"] > 0

@@ -43,6 +43,14 @@ def test_counts_and_rates_by_hand() -> None:
     assert r.stages[0].mean_queue_delay_s == pytest.approx(0.5)
 
 
+def test_rejected_and_failed_attributed_to_their_stage() -> None:
+    """Rejected and failed requests count in the totals and at the stage recorded for them."""
+    r = make([1, 4, 5, 1], drop_stage=np.array([-1, 0, 1, -1]), reason=np.array([-1, 6, -1, -1]))
+    assert (r.rejected, r.failed) == (1, 1)
+    assert (r.stages[0].rejected, r.stages[1].failed) == (1, 1)
+    assert r.drop_rate == pytest.approx(2 / 4)
+
+
 def test_goodput_bound_is_sum_of_min_of_arrivals_and_capacity() -> None:
     """The bound is sum_t min(arrivals_t, capacity_t): 2 arrivals per second vs capacity 1 -> 1 per second."""
     r = make([1] * 8)

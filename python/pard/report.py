@@ -75,6 +75,8 @@ class StageReport:
         executed: requests the stage executed (batch rows summed).
         dropped: requests dropped at this stage (all reasons).
         dropped_by_reason: reason -> count.
+        rejected: requests refused at this stage's admission (state rejected, attributed here).
+        failed: requests whose batch failed at this stage (executor error; none in simulation).
         drop_share: this stage's share of all drops (0 when nothing dropped).
         compute_s: execution time spent at this stage (s, batch durations summed).
         mean_queue_delay_s: mean queueing delay of the requests taken into batches here (s).
@@ -85,6 +87,8 @@ class StageReport:
     executed: int
     dropped: int
     dropped_by_reason: dict[str, int]
+    rejected: int
+    failed: int
     drop_share: float
     compute_s: float
     mean_queue_delay_s: float
@@ -93,7 +97,8 @@ class StageReport:
         """Plain-data form."""
         return {
             "submitted": self.submitted, "executed": self.executed, "dropped": self.dropped,
-            "dropped_by_reason": dict(self.dropped_by_reason), "drop_share": self.drop_share,
+            "dropped_by_reason": dict(self.dropped_by_reason), "rejected": self.rejected, "failed": self.failed,
+            "drop_share": self.drop_share,
             "compute_s": self.compute_s, "mean_queue_delay_s": self.mean_queue_delay_s,
         }
 
@@ -210,6 +215,8 @@ class Report:
             self.stages.append(StageReport(
                 name=name, submitted=int(sub[k]), executed=int(exe[k]), dropped=int(by_stage[k]),
                 dropped_by_reason=by_reason,
+                rejected=int(np.count_nonzero((self.state == _REJECTED) & (self.drop_stage == k))),
+                failed=int(np.count_nonzero((self.state == _FAILED) & (self.drop_stage == k))),
                 drop_share=float(by_stage[k] / self.dropped) if self.dropped else 0.0,
                 compute_s=float(comp[k]), mean_queue_delay_s=float(qsum[k] / qn[k]) if qn[k] else 0.0,
             ))
