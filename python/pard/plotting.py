@@ -21,7 +21,8 @@ def plot_reports(reports: Mapping[str, "Report"], path: str | Path, *, title: st
 
     Panels, per second of send time: arrivals, the goodput bound's capacity and each policy's goodput
     (req/s); each policy's drops (dropped + rejected + late, req/s); each policy's queueing delay at the
-    bottleneck stage (the stage with the largest mean queueing delay over all policies, ms).
+    bottleneck stage (the stage with the largest mean queueing delay over all policies, ms,
+    symmetric-log scale).
 
     Returns the path written.  Raises ValueError when ``reports`` is empty.
     """
@@ -50,6 +51,7 @@ def plot_reports(reports: Mapping[str, "Report"], path: str | Path, *, title: st
     axes[0].set_title(title or f"{first.pipeline}: goodput")
     axes[1].set_ylabel("drops + late /s")
     axes[2].set_ylabel(f"queueing delay at {first.stage_names[k]} (ms)")
+    axes[2].set_yscale("symlog", linthresh=1.0)  # a policy that never drops queues for seconds
     axes[2].set_xlabel("time (s)")
     for ax in axes:
         ax.grid(alpha=0.3)

@@ -390,9 +390,10 @@ def comparison_table(reports: Mapping[str, Report], *, title: str | None = None)
     from rich.table import Table
 
     table = Table(title=title)
-    for col in ["policy", "goodput/s", "of bound", "on time", "drop rate", "invalid", "worst 1s",
-                "p99 ms", "drops by stage"]:
-        table.add_column(col, justify="left" if col in ("policy", "drops by stage") else "right")
+    for col in ["policy", "goodput\nreq/s", "of\nbound", "on\ntime", "drop\nrate", "invalid\nrate",
+                "worst\n1 s", "p99\nms", "drops by stage"]:
+        table.add_column(col, justify="left" if col in ("policy", "drops by stage") else "right",
+                         no_wrap=col != "drops by stage")
     for name, r in reports.items():
         p99 = r.latency_percentiles()["p99"]
         shares = ", ".join(f"{s.name} {s.drop_share:.0%}" for s in r.stages if s.drop_share >= 0.005) or "-"
