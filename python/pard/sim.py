@@ -31,7 +31,7 @@ from .report import Report
 if TYPE_CHECKING:  # pragma: no cover
     from .config import PipelineSpec
 
-__all__ = ["simulate", "compare", "resolve_pipeline", "core_stages", "budget_fractions"]
+__all__ = ["simulate", "compare", "resolve_pipeline", "core_stages", "planner_stages", "budget_fractions"]
 
 F64 = npt.NDArray[np.float64]
 
