@@ -4,7 +4,8 @@ pard on lv under each arrival pattern, the paper's regime (common.py), with lamb
 to 0.3 (the planner's ``lam``; 0.1 is the default), at lv's own SLO (500 ms) and at a tight 300 ms
 (where experiment 3a shows the estimate's downstream terms matter most).  Recorded: drop rate,
 invalid rate, normalised goodput per lambda, SLO and pattern, and which lambda gives the lowest
-drop rate.
+drop rate; and, for lambda 0.1 and 0.3, how often the planner publishes w = 0 (the entry stage's w
+sums the batch waits of the four stages below it).
 
 Paper: the best lambda lies in 0.075-0.15.
 
@@ -38,6 +39,36 @@ def run_one(key: tuple[str, float, float, int, float]) -> dict[str, Any]:
     r = simulate(sp, arr, "pard", slo=slo, lam=lam, seed=seed, **C.REGIME)
     return {"pattern": pattern, "slo_s": slo, "lam": lam, "seed": seed, "requests": int(arr.size),
             "pard": C.metrics(r, sp)}
+
+
+def w_diagnostic(key: tuple[str, float, int, float]) -> dict[str, Any]:
+    """How often the planner publishes w = 0: one pard run, recording every sync's per-stage terms.
+
+    Wraps ``pard.sim.Planner.update`` in this process only (the simulator itself is untouched) to read
+    the ``StageTerms.wait_quantile_s`` it returns (DESIGN §3.2's w_k).
+    """
+    import pard.sim as S
+
+    pattern, lam, seed, duration = key
+    seen: list[list[float]] = []
+    orig = S.Planner.update
+
+    def update(self: Any, *a: Any, **k: Any) -> Any:
+        terms = orig(self, *a, **k)
+        seen.append([t.wait_quantile_s for t in terms])
+        return terms
+
+    S.Planner.update = update  # type: ignore[method-assign]
+    try:
+        sp = C.spec(PIPELINE)
+        arr = C.arrivals(pattern, C.LOAD * sp.capacity().pipeline, duration, seed=seed)
+        S.simulate(sp, arr, "pard", lam=lam, seed=seed, **C.REGIME)
+    finally:
+        S.Planner.update = orig  # type: ignore[method-assign]
+    w = np.asarray(seen)
+    return {"pattern": pattern, "lam": lam, "stages": [st.name for st in sp.stages], "syncs": int(w.shape[0]),
+            "share_of_syncs_w_zero": (w == 0).mean(axis=0).tolist(), "mean_w_s": w.mean(axis=0).tolist(),
+            "max_w_s": w.max(axis=0).tolist()}
 
 
 def summarise(rows: list[dict[str, Any]], lams: list[float]) -> dict[str, Any]:
@@ -89,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
                                   "lams": lams, "slos_s": SLOS, "duration_s": duration, "seeds": seeds})
     rows = C.run_parallel(run_one, list(itertools.product(C.PATTERNS, SLOS, lams, seeds, [duration])), args.jobs)
     summary = summarise(rows, lams)
+    diag = [w_diagnostic((p, lam, args.seed, duration)) for p in C.PATTERNS for lam in (0.1, 0.3)]
+    summary["w_diagnostic"] = diag
     plot(summary, lams, rec.png_path)
     rec.write(rows, summary)
     for p, d in summary["patterns"].items():
