@@ -247,8 +247,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cli = _cli()
     t_all = time.perf_counter()
-    console = Console()
-    err = Console(stderr=True)
+    console = Console(width=None if sys.stdout.isatty() else 132)
+    err = Console(stderr=True, width=None if sys.stderr.isatty() else 132)
     cores = _cores(args.cores)
     # 1. the measured pipeline
     if args.profile is not None:

@@ -590,8 +590,13 @@ class Runtime:
                 self._clocks.append(c)
         return c
 
-    def _enqueue(self, st: _Stage, r: _Request, arrival_s: float, payload: Any, clock: _Clock) -> bool:
-        """Push ``r`` into stage ``st`` arriving at ``arrival_s``; False when the ring is full."""
+    def _enqueue(self, st: _Stage, r: _Request, arrival_s: float, payload: Any, clock: _Clock,
+                 pushed: dict[int, int] | None = None) -> bool:
+        """Push ``r`` into stage ``st`` arriving at ``arrival_s``; False when the ring is full.
+
+        With ``pushed``, the stage's workers are not woken here: the count is added to
+        ``pushed[stage]`` and :meth:`_wake` wakes them once for the whole upstream batch.
+        """
         k = st.index
         r.inputs[k] = payload
         r.arrival_s[k] = arrival_s
@@ -605,10 +610,21 @@ class Runtime:
             r.inputs[k] = None
             return False
         st.arrivals.append(arrival_s)
+        if pushed is not None:
+            pushed[k] = pushed.get(k, 0) + 1
+            return True
         with st.cond:
             st.pending += 1
             st.cond.notify()
         return True
+
+    def _wake(self, pushed: dict[int, int]) -> None:
+        """Count the requests of one upstream batch into their stages and wake that many workers."""
+        for k, n in pushed.items():
+            st = self._stages[k]
+            with st.cond:
+                st.pending += n
+                st.cond.notify(n)
 
     def _terminal(self, r: _Request, state: int, stage: int, reason: int, t: float,
                   exc: BaseException | None = None, result: Any = None) -> bool:
@@ -774,11 +790,15 @@ class Runtime:
                     failure.__cause__ = err
                     self._terminal(r, _FAILED, k, -1, end, failure)
                 continue
+            pushed: dict[int, int] = {}
             for r, o in zip(batch, outs):
                 if r.state == _PENDING:
-                    self._advance(r, st, o, end, clock)
+                    self._advance(r, st, o, end, clock, pushed)
+            if pushed:
+                self._wake(pushed)
 
-    def _advance(self, r: _Request, st: _Stage, out: Any, end: float, clock: _Clock) -> None:
+    def _advance(self, r: _Request, st: _Stage, out: Any, end: float, clock: _Clock,
+                 pushed: dict[int, int]) -> None:
         """Hand stage ``st``'s output for ``r`` on: to its successors, or finish ``r`` at the exit."""
         if not st.successors:
             if len(self._exits) == 1:
@@ -818,7 +838,7 @@ class Runtime:
                 payload = out
             if r.state != _PENDING:
                 return
-            if not self._enqueue(nxt, r, end, payload, clock):
+            if not self._enqueue(nxt, r, end, payload, clock, pushed):
                 self._terminal(r, _DROPPED, s, _REJECTED_CODE, end, Dropped(r.id, nxt.name, "rejected"))
                 return
 
