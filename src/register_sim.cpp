@@ -120,7 +120,7 @@ void register_sim(py::module_& m) {
              }),
              py::kw_only(), py::arg("stages"), py::arg("policy"), py::arg("arrivals_s"), py::arg("slo_s"),
              py::arg("tier"), py::arg("jitter_cv") = 0.1, py::arg("seed") = 0, py::arg("cold_start_s") = 10.0,
-             py::arg("ring_capacity") = 65536,
+             py::arg("ring_capacity") = 1024,
              "Build a simulation; see cpp/include/pard/simulator.hpp for the model. ValueError on bad input.")
         .def("run_until", [](Simulator& s, double t_s) {
                  const std::int64_t t = to_ns(t_s, "t_s");

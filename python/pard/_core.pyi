@@ -107,7 +107,9 @@ def bench_form_batch(queue: int, max_batch: int, policy: Policy, rounds: int = 1
 class Simulator:
     def __init__(self, *, stages: list[dict[str, Any]], policy: Policy, arrivals_s: F64, slo_s: F64,
                  tier: I32, jitter_cv: float = 0.1, seed: int = 0, cold_start_s: float = 10.0,
-                 ring_capacity: int = 65536) -> None: ...
+                 ring_capacity: int = 1024) -> None: ...
+    # ring_capacity: each stage's ingress ring (a power of two); a full ring is drained into the queue,
+    # never rejected, so it is small by default (construction cost); see simulator.hpp.
     # stage dict keys: name (str, optional), profile (Profile), max_batch (int), workers (int),
     #                  successors (list[int], default []), budget_fraction (float in (0, 1], default 1.0)
     # Unknown keys, cycles, bad indices, unsorted/non-finite arrivals, slo <= 0, length mismatches,
