@@ -88,6 +88,7 @@ class _QueuePipeline:
             t.join()
 
 
+@pytest.mark.benchmark(group="runtime: end-to-end cost per request, 2 empty stages")
 def test_runtime_per_request(benchmark: Any) -> None:
     """pard.Runtime (naive policy) end to end: submit + 2 stages + future, per request."""
     rt = Runtime(_spec(), {"a": _identity, "b": _identity}, policy="naive")
@@ -104,6 +105,7 @@ def test_runtime_per_request(benchmark: Any) -> None:
     benchmark.extra_info.update(items=N, label="pard Runtime, naive (2 stages)")
 
 
+@pytest.mark.benchmark(group="runtime: end-to-end cost per request, 2 empty stages")
 def test_runtime_per_request_pard(benchmark: Any) -> None:
     """pard.Runtime under the pard policy (planner terms, drop test) end to end, per request."""
     rt = Runtime(_spec(), {"a": _identity, "b": _identity}, policy="pard", sync_interval_s=0.2)
@@ -124,6 +126,7 @@ def test_runtime_per_request_pard(benchmark: Any) -> None:
     benchmark.extra_info["planner_ns_per_request"] = ov["planner_s"] * 1e9 / n
 
 
+@pytest.mark.benchmark(group="runtime: end-to-end cost per request, 2 empty stages")
 def test_queue_pipeline_baseline(benchmark: Any) -> None:
     """Hand-written SimpleQueue pipeline with batching and futures (baseline), per request."""
     pipe = _QueuePipeline()
@@ -140,6 +143,7 @@ def test_queue_pipeline_baseline(benchmark: Any) -> None:
     benchmark.extra_info.update(items=N, label="SimpleQueue pipeline (baseline)", baseline=True)
 
 
+@pytest.mark.benchmark(group="runtime: scheduler + planner CPU per request (no baseline)")
 @pytest.mark.parametrize("policy", ["pard", "naive"])
 def test_scheduler_cpu_per_request(benchmark: Any, policy: str) -> None:
     """CPU time inside the C++ scheduler calls and the planner, per request (Runtime.overhead)."""

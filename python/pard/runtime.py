@@ -353,6 +353,8 @@ class Runtime:
         self._planner_calls = 0
         self._blas_ctx: Any = None
         self._terms_log: list[tuple[float, list[Any]]] = []
+        #: Exceptions raised by planner updates (the schedulers keep the last published terms).
+        self.planner_errors: list[BaseException] = []
         if start:
             self.start()
 
@@ -868,10 +870,13 @@ class Runtime:
                     "batch_wait_s": np.asarray([b[3] for b in rows], dtype=np.float64),
                 })
                 cur[0], cur[1], cur[2] = na, nq, nb
-            terms = self._planner.update(now, stats, [st.workers for st in self._stages])
-            for st, term in zip(self._stages, terms):
-                st.sched.publish(**term.publish_kwargs())
-            self._terms_log.append((now, terms))
+            try:
+                terms = self._planner.update(now, stats, [st.workers for st in self._stages])
+                for st, term in zip(self._stages, terms):
+                    st.sched.publish(**term.publish_kwargs())
+                self._terms_log.append((now, terms))
+            except Exception as e:  # noqa: BLE001 - keep serving with the last published terms
+                self.planner_errors.append(e)
             clock.planner_ns += time.thread_time_ns() - t0
 
     # ------------------------------------------------------------------ results
