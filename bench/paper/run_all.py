@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-EXPERIMENTS = ("e1_workloads", "x_order_lag", "e2_ablations", "e3_slo", "e3_lambda", "e3_window", "e3_stress", "e4_scale")
+EXPERIMENTS = ("e1_workloads", "x_order_lag", "e2_ablations", "e3_slo", "e3_lambda", "e3_window", "e3_stress", "x_downstream", "e4_scale")
 
 
 def main(argv: list[str] | None = None) -> int:
