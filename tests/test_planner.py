@@ -229,3 +229,63 @@ def test_profile_interpolation_matches_stage_spec() -> None:
     for b in range(1, 13):
         assert ps.duration(float(b)) == pytest.approx(st.duration(b))
     assert ps.duration(3.0) == pytest.approx(0.012)  # halfway between the points of 2 and 4
+
+
+def test_windowed_terms_of_every_stage_match_a_plain_reference() -> None:
+    """q, b, in_rate, eps and mu of each of three stages over a sliding window equal a plain-Python evaluation of §3.5's formulas."""
+    rng = np.random.default_rng(7)
+    stages = [PlannerStage(f"s{k}", (1, 4), (0.01 * (k + 1), 0.03 * (k + 1)), 4, (), k == 0) for k in range(3)]
+    win = 3.5
+    p = Planner(stages, policy="pard-sf", window_s=win, adapt_window=False)
+    history: list[tuple[float, float, list[tuple[int, list[float], list[float]]]]] = []
+    now, last_b = 0.0, [1.0] * 3
+    for step in range(12):
+        dt = [1.0, 0.5, 1.5][step % 3]
+        now += dt
+        raw = []
+        for k in range(3):
+            q = [] if (step + k) % 4 == 0 else list(rng.uniform(0, 0.05, rng.integers(1, 6)))
+            b = [] if (step + k) % 5 == 0 else [float(x) for x in rng.integers(1, 6, rng.integers(1, 4))]
+            raw.append((int(rng.integers(0, 50)), q, b))
+        workers = [1, 2, 3]
+        terms = p.update(now, [{"arrival_s": np.zeros(na), "qdelay_s": np.array(q), "batch_size": np.array(b)}
+                               for na, q, b in raw], workers)
+        history.append((now, dt, raw))
+        start = now - win
+        kept = [(end, d, r) for end, d, r in history if end > start]
+        for k, st in enumerate(stages):
+            wts = [(end - start) / win for end, _, _ in kept]
+            qw = sum(w * len(r[k][1]) for w, (_, _, r) in zip(wts, kept))
+            exp_q = sum(w * sum(r[k][1]) for w, (_, _, r) in zip(wts, kept)) / qw if qw > 0 else 0.0
+            bw = sum(w * len(r[k][2]) for w, (_, _, r) in zip(wts, kept))
+            if bw > 0:
+                last_b[k] = sum(w * sum(r[k][2]) for w, (_, _, r) in zip(wts, kept)) / bw
+            exp_b = min(max(last_b[k], 1.0), 4.0)
+            exp_d = 0.01 * (k + 1) + (exp_b - 1.0) * (0.02 * (k + 1)) / 3.0  # linear between (1, d1) and (4, 3 d1)
+            rate = (sum(w * r[k][0] for w, (_, _, r) in zip(wts, kept))
+                    / sum(w * d for w, (_, d, _) in zip(wts, kept)))
+            rates = [r[k][0] / d for _, d, r in kept]
+            smooth = [sum(rates[: i + 1]) / (i + 1) for i in range(len(rates))]
+            exp_eps = sum(abs(a - s) for a, s in zip(rates, smooth)) / sum(rates) if sum(rates) > 0 else 0.0
+            exp_mu = rate / (workers[k] * exp_b / exp_d)
+            t = terms[k]
+            assert t.queue_delay_s == pytest.approx(exp_q, rel=1e-12, abs=1e-15), (step, k)
+            assert t.batch_size == pytest.approx(exp_b, rel=1e-12), (step, k)
+            assert t.in_rate == pytest.approx(rate, rel=1e-12), (step, k)
+            assert t.eps == pytest.approx(exp_eps, rel=1e-12, abs=1e-15), (step, k)
+            assert t.mu == pytest.approx(exp_mu, rel=1e-12), (step, k)
+            assert t.window_s == win
+
+
+@pytest.mark.parametrize("zeros", [0.0, 0.1, 0.3, 0.95, 1.0])
+@pytest.mark.parametrize("lam", [0.0, 0.1, 0.5, 1.0])
+def test_nearest_rank_quantile_with_many_ties(zeros: float, lam: float) -> None:
+    """The lambda-quantile is the round(lambda (M - 1))-th smallest value, also when one value (0) fills much of the sample."""
+    from pard.planner import _quantile
+
+    rng = np.random.default_rng(int(zeros * 100) + int(lam * 10))
+    m = 10_000
+    x = np.where(rng.random(m) < zeros, 0.0, rng.choice([0.01, 0.02, 0.5], m) + rng.random(m) * (rng.random(m) < 0.5))
+    expected = sorted(x.tolist())[round(lam * (m - 1))]
+    assert _quantile(x, lam) == expected
+    assert _quantile(x + 3.0, lam) == sorted((x + 3.0).tolist())[round(lam * (m - 1))]  # a non-zero minimum

@@ -283,12 +283,18 @@ def simulate(
                 executed[k] += int(np.asarray(s["batch_size"]).sum())
                 compute[k] += float(np.asarray(s["batch_duration_s"]).sum())
                 tq = np.asarray(s["qdelay_t_s"], dtype=np.float64)
-                if tq.size:
+                if tq.size:  # per-second sums over the few seconds this interval touches, not all nb
                     idx = np.floor(tq - t0).astype(np.int64)
-                    ok = (idx >= 0) & (idx < nb)
                     q = np.asarray(s["qdelay_s"], dtype=np.float64)
-                    qsum[k] += np.bincount(idx[ok], weights=q[ok], minlength=nb)
-                    qcnt[k] += np.bincount(idx[ok], minlength=nb)
+                    imin, imax = int(idx.min()), int(idx.max())
+                    lo, hi = max(imin, 0), min(imax, nb - 1)
+                    if lo <= hi:
+                        if lo > imin or hi < imax:
+                            ok = (idx >= lo) & (idx <= hi)
+                            idx, q = idx[ok], q[ok]
+                        idx -= lo
+                        qsum[k, lo:hi + 1] += np.bincount(idx, weights=q, minlength=hi - lo + 1)
+                        qcnt[k, lo:hi + 1] += np.bincount(idx, minlength=hi - lo + 1)
             b = int(math.floor(0.5 * (t_prev + t) - t0))
             if 0 <= b < nb:
                 wsum[:, b] += np.asarray(serving, dtype=np.float64) * sync
