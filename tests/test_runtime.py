@@ -298,3 +298,18 @@ def test_constructor_errors() -> None:
         Runtime(spec, {"s0": _identity, "s1": _identity}, sync_interval_s=0, start=False)
     with pytest.raises(ValueError, match="unknown policy"):
         Runtime(spec, {"s0": _identity, "s1": _identity}, policy="fastest", start=False)
+
+
+def test_report_span_and_metrics() -> None:
+    """The live report counts each request once and spans the seconds asked for."""
+    with Runtime(_chain(n=2), {"s0": _identity, "s1": _identity}, policy="naive") as rt:
+        t0 = rt.now()
+        futs = [rt.submit(i) for i in range(10)]
+        assert [f.result(timeout=5) for f in futs] == list(range(10))
+    rep = rt.report(t0_s=t0, duration_s=2.5)
+    assert rep.duration_s == 3.0
+    assert rep.on_time == 10 and rep.goodput == pytest.approx(10 / 3)
+    assert [s.submitted for s in rep.stages] == [10, 10] and [s.executed for s in rep.stages] == [10, 10]
+    b = rt.batches()
+    assert b["size"].sum() == 20 and set(b["stage"].tolist()) == {0, 1}
+    assert (b["wait_s"] >= 0).all() and (b["duration_s"] >= 0).all()

@@ -304,7 +304,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 drain_s = time.perf_counter() - t_drain
             finally:
                 rt.close(drain=False)
-            rep = rt.report(t0_s=t_rep)
+            rep = rt.report(t0_s=t_rep, duration_s=float(args.duration))
             reports[name] = rep
             out = rt.outcomes()
             done = (out["state"] == 1) | (out["state"] == 2)
@@ -323,7 +323,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                                for st, st_b in ((s, s.batches) for s in rt._stages)},
             }
             # 4. the same arrivals, simulated with the measured profile
-            send = np.maximum(out["send_s"] - t_rep, 0.0)
+            # the live send times; the few the replay sent a little after the window's end (it lags
+            # by milliseconds under load) are clamped into it, so both reports span the same seconds
+            send = np.clip(out["send_s"] - t_rep, 0.0, np.nextafter(float(args.duration), 0.0))
             simulated[name] = simulate(spec, send, name, workers=workers, seed=args.seed)
             fitted = profile_from_batches(spec, rt.batches())
             refit[name] = simulate(fitted, send, name, workers=workers, seed=args.seed)

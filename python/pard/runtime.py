@@ -52,10 +52,12 @@ takes no place in a batch.  The same path discards a DAG request's sibling branc
 was dropped in another branch.
 
 Timing.  All times are float seconds since the runtime started (``time.perf_counter``, monotonic).
-The scheduler's own cost is accumulated for :meth:`Runtime.overhead` as the calling thread's CPU
-time (``time.thread_time_ns``) around each C++ scheduler call (``submit``, ``form_batch``) and
-around each planner update (with its ``publish`` calls): CPU time, so that waiting for the GIL
-after a call (which releases it) is not charged to the scheduler.
+The scheduler's own cost is accumulated for :meth:`Runtime.overhead`: around each ``form_batch``
+call and each planner update (with its ``publish`` calls) as the calling thread's CPU time
+(``time.thread_time_ns``), so that waiting for the GIL after the call (which releases it) is not
+charged to the scheduler; around each ``submit`` (which keeps the GIL and takes a fraction of a
+microsecond) as wall time (``time.perf_counter_ns``), which costs far less to read than the
+thread CPU clock.
 """
 
 from __future__ import annotations
@@ -604,9 +606,9 @@ class Runtime:
         r.arrival_s[k] = arrival_s
         r.stage = k
         r.queued.add(k)
-        t = time.thread_time_ns()
+        t = time.perf_counter_ns()
         ok = st.sched.submit(r.id, r.send_s, r.deadline_s, arrival_s, r.tier)
-        clock.sched_ns += time.thread_time_ns() - t
+        clock.sched_ns += time.perf_counter_ns() - t
         if not ok:
             r.queued.discard(k)
             r.inputs[k] = None
@@ -721,9 +723,9 @@ class Runtime:
                     batch.append(r)
                 else:  # surplus of a top-up: back into the queue with its original keys
                     r.queued.add(k)
-                    t = time.thread_time_ns()
+                    t = time.perf_counter_ns()
                     ok = st.sched.submit(r.id, r.send_s, r.deadline_s, r.arrival_s[k], r.tier)
-                    clock.sched_ns += time.thread_time_ns() - t
+                    clock.sched_ns += time.perf_counter_ns() - t
                     if ok:
                         with st.cond:
                             st.pending += 1
@@ -925,10 +927,11 @@ class Runtime:
         }
 
     def overhead(self) -> dict[str, float]:
-        """Time spent in the scheduler so far, as CPU time of the calling threads (s).
+        """Time spent in the scheduler so far (s).
 
-        ``scheduler_s``: inside the C++ ``submit`` / ``form_batch`` calls (binding conversions
-        included); ``planner_s``: planner updates with their ``publish`` calls; ``planner_calls``.
+        ``scheduler_s``: inside the C++ ``submit`` (wall time) and ``form_batch`` (thread CPU time)
+        calls, binding conversions included; ``planner_s``: planner updates with their ``publish``
+        calls (thread CPU time); ``planner_calls``.
         """
         with self._lock:
             clocks = list(self._clocks)
@@ -938,12 +941,13 @@ class Runtime:
             "planner_calls": float(self._planner_calls),
         }
 
-    def report(self, *, t0_s: float | None = None) -> Report:
+    def report(self, *, t0_s: float | None = None, duration_s: float | None = None) -> Report:
         """The run's :class:`pard.report.Report` (DESIGN §4), the same class ``pard simulate`` builds.
 
         Call after :meth:`close` (every request must have ended).  Per-second series start at
-        ``t0_s`` (default: the first request's send time, floored to a whole second).
-        Raises ValueError while requests are still in flight.
+        ``t0_s`` (default: the first request's send time, floored to a whole second) and cover
+        ``duration_s`` seconds, rounded up (default: up to the last send time); goodput is per
+        second of that span.  Raises ValueError while requests are still in flight.
         """
         from .report import Report
 
@@ -957,8 +961,11 @@ class Runtime:
             t0 = float(t0_s)
         else:
             t0 = float(math.floor(send[0])) if n else 0.0
-        horizon = float(send[-1]) if n else t0
-        nb = int(math.floor(horizon - t0)) + 1
+        if duration_s is not None:
+            nb = max(1, int(math.ceil(float(duration_s) - 1e-9)))
+        else:
+            horizon = float(send[-1]) if n else t0
+            nb = int(math.floor(horizon - t0)) + 1
         qsum = np.zeros((ns, nb))
         qcnt = np.zeros((ns, nb))
         submitted = np.zeros(ns, dtype=np.int64)
