@@ -114,7 +114,7 @@ def test_cupy_path_matches_numpy() -> None:
 
     def worker(k: int) -> None:
         results[k] = list(gpu(list(x)))
-        results[-k - 1] = [id(gpu._local.stream)]
+        results[-k - 1] = [gpu._local.stream]  # keep the stream object alive for the comparison
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
     for t in threads:
@@ -124,6 +124,12 @@ def test_cupy_path_matches_numpy() -> None:
     for k in range(2):
         got = np.stack([cupy.asnumpy(o) for o in results[k]])
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
-    assert results[-1] != results[-2]  # one stream per worker thread
+    assert results[-1][0] is not results[-2][0]  # one stream per worker thread
     host = ArrayExecutor(m, device="gpu", to_host=True)(list(x[:2]))
     assert isinstance(host[0], np.ndarray)
+    # device outputs feed the next stage's executor without a trip through the host
+    m2 = _build("s1", m.output_shape, np.random.default_rng(1), 0.05)
+    on_device = gpu(list(x))
+    assert isinstance(on_device[0], cupy.ndarray)
+    second = ArrayExecutor(m2, device="gpu", to_host=True)(on_device)
+    np.testing.assert_allclose(np.stack(second), m2(want), rtol=1e-3, atol=1e-3)

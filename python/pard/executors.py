@@ -136,7 +136,12 @@ class ArrayExecutor:
 
             stream = self._stream()
             with stream:
-                batch = cupy.stack([cupy.asarray(p, dtype=self.dtype) for p in payloads])
+                if all(isinstance(p, cupy.ndarray) for p in payloads):
+                    batch = cupy.stack([p.astype(self.dtype, copy=False) for p in payloads])
+                else:  # host payloads: stack on the host, then one transfer
+                    host = np.stack([cupy.asnumpy(p) if isinstance(p, cupy.ndarray) else np.asarray(p, dtype=self.dtype)
+                                     for p in payloads]).astype(self.dtype, copy=False)
+                    batch = cupy.asarray(host)
                 out = self.fn(batch)
                 if self.to_host:
                     out = cupy.asnumpy(out, stream=stream)
