@@ -425,7 +425,10 @@ class Planner:
         """``d_k(b)`` (s), recomputed only when ``b`` differs from the stage's previous call."""
         last_b, last_d = self._d_memo[k]
         if b != last_b:
-            last_d = float(self._stages[k].duration(b))
+            st = self._stages[k]
+            bs, ds = st._points
+            # inside the profile's range d(b) is np.interp's value (PlannerStage.duration's own path)
+            last_d = float(np.interp(b, bs, ds)) if bs.size > 1 and b <= bs[-1] else float(st.duration(b))
             self._d_memo[k] = (b, last_d)
         return last_d
 
