@@ -324,6 +324,23 @@ def test_bursty_low_rate_on_off_regime() -> None:
     assert wl.cv(a, 1.0) == pytest.approx(3.0, rel=0.1)
 
 
+def test_bursty_exact_mean_per_window() -> None:
+    """Every 300 s window brings rate*duration arrivals up to Poisson noise; the plain MMPP scatters as MMPP.count_cv(300) says."""
+    rate, d = 1200.0, 300.0
+    n = rate * d
+    plain = []
+    for seed in range(30):
+        a = wl.bursty(rate, d, 1.5, seed=seed)
+        assert abs(a.size - n) < 5 * math.sqrt(n), seed  # Poisson: sd sqrt(n) = 600 of 360 000
+        b = wl.bursty(rate, d, 1.5, seed=seed, exact_mean=False)
+        plain.append(b.size / d)
+        # same burst/calm path, one scale factor: the per-second CV is that of the plain MMPP
+        assert wl.cv(a, 1.0) == pytest.approx(wl.cv(b, 1.0), rel=0.01), seed
+    theory = rate * wl.mmpp_parameters(rate, 1.5).count_cv(d)  # about 304 req/s
+    assert float(np.std(plain)) == pytest.approx(theory, rel=0.4)
+    assert float(np.std(plain)) > 100 * math.sqrt(n) / d  # far wider than the Poisson noise left with exact_mean
+
+
 def test_bursty_rejects_cv_below_poisson_floor() -> None:
     """A CV below 1/sqrt(rate*bin) is impossible for this model and raises ValueError."""
     with pytest.raises(ValueError, match="Poisson floor"):
