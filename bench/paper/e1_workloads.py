@@ -14,7 +14,7 @@ Claims checked (paper): pard's goodput +16 % .. +176 % over nexus and clipper++;
 lower; invalid rate 1.5x-61.9x lower; pard's drops mostly in the first two stages, nexus's mostly in
 the latter half.
 
-    python bench/paper/e1_workloads.py            # 300 s windows, 2 seeds
+    python bench/paper/e1_workloads.py            # 600 s windows, 3 seeds
     python bench/paper/e1_workloads.py --full     # 1800 s windows, 5 seeds
 """
 
@@ -146,8 +146,8 @@ def plot(cells: dict[str, dict[str, dict[str, float]]], path: Any, title: str) -
 
 def main(argv: list[str] | None = None) -> int:
     args = C.parse_args(__doc__, argv)
-    duration = 1800.0 if args.full else 300.0
-    seeds = list(range(args.seed, args.seed + (5 if args.full else 2)))
+    duration = 1800.0 if args.full else 600.0
+    seeds = list(range(args.seed, args.seed + (5 if args.full else 3)))
     rec = C.Recorder(NAME, args, {
         "pipelines": C.PIPELINES, "patterns": C.PATTERNS, "pattern_cv": C.PATTERN_CV, "load": C.LOAD,
         "regimes": REGIMES, "policies": C.POLICIES, "duration_s": duration, "seeds": seeds,

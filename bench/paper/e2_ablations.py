@@ -9,7 +9,7 @@ figures; the ratio is of the means).
 Paper: every ablation is worse than pard; FCFS ~1.8x, LBF ~2.2x and HBF ~1.5x pard's drop rate;
 pard-lower ~3.5x pard's invalid rate.
 
-    python bench/paper/e2_ablations.py            # 300 s, 3 seeds
+    python bench/paper/e2_ablations.py            # 600 s, 3 seeds
     python bench/paper/e2_ablations.py --full     # 1800 s, 5 seeds
 """
 
@@ -89,7 +89,7 @@ def plot(summary: dict[str, Any], path: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = C.parse_args(__doc__, argv)
-    duration = 1800.0 if args.full else 300.0
+    duration = 1800.0 if args.full else 600.0
     seeds = list(range(args.seed, args.seed + (5 if args.full else 3)))
     rec = C.Recorder(NAME, args, {"pipeline": PIPELINE, "pattern": PATTERN, "pattern_cv": C.PATTERN_CV[PATTERN],
                                   "load": C.LOAD, "regime": C.REGIME, "duration_s": duration, "seeds": seeds,
