@@ -168,7 +168,7 @@ def _measure(args: argparse.Namespace, spec: Any, cores: int, err: Any, *, refre
 def _profile_table(spec: Any) -> Any:
     from rich.table import Table
 
-    t = Table(title=f"{spec.name}: measured d(b) in ms (workers run concurrently)")
+    t = Table(title=f"{spec.name}: measured d(b) in ms (timed beside the other stages' load at capacity)")
     t.add_column("stage")
     t.add_column("workers", justify="right")
     t.add_column("d(b) ms")
@@ -187,7 +187,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from .sim import resolve_pipeline
 
     cli = _cli()
-    err = Console(stderr=True)
+    err = Console(stderr=True, width=None if sys.stderr.isatty() else 132)
     try:
         spec = resolve_pipeline(args.pipeline)
     except (ValueError, OSError) as exc:
@@ -205,7 +205,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         res.spec.save(args.out)
         res.path = args.out
         err.print(f"profile measured in {res.wall_s:.1f} s, written to {args.out}")
-    Console().print(_profile_table(res.spec))
+    Console(width=None if sys.stdout.isatty() else 132).print(_profile_table(res.spec))
     print(res.path)
     return 0
 
