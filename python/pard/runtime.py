@@ -105,12 +105,14 @@ class RequestFuture(Future):  # type: ignore[type-arg]
     def __init__(self, runtime: Runtime, req: _Request) -> None:
         super().__init__()
         self._runtime = runtime
-        self._req = req
+        self._req: _Request | None = req  # dropped once the request has ended (frees its payloads)
         self.request_id = req.id
 
     def cancel(self) -> bool:
-        if not self._runtime._cancel(self._req):
+        req = self._req
+        if req is None or not self._runtime._cancel(req):
             return False
+        self._req = None
         return super().cancel()
 
 
@@ -651,6 +653,8 @@ class Runtime:
                 self._idle.notify_all()
             fut = r.future
             r.future = None
+            if fut is not None:
+                fut._req = None
         r.queued.clear()
         r.parts = None
         r.outputs = None
