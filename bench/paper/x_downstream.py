@@ -4,8 +4,10 @@ ga's last stage (action_recognize, 727 req/s at 5 workers) sets its capacity; it
 pass 774 req/s.  Under a sustained overload (the Azure trace at 2x capacity, fixed workers, jitter CV
 0.1 -- a point of the stress test) this records, per stage, the requests that reached it, ran there
 and were dropped there, its compute and the mean queueing delay of the requests it took into batches,
-for pard, pard at lambda 0.5 and 0.9, pard without execution jitter, pard-upper (w = sum of durations),
-pard-hbf and nexus.  The questions: where do pard's drops land, and is it the order, the execution
+for pard, pard at lambda 0.5 and 0.9, pard without execution jitter, pard with its batch-wait samples
+weighted per request instead of per batch (each batch's wait repeated batch-size times before the
+planner sees it; done by wrapping ``pard.sim.Planner.update`` in this process), pard-upper (w = sum
+of durations), pard-hbf and nexus.  The questions: where do pard's drops land, and is it the order, the execution
 variance or the missing batch-wait margin (w = 0, M6) that puts them there?
 
     python bench/paper/x_downstream.py [--full]     # --full: 600 s instead of 120 s
@@ -26,11 +28,30 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "pard lam=0.5": ("pard", {"lam": 0.5}),
     "pard lam=0.9": ("pard", {"lam": 0.9}),
     "pard jitter=0": ("pard", {"jitter_cv": 0.0}),
+    "pard waits per request": ("pard", {}),
     "pard-upper": ("pard-upper", {}),
     "pard-hbf": ("pard-hbf", {}),
     "nexus": ("nexus", {}),
 }
 POLICIES = tuple(VARIANTS)
+
+
+def _per_request(orig: Any) -> Any:
+    """Planner.update with each stage's per-batch waits repeated by batch size (per-request weighting)."""
+    import numpy as np
+
+    def update(self: Any, t: float, stats: Any, *a: Any, **k: Any) -> Any:
+        out = []
+        for s in stats:
+            s = dict(s)
+            w = np.asarray(s.get("batch_wait_s", ()), dtype=np.float64)
+            b = np.asarray(s.get("batch_size", ()), dtype=np.int64)
+            if w.size and w.size == b.size:
+                s["batch_wait_s"] = np.repeat(w, b)
+            out.append(s)
+        return orig(self, t, out, *a, **k)
+
+    return update
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,10 +64,18 @@ def main(argv: list[str] | None = None) -> int:
                                   "policies": POLICIES})
     sp = C.spec(PIPELINE)
     arr = C.arrivals(PATTERN, LOAD * sp.capacity().pipeline, duration, seed=args.seed)
+    import pard.sim as S
+
     reps = {}
     for label, (pol, extra) in VARIANTS.items():
         kw: dict[str, Any] = {"autoscale": False, "jitter_cv": 0.1, **extra}
-        reps[label] = simulate(sp, arr, pol, seed=args.seed, **kw)
+        orig = S.Planner.update
+        if label == "pard waits per request":
+            S.Planner.update = _per_request(orig)  # type: ignore[method-assign]
+        try:
+            reps[label] = simulate(sp, arr, pol, seed=args.seed, **kw)
+        finally:
+            S.Planner.update = orig  # type: ignore[method-assign]
     out: dict[str, Any] = {}
     for name, r in reps.items():
         out[name] = {"goodput_ratio": r.goodput_ratio, "invalid_rate": r.invalid_rate, "drop_rate": r.drop_rate,
