@@ -120,6 +120,9 @@ def test_executor_exception_fails_only_that_batch() -> None:
     c = rt.counts()
     assert (c["failed"], c["on_time"] + c["late"], c["submitted"]) == (1, 2, 3)
     assert rt.outcomes()["state"][bad.request_id] == STATES.index("failed")
+    assert rt.outcomes()["drop_stage"][bad.request_id] == 0
+    rep = rt.report()
+    assert (rep.failed, rep.stages[0].failed, rep.stages[0].rejected) == (1, 1, 0)
 
 
 def test_wrong_output_count_fails_batch() -> None:

@@ -642,8 +642,9 @@ class Runtime:
             o = self._out
             o.state[r.id] = state
             o.finish_s[r.id] = t
-            if state in (_DROPPED, _REJECTED):
+            if state in (_DROPPED, _REJECTED, _FAILED):  # the stage it ended at (pard.report attributes it)
                 o.drop_stage[r.id] = stage
+            if state in (_DROPPED, _REJECTED):
                 o.reason[r.id] = reason
             self._live.pop(r.id, None)
             self._counts[_PENDING] -= 1
@@ -904,8 +905,8 @@ class Runtime:
 
     def outcomes(self) -> dict[str, np.ndarray]:
         """Per request (index = request id): ``send_s``, ``slo_s``, ``tier``, ``state`` (int8, codes of
-        :data:`STATES`), ``finish_s`` (NaN while pending), ``drop_stage`` and ``reason`` (-1 unless
-        dropped/rejected), ``compute_s`` (compute charged to the request, s).  Same form as
+        :data:`STATES`), ``finish_s`` (NaN while pending), ``drop_stage`` (-1 unless dropped, rejected or
+        failed), ``reason`` (-1 unless dropped/rejected), ``compute_s`` (compute charged to the request, s).  Same form as
         ``pard._core.Simulator.outcomes()`` plus the inputs.  Copies."""
         with self._lock:
             n = self._out.n
