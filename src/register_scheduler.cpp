@@ -21,6 +21,9 @@ namespace py = pybind11;
 namespace pard::bind {
 namespace {
 
+// form_batch keeps the GIL below this many queued requests (see the comment at its binding).
+constexpr std::size_t kReleaseGilAbove = 4096;
+
 PublishedTerms make_terms(double downstream_s, double mu, double eps, double queue_delay_s, double admit_fraction) {
     PublishedTerms t;
     t.downstream_ns = to_ns(downstream_s, "downstream_s");
@@ -193,8 +196,13 @@ void register_scheduler(py::module_& m) {
                  const std::int64_t now = to_ns(now_s, "now_s");
                  const std::int64_t t_e = to_ns(t_e_s, "expected_start_s");
                  BatchResult out;
-                 {
+                 // A typical call is ~1 us of C++ work: releasing the GIL would cost more than it saves
+                 // (re-acquiring it from busy worker threads measured 148 us mean wall time per call in
+                 // live runs vs 8 us when kept). Release it only when a large ring drain is due.
+                 if (s.queued() > kReleaseGilAbove) {
                      py::gil_scoped_release release;
+                     s.form_batch(now, t_e, out);
+                 } else {
                      s.form_batch(now, t_e, out);
                  }
                  py::array_t<std::uint64_t> ids(static_cast<py::ssize_t>(out.batch.size()));
@@ -213,7 +221,7 @@ void register_scheduler(py::module_& m) {
              py::arg("now_s"), py::arg("expected_start_s"),
              "Form the next batch at now_s for a batch expected to start at expected_start_s (DESIGN 3.1-3.2). "
              "Returns (batch ids uint64[n] in service order, dropped ids uint64[m], reason codes int32[m] "
-             "indexing REASONS). Releases the GIL while forming.")
+             "indexing REASONS). Releases the GIL only when more than 4096 requests are queued (short calls keep it).")
         .def_property_readonly("current_order", [](const StageScheduler& s) { return std::string(order_name(s.current_order())); })
         .def_property_readonly("stage", [](const StageScheduler& s) { return s.config().stage; })
         .def_property_readonly("max_batch", [](const StageScheduler& s) { return s.config().max_batch; })
