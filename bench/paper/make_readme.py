@@ -202,7 +202,7 @@ def e2_rows(e2: dict[str, Any] | None) -> tuple[list[str], list[str]]:
         "pard-fcfs": "worse, by less: drops are capacity-bound here (M2); the order is what matters (M5)",
         "pard-lbf": "worse, by less (M2, M5)",
         "pard-hbf": "equal to pard here: the adaptive order is HBF through the overloaded stretches that decide (M5)",
-        "pard-lower": "identical to pard: w = 0 already at λ = 0.1 (M6)",
+        "pard-lower": "the same as pard: w = 0 already at λ = 0.1 (M6)",
         "pard-upper": "as pard or slightly better (M6)",
         "pard-back": "slightly worse (no downstream terms)",
         "pard-sf": "as pard: queueing terms are small next to the bursts' overload",
@@ -484,9 +484,12 @@ from those JSON files; no figure below is typed by hand.
 ```
 cmake --build build/dev            # the in-tree build of CONTRIBUTING.md (or pip install .)
 python bench/paper/run_all.py      # every experiment (default set), then this README
-python bench/paper/run_all.py --full
+python bench/paper/run_all.py --full   # longer windows, more points and seeds: over an hour on 2 cores
 python bench/paper/e2_ablations.py # any one experiment alone, [--full] [--jobs N] [--seed S]
 ```
+
+The committed results are from the default set (the `--full` set multiplies each experiment's simulated
+time by roughly 5–30×).
 
 **What is the same as the paper and what is not.** The method is the paper's (DESIGN §3), the
 baselines follow DESIGN §3.6, and the four pipelines are the paper's applications (tm, lv, ga, da),
@@ -520,7 +523,7 @@ def verdict(e1: Any, e2: Any, slo: Any, lam: Any, stress: Any) -> list[str]:
                f"{sum(1 for g in gn if g < 0)} of 12 workloads; our nexus drops early, not in the latter half (M1); in "
                f"our synthetic bursts capacity, not the policy, decides (M2).")
     if e2 is not None and lam is not None:
-        out.append("- **Not reproduced:** the ablations' sizes (pard-lower ≡ pard, λ flat) — in our simulator the "
+        out.append("- **Not reproduced:** the ablations' sizes (pard-lower ≈ pard, λ flat) — in our simulator the "
                    "λ-quantile of downstream batch waits is 0 almost always (M6), which also costs pard goodput when "
                    "the bottleneck is the last stage (M4).")
     out.append("")
