@@ -15,13 +15,7 @@
 #include "pard/snapshot.hpp"
 #include "pard/stage_scheduler.hpp"
 
-#define CHECK(cond)                                                                      \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            std::abort();                                                                \
-        }                                                                                \
-    } while (0)
+#include "check.hpp"
 
 using namespace pard;
 
