@@ -316,3 +316,104 @@ def test_report_span_and_metrics() -> None:
     b = rt.batches()
     assert b["size"].sum() == 20 and set(b["stage"].tolist()) == {0, 1}
     assert (b["wait_s"] >= 0).all() and (b["duration_s"] >= 0).all()
+
+
+def _close_or_fail(rt: Runtime, what: str) -> None:
+    """Close ``rt`` in a helper thread; fail (instead of hanging the suite) if it does not return."""
+    closer = threading.Thread(target=rt.close, daemon=True)
+    closer.start()
+    closer.join(timeout=20.0)
+    assert not closer.is_alive(), f"close() hung after {what}: a rejected submit was left in flight"
+
+
+class _RaisingSched:
+    """Wraps a StageScheduler so that its ``submit`` raises while ``armed`` (a C++ error stand-in)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.armed = True
+
+    def submit(self, *args: Any) -> bool:
+        if self.armed:
+            raise RuntimeError("injected C++ submit failure")
+        return bool(self.inner.submit(*args))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"slo": 1e12}, ValueError, r"slo must be a number of seconds in \(0, 1e\+09\].*1e9 s.*1000000000000"),
+        ({"slo": 1e9 * (1 + 1e-9)}, ValueError, "slo"),
+        ({"slo": float("nan")}, ValueError, "slo"),
+        ({"slo": "1s"}, TypeError, "slo"),
+        ({"tier": 2**31}, ValueError, "tier"),
+        ({"payload": np.zeros(5)}, ValueError, "payload shape"),
+    ],
+)
+def test_rejected_submit_leaves_nothing_in_flight(kwargs: dict[str, Any], error: type, match: str) -> None:
+    """After any rejected submit, nothing is counted and close() returns instead of waiting forever."""
+    rt = Runtime(_chain(n=1), {"s0": _identity}, payload_shape=(3,))
+    args = dict(kwargs)
+    payload = args.pop("payload", np.zeros(3))
+    with pytest.raises(error, match=match):
+        rt.submit(payload, **args)
+    assert rt.counts() == {s: 0 for s in (*STATES, "submitted")}
+    _close_or_fail(rt, f"submit(**{kwargs})")
+
+
+def test_largest_slo_is_accepted() -> None:
+    """slo = 1e9 s (the core's cap) is accepted and served."""
+    with Runtime(_chain(n=1), {"s0": _identity}) as rt:
+        assert rt.submit(4, slo=1e9).result(timeout=5) == 4
+        assert rt.outcomes()["slo_s"][0] == 1e9
+
+
+def test_core_submit_error_unwinds_registration() -> None:
+    """When the C++ submit raises, the error propagates, nothing is counted, the id is reused, close() returns."""
+    rt = Runtime(_chain(n=1), {"s0": _identity}, policy="naive")
+    wrapped = _RaisingSched(rt._stages[0].sched)
+    rt._stages[0].sched = wrapped
+    with pytest.raises(RuntimeError, match="injected C\\+\\+ submit failure"):
+        rt.submit(1)
+    assert rt.counts()["submitted"] == 0 and rt.counts()["pending"] == 0
+    assert rt.queued() == 0
+    wrapped.armed = False
+    f = rt.submit(2)
+    assert f.request_id == 0 and f.result(timeout=5) == 2
+    assert rt.counts()["submitted"] == 1
+    _close_or_fail(rt, "a C++ submit error")
+    assert rt.counts()["on_time"] + rt.counts()["late"] == 1
+
+
+def test_core_submit_error_on_second_entry_fails_request() -> None:
+    """In a two-entry DAG, an error after the first entry push ends the request as failed; close() returns."""
+    spec = PipelineSpec(name="twin", slo=5.0, stages=[
+        StageSpec(name="a", profile={1: 0.001}, max_batch=4, successors=["c"]),
+        StageSpec(name="b", profile={1: 0.001}, max_batch=4, successors=["c"]),
+        StageSpec(name="c", profile={1: 0.001}, max_batch=4),
+    ])
+    ex = {n: CallableExecutor(lambda x: x, per_request=True) for n in ("a", "b", "c")}
+    rt = Runtime(spec, ex, policy="naive")
+    k = rt._entries[1]
+    rt._stages[k].sched = _RaisingSched(rt._stages[k].sched)
+    with pytest.raises(RuntimeError, match="injected"):
+        rt.submit(1)
+    c = rt.counts()
+    assert (c["submitted"], c["failed"], c["pending"]) == (1, 1, 0)
+    _close_or_fail(rt, "a C++ submit error on the second entry stage")
+
+
+def test_submit_async_bad_slo_leaves_nothing_in_flight() -> None:
+    """submit_async with an out-of-range SLO raises at the await and leaves nothing in flight."""
+    rt = Runtime(_chain(n=1), {"s0": _identity})
+
+    async def go() -> Any:
+        return await rt.submit_async(1, slo=1e12)
+
+    with pytest.raises(ValueError, match="slo"):
+        asyncio.run(go())
+    assert rt.counts()["submitted"] == 0
+    _close_or_fail(rt, "submit_async(slo=1e12)")

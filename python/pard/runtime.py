@@ -27,7 +27,8 @@ so that ``submitted = on_time + late + dropped + rejected + failed`` holds exact
 request has ended (``close()`` ensures that).  Cancellations are counted as drops with reason
 ``cancelled`` -- the same reason code the C++ schedulers use for discarded sibling branches -- so
 the identity of DESIGN §4 needs no sixth term.  Bad ``submit`` arguments raise at once and are
-counted nowhere (no id is assigned).
+counted nowhere (no id is assigned, ``close()`` does not wait for them); an error raised after
+registration (the C++ ``submit`` raising) undoes the registration the same way.
 
 Batching (DESIGN §3.1) with one executor thread per worker.  A worker is idle, or runs one batch,
 and may hold the *next* batch it collected:
@@ -89,6 +90,8 @@ _REASONS: list[str] = list(_core.REASONS)
 _CANCELLED = _REASONS.index("cancelled")
 _REJECTED_CODE = _REASONS.index("rejected")
 _INT32_MAX = 2**31 - 1
+#: The largest SLO ``submit`` accepts (s): the C++ core caps times at 1e9 s (about 31.7 years).
+_MAX_SLO_S = 1e9
 
 
 class RequestFuture(Future):  # type: ignore[type-arg]
@@ -475,19 +478,26 @@ class Runtime:
 
         Args:
             payload: the entry stage's input for this request (e.g. an array of ``payload_shape``).
-            slo: end-to-end SLO in seconds (finite, > 0); default the pipeline's ``slo``.  The
-                deadline is ``send + slo`` with ``send`` the runtime clock at this call.
+            slo: end-to-end SLO in seconds, in ``(0, 1e9]`` (the C++ core caps times at 1e9 s);
+                default the pipeline's ``slo``.  The deadline is ``send + slo`` with ``send`` the
+                runtime clock at this call.
             tier: service tier (int in [0, 2**31)), passed to the schedulers.
 
         Returns:
             a :class:`RequestFuture` resolving to the output, or raising ``pard.Dropped``,
             ``pard.Rejected`` (entry ring full) or ``pard.ExecutorError``.
 
-        Raises (the request is then counted nowhere):
-            ValueError: ``slo`` not finite or <= 0; ``tier`` out of range; payload shape differs
-                from ``payload_shape``.
+        Raises (the request is then counted nowhere, and ``close()`` does not wait for it):
+            ValueError: ``slo`` not in ``(0, 1e9]`` or not finite; ``tier`` out of range; the
+                payload's shape differs from the expected one (``payload_shape``, given or learnt,
+                see :class:`Runtime`).
             TypeError: ``slo`` or ``tier`` of the wrong type.
             RuntimeError: the runtime is not started or is closed.
+            Whatever the entry stage's C++ ``submit`` raises (not expected once the arguments
+            passed the checks above): the registration is undone and the error propagates.  In a
+            DAG with several entry stages, if the request already reached one entry queue when
+            another raised, it cannot be unregistered: it ends as ``failed`` at once and the error
+            propagates.
         """
         slo_s = self._spec.slo if slo is None else self._check_slo(slo)
         if isinstance(tier, bool) or not isinstance(tier, (int, np.integer)):
@@ -507,9 +517,13 @@ class Runtime:
                     f"stage's payload_shape {self._payload_shape}"
                 )
         clock = self._clock()
+        rejected_at = -1
         with self._lock:
             if not self._accepting:
                 raise RuntimeError("this Runtime is not accepting requests (not started, or closed)")
+            # Registration and the entry pushes happen under the lock, so that no other request is
+            # registered in between: if the first push raises, the request is unregistered and its
+            # id is reused (counted nowhere).  Lock order: self._lock, then a stage's cond.
             send = self.now()
             rid = self._out.append(send, slo_s, int(tier))
             req = _Request(rid, send, send + slo_s, int(tier), len(self._stages), len(self._exits))
@@ -518,11 +532,29 @@ class Runtime:
             self._live[rid] = req
             self._inflight += 1
             self._counts[_PENDING] += 1
-        for k in self._entries:
-            if not self._enqueue(self._stages[k], req, send, payload, clock):
-                self._terminal(req, _REJECTED, k, _REJECTED_CODE, send,
-                               Rejected(f"stage {self._stages[k].name!r}'s ingress ring is full"))
-                break
+            failure: BaseException | None = None
+            pushed = 0  # entry queues it reached (a worker may already have taken it from them)
+            try:
+                for k in self._entries:
+                    if not self._enqueue(self._stages[k], req, send, payload, clock):
+                        rejected_at = k
+                        break
+                    pushed += 1
+            except BaseException as e:
+                if pushed == 0:  # it reached no queue: unwind the registration completely
+                    self._unregister_locked(req)
+                    raise
+                failure = e
+        if failure is not None:
+            # pushed into some entry stage(s) before the error: the id is in a queue and cannot be
+            # reused, so the request ends as failed (never left in flight) and the error propagates
+            err = ExecutorError(f"submit into entry stage failed: {type(failure).__name__}: {failure}")
+            err.__cause__ = failure
+            self._terminal(req, _FAILED, req.stage, -1, send, err)
+            raise failure
+        if rejected_at >= 0:
+            self._terminal(req, _REJECTED, rejected_at, _REJECTED_CODE, send,
+                           Rejected(f"stage {self._stages[rejected_at].name!r}'s ingress ring is full"))
         return fut
 
     async def submit_async(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> Any:
@@ -530,7 +562,13 @@ class Runtime:
 
         Cancelling the awaiting task cancels the request.
         """
-        return await asyncio.wrap_future(self.submit(payload, slo=slo, tier=tier))
+        fut = self.submit(payload, slo=slo, tier=tier)
+        try:
+            waiter = asyncio.wrap_future(fut)
+        except BaseException:  # e.g. no running event loop: end the request rather than leak it
+            fut.cancel()
+            raise
+        return await waiter
 
     def replay(
         self,
@@ -582,8 +620,9 @@ class Runtime:
         if isinstance(slo, bool) or not isinstance(slo, (int, float, np.integer, np.floating)):
             raise TypeError(f"slo must be a number of seconds, got {type(slo).__name__}: {slo!r}")
         v = float(slo)
-        if not math.isfinite(v) or v <= 0:
-            raise ValueError(f"slo must be a finite number of seconds > 0, got {slo!r}")
+        if not (math.isfinite(v) and 0 < v <= _MAX_SLO_S):
+            raise ValueError(f"slo must be a number of seconds in (0, {_MAX_SLO_S:g}] (the C++ core caps "
+                             f"times at 1e9 s), got {slo!r}")
         return v
 
     # ------------------------------------------------------------------ internals
@@ -608,12 +647,16 @@ class Runtime:
         r.arrival_s[k] = arrival_s
         r.stage = k
         r.queued.add(k)
+        ok = False
         t = time.perf_counter_ns()
-        ok = st.sched.submit(r.id, r.send_s, r.deadline_s, arrival_s, r.tier)
-        clock.sched_ns += time.perf_counter_ns() - t
+        try:
+            ok = st.sched.submit(r.id, r.send_s, r.deadline_s, arrival_s, r.tier)
+        finally:
+            clock.sched_ns += time.perf_counter_ns() - t
+            if not ok:  # not in this stage's queue (full ring, or the call raised)
+                r.queued.discard(k)
+                r.inputs[k] = None
         if not ok:
-            r.queued.discard(k)
-            r.inputs[k] = None
             return False
         st.arrivals.append(arrival_s)
         if pushed is not None:
@@ -631,6 +674,24 @@ class Runtime:
             with st.cond:
                 st.pending += n
                 st.cond.notify(n)
+
+    def _unregister_locked(self, r: _Request) -> None:
+        """Undo ``submit``'s registration of ``r``, which reached no queue (caller holds ``self._lock``).
+
+        ``r`` is the newest request (registration happens only under the lock), so its id is
+        handed out again and the request is counted nowhere.
+        """
+        self._live.pop(r.id, None)
+        self._inflight -= 1
+        self._counts[_PENDING] -= 1
+        self._out.n -= 1
+        fut = r.future
+        r.future = None
+        r.state = _FAILED  # never pending again: a stray lookup treats it as a ghost
+        if fut is not None:
+            fut._req = None
+        if self._inflight == 0:
+            self._idle.notify_all()
 
     def _terminal(self, r: _Request, state: int, stage: int, reason: int, t: float,
                   exc: BaseException | None = None, result: Any = None) -> bool:
@@ -847,7 +908,14 @@ class Runtime:
                 payload = out
             if r.state != _PENDING:
                 return
-            if not self._enqueue(nxt, r, end, payload, clock, pushed):
+            try:
+                ok = self._enqueue(nxt, r, end, payload, clock, pushed)
+            except Exception as e:  # noqa: BLE001 - fail the request, keep the worker alive
+                err = ExecutorError(f"handing over to stage {nxt.name!r} raised {type(e).__name__}: {e}")
+                err.__cause__ = e
+                self._terminal(r, _FAILED, s, -1, end, err)
+                return
+            if not ok:
                 self._terminal(r, _DROPPED, s, _REJECTED_CODE, end, Dropped(r.id, nxt.name, "rejected"))
                 return
 
