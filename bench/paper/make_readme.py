@@ -365,8 +365,8 @@ DESIGN §3.6 definition, the same in every row.
   CV 0.47 of about 2×; autoscaling adds workers only after a 10 s cold start, i.e. after the burst. pard
   and nexus then serve close to the goodput bound (pard {bound_pard}, nexus {bound_nexus} of the
   bound on the bursty pattern) while dropping {pard_bursty_drop} of the requests, and the ratios between
-  policies shrink to about 1. The paper's average drop rates (0.12–3.6 %) belong to traces whose bursts the
-  cluster mostly absorbs; our Azure-trace rows (pard {pard_azure_drop}) are that regime.
+  policies shrink to about 1. The paper's average drop rates (0.12–3.6 %) point to a regime where the cluster
+  absorbs most bursts; our Azure-trace rows (pard {pard_azure_drop}) are in it.
 - **M3 — clipper++ serves requests that then finish late.** It checks only the stage's share of the SLO and
   the deadline, FCFS; under a sustained overload it serves requests with almost no budget left, which finish
   late after all their compute: in the stress test its goodput falls to {clipper_stress} of the bound at
@@ -390,7 +390,7 @@ DESIGN §3.6 definition, the same in every row.
   1 + ε at a burst. The switch to HBF waits for the next 1 s sync, so the start of a burst is served LBF,
   and at a busy stage μ (measured with the recent batch size) hovers near 1 so the order flips on noise
   (bench/RESULTS.md notes A and (2)). Row 1h tests this on every workload where pard trails nexus: a
-  fixed HBF order removes every such loss; a 0.25 s sync removes only some. It is also why pard's worst
+  fixed HBF order removes the loss in {ol_hbf}, a 0.25 s sync in {ol_fast}. It is also why pard's worst
   1 s drop rate is often above nexus's: LBF at a burst's start lets many requests age out together.
 - **M6 — w is 0 at λ = 0.1, so λ, pard-lower and pard-upper change little.** Most downstream batch waits
   observed are 0: the planner samples one wait per batch, an idle worker starts a batch at once, and a
@@ -419,7 +419,7 @@ def mechanisms(e1: Any, e2: Any, stress: Any, lam: Any = None) -> str:
                                           "pard_drop", "w_zero_01", "w_zero_03", "w_mean_01", "xd_pard_ratio",
                                           "xd_pard_last", "xd_pard_busy", "xd_pard_q", "xd_hbf_ratio", "xd_j0_ratio",
                                           "xd_l9_ratio", "xd_upper_ratio", "xd_l5_ratio", "xd_nexus_ratio",
-                                          "xd_nexus_inv", "xd_wreq_ratio")}
+                                          "xd_nexus_inv", "xd_wreq_ratio", "ol_hbf", "ol_fast")}
     if e1 is not None:
         cells = e1["summary"]["paper"]["cells"]
         fixed = e1["summary"]["fixed"]["cells"]
@@ -444,6 +444,11 @@ def mechanisms(e1: Any, e2: Any, stress: Any, lam: Any = None) -> str:
         pol = e2["summary"]["policies"]
         f["pard_lower_drop"] = pct(pol["pard-lower"]["drop_rate"], 2)
         f["pard_drop"] = pct(pol["pard"]["drop_rate"], 2)
+    ol = load("x_order_lag")
+    if ol is not None and ol["summary"]:
+        n = len(ol["summary"])
+        f["ol_hbf"] = f"{sum(1 for d in ol['summary'].values() if d['gap_closed_by_hbf'])} of {n}"
+        f["ol_fast"] = f"{sum(1 for d in ol['summary'].values() if d['gap_closed_by_fast_sync'])} of {n}"
     xd = load("x_downstream")
     if xd is not None:
         x = xd["summary"]
