@@ -133,3 +133,20 @@ def test_cupy_path_matches_numpy() -> None:
     assert isinstance(on_device[0], cupy.ndarray)
     second = ArrayExecutor(m2, device="gpu", to_host=True)(on_device)
     np.testing.assert_allclose(np.stack(second), m2(want), rtol=1e-3, atol=1e-3)
+
+
+def test_array_executor_shape_error_names_payload_and_shapes() -> None:
+    """A payload of another shape raises ValueError naming its index and both shapes, before fn runs."""
+    calls: list[int] = []
+
+    def fn(b: np.ndarray) -> np.ndarray:
+        calls.append(len(b))
+        return b
+
+    ex = ArrayExecutor(fn, device="cpu")
+    with pytest.raises(ValueError, match=r"payload 2 of the batch has shape \(4,\), expected payload 0's shape \(3,\)"):
+        ex([np.zeros(3), np.zeros(3), np.zeros(4)])
+    fixed = ArrayExecutor(fn, device="cpu", payload_shape=(2,))
+    with pytest.raises(ValueError, match=r"payload 0 of the batch has shape \(3,\), expected payload_shape \(2,\)"):
+        fixed([np.zeros(3), np.zeros(3)])
+    assert calls == []

@@ -417,3 +417,28 @@ def test_submit_async_bad_slo_leaves_nothing_in_flight() -> None:
         asyncio.run(go())
     assert rt.counts()["submitted"] == 0
     _close_or_fail(rt, "submit_async(slo=1e12)")
+
+
+def test_payload_shape_learnt_from_first_array_batch() -> None:
+    """With an ArrayExecutor entry and no declared shape, a payload unlike the first batch's is rejected at submit."""
+    from pard.executors import ArrayExecutor
+
+    rt = Runtime(_chain(n=2), {"s0": ArrayExecutor(lambda b: b * 2, device="cpu"), "s1": _identity}, policy="naive")
+    assert rt.payload_shape is None
+    np.testing.assert_array_equal(rt.submit(np.ones(3)).result(timeout=5), np.full(3, 2.0))
+    assert rt.payload_shape == (3,)
+    with pytest.raises(ValueError, match=r"payload shape \(4,\) does not match .*\(3,\).*learnt"):
+        rt.submit(np.ones(4))
+    good = rt.submit(np.zeros(3))
+    np.testing.assert_array_equal(good.result(timeout=5), np.zeros(3))
+    c = rt.counts()
+    assert (c["submitted"], c["failed"]) == (2, 0)
+    _close_or_fail(rt, "a rejected payload")
+
+
+def test_callable_entry_learns_no_shape() -> None:
+    """A plain callable entry stage accepts payloads of any shape (no shape is learnt)."""
+    with Runtime(_chain(n=1), {"s0": CallableExecutor(lambda x: x.size, per_request=True)}, policy="naive") as rt:
+        assert rt.submit(np.ones(3)).result(timeout=5) == 3
+        assert rt.submit(np.ones((2, 5))).result(timeout=5) == 10
+        assert rt.payload_shape is None

@@ -83,8 +83,11 @@ class ArrayExecutor:
     are ready and the measured duration is the real one.
 
     Raises (at call time; the runtime turns them into ``failed`` requests):
-        ValueError: payloads of differing shapes, or ``fn`` returned something whose first axis is
-            not ``B``.  Whatever ``fn`` raises propagates unchanged.
+        ValueError: payloads of differing shapes (or not of ``payload_shape``; the message names
+            the payload's index and both shapes), or ``fn`` returned something whose first axis is
+            not ``B``.  Whatever ``fn`` raises propagates unchanged.  The runtime rejects a payload
+            of the wrong shape at ``submit`` already (see ``pard.Runtime``'s ``payload_shape``), so
+            it does not fail the batch it would have joined.
     """
 
     def __init__(
@@ -131,6 +134,7 @@ class ArrayExecutor:
         n = len(payloads)
         if n == 0:
             return []
+        self._check_shapes(payloads)
         if self.on_gpu:
             import cupy  # noqa: PLC0415
 
@@ -155,6 +159,23 @@ class ArrayExecutor:
                 f"ArrayExecutor: fn returned {type(out).__name__} of shape {shape}, expected first axis {n}"
             )
         return [out[i] for i in range(n)]
+
+
+    def _check_shapes(self, payloads: list[Any]) -> None:
+        """ValueError naming the first payload whose shape differs (from ``payload_shape``, else payload 0)."""
+        want = self.payload_shape
+        for i, p in enumerate(payloads):
+            shape = getattr(p, "shape", None)
+            got = tuple(int(d) for d in shape) if shape is not None else np.shape(p)
+            if want is None:
+                want = got
+                continue
+            if got != want:
+                what = "payload_shape" if self.payload_shape is not None else "payload 0's shape"
+                raise ValueError(
+                    f"ArrayExecutor: payload {i} of the batch has shape {got}, expected {what} {want}: "
+                    f"a batch's payloads are stacked, so they must share one shape"
+                )
 
 
 class CallableExecutor:

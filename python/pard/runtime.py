@@ -223,7 +223,12 @@ class Runtime:
             default the spec's ``workers``.
         sync_interval_s: the planner's period (s, > 0; default 1 s as the paper and the simulator).
         payload_shape: if given, ``submit`` checks every payload has this shape; default: the entry
-            executor's ``payload_shape`` when it declares one (ArrayExecutors of reference models do).
+            executor's ``payload_shape`` when it declares one (ArrayExecutors of reference models do);
+            else, when an entry stage's executor is an :class:`~pard.executors.ArrayExecutor` (which
+            stacks a batch's payloads, so one odd shape fails the whole batch), the shape of the
+            first payload of the first entry batch that ran without error.  A payload of another
+            shape then raises ValueError at ``submit`` and is counted nowhere.  Other executors
+            (callables) get no check unless ``payload_shape`` is given.
         join: for a stage with several predecessors, ``join(outputs) -> payload`` with the
             predecessors' outputs in topological order; default :func:`pard.models.join_inputs`
             when ``stages`` is None, else ``tuple``.
@@ -335,9 +340,19 @@ class Runtime:
         self._entries = [index[n] for n in spec.entry_stages()]
         self._exits = [index[n] for n in spec.exit_stages()]
 
+        from .executors import ArrayExecutor as _ArrayExecutor
+
+        self._shape_source = "given as payload_shape"
         if payload_shape is None:
             payload_shape = getattr(executors[names[self._entries[0]]], "payload_shape", None)
-        self._payload_shape = None if payload_shape is None else tuple(int(d) for d in payload_shape)
+            self._shape_source = "the entry executor's payload_shape"
+        self._payload_shape: tuple[int, ...] | None = (
+            None if payload_shape is None else tuple(int(d) for d in payload_shape))
+        # An ArrayExecutor stacks a batch's payloads, so one payload of another shape would fail
+        # its whole batch: without a declared shape, learn it from the first entry batch that ran.
+        self._learn_shape = self._payload_shape is None and any(
+            isinstance(executors[names[k]], _ArrayExecutor) for k in self._entries)
+        self._entry_set = frozenset(self._entries)
 
         opts = dict(planner_options or {})
         self._planner = Planner(planner_stages(spec), policy=self._policy, **opts)
@@ -380,6 +395,11 @@ class Runtime:
     def workers(self) -> dict[str, int]:
         """Worker threads per stage."""
         return {st.name: st.workers for st in self._stages}
+
+    @property
+    def payload_shape(self) -> tuple[int, ...] | None:
+        """The shape ``submit`` requires of a payload (given, declared or learnt), or None (no check)."""
+        return self._payload_shape
 
     @property
     def closed(self) -> bool:
@@ -514,7 +534,8 @@ class Runtime:
             if shape is None or tuple(int(d) for d in shape) != self._payload_shape:
                 raise ValueError(
                     f"payload shape {None if shape is None else tuple(shape)} does not match the entry "
-                    f"stage's payload_shape {self._payload_shape}"
+                    f"stage's payload_shape {self._payload_shape} ({self._shape_source}); a payload of "
+                    f"another shape would fail its whole batch"
                 )
         clock = self._clock()
         rejected_at = -1
@@ -860,12 +881,25 @@ class Runtime:
                     failure.__cause__ = err
                     self._terminal(r, _FAILED, k, -1, end, failure)
                 continue
+            if self._learn_shape and k in self._entry_set:
+                self._learn_payload_shape(payloads[0])
             pushed: dict[int, int] = {}
             for r, o in zip(batch, outs):
                 if r.state == _PENDING:
                     self._advance(r, st, o, end, clock, pushed)
             if pushed:
                 self._wake(pushed)
+
+    def _learn_payload_shape(self, payload: Any) -> None:
+        """Adopt the shape of a payload an entry ArrayExecutor ran as the one ``submit`` checks."""
+        shape = getattr(payload, "shape", None)
+        if shape is None:
+            return
+        with self._lock:
+            if self._payload_shape is None:
+                self._payload_shape = tuple(int(d) for d in shape)
+                self._shape_source = "learnt from the first batch the entry stage ran"
+            self._learn_shape = False
 
     def _advance(self, r: _Request, st: _Stage, out: Any, end: float, clock: _Clock,
                  pushed: dict[int, int]) -> None:
