@@ -124,3 +124,23 @@ def test_slo_option_overrides_pipeline_slo(tmp_path: Path, capsys: pytest.Captur
     assert code == 0, err
     p = json.loads(out_json.read_text())["policies"]["naive"]
     assert p["on_time"] == 0 and p["late"] == p["submitted"] > 0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--pipeline", "HUGE", "--duration", "10"],
+        ["--trace", "poisson", "--duration", "1e7"],
+        ["--trace", "bursty", "--duration", "1e7"],
+    ],
+)
+def test_oversized_runs_exit_2_before_allocating(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 argv: list[str]) -> None:
+    """Runs whose expected arrivals exceed the limit exit 2 with one line suggesting lower --duration/--load."""
+    spec = tmp_path / "huge.yaml"
+    spec.write_text("name: huge\nslo: 1.0\nstages:\n  - name: a\n    profile: {1: 1.0e-8, 8: 3.0e-8}\n"
+                    "    max_batch: 8\n")
+    argv = [str(spec) if a == "HUGE" else a for a in argv]
+    code, out, err = run_main(capsys, "simulate", *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "arrivals expected" in err and "lower --duration or --load" in err

@@ -398,3 +398,10 @@ def test_duration_agrees_with_core_profile(spec: PipelineSpec, probes: list[int]
         core = _core.Profile(bs, [s.profile[b] for b in bs])
         for b in probes:
             assert quantised.duration(b) == pytest.approx(core.duration(b), rel=1e-12, abs=1.5e-9)
+
+
+def test_absurd_worker_counts_rejected() -> None:
+    """StageSpec refuses workers above MAX_WORKERS (10^5) and accepts the limit itself."""
+    assert StageSpec(name="a", profile={1: 0.01}, max_batch=1, workers=config.MAX_WORKERS).workers == 100_000
+    with pytest.raises(ConfigError, match=r"workers must be <= 100000.*100000000"):
+        StageSpec(name="a", profile={1: 0.01}, max_batch=1, workers=100_000_000)

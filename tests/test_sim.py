@@ -172,3 +172,17 @@ def test_planner_paths_from_spec() -> None:
         expect = {tuple(idx[s] for s in p) for p in spec.downstream_paths(name) if p}
         assert set(ps.paths) == expect
         assert ps.entry == (name in spec.entry_stages())
+
+
+def test_simulate_refuses_runs_over_max_visits() -> None:
+    """simulate() checks requests x stages (and span x stages) against max_visits before building the simulator."""
+    from pard.workloads import TooManyArrivalsError
+
+    spec = config.builtin("tm")
+    arr = np.linspace(0.0, 10.0, 1000)
+    ns = len(spec.stages)
+    with pytest.raises(TooManyArrivalsError, match=rf"1000 requests x {ns} stages"):
+        simulate(spec, arr, "naive", max_visits=1000 * ns - 1)
+    with pytest.raises(TooManyArrivalsError, match="span"):
+        simulate(spec, np.array([0.0, 1e6]), "naive", max_visits=1e5)
+    assert simulate(spec, arr, "naive", max_visits=1000 * ns).submitted == 1000

@@ -425,3 +425,29 @@ def test_window_and_cv_closed_forms() -> None:
 def test_lazy_workloads_name() -> None:
     """pard.workloads resolves lazily to this package."""
     assert pard.workloads is wl
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: wl.poisson(1e9, 10.0, max_arrivals=m),
+        lambda m: wl.bursty(1e9, 10.0, 1.5, max_arrivals=m),
+        lambda m: wl.flash_crowd(1e6, 10.0, 100.0, 100.0, max_arrivals=m),
+        lambda m: wl.diurnal(1e6, 1e4, max_arrivals=m),
+        lambda m: wl.scale(np.array([0.0, 1.0, 100.0]), 1e9, max_arrivals=m),
+    ],
+)
+def test_generators_refuse_huge_counts_before_allocating(call: Callable[[float], Any]) -> None:
+    """Generators and scale raise TooManyArrivalsError naming the expected count and memory above the limit."""
+    with pytest.raises(wl.TooManyArrivalsError, match=r"arrivals expected \(~[\d.]+ [GT]iB") as info:
+        call(wl.MAX_ARRIVALS)
+    assert info.value.expected > wl.MAX_ARRIVALS
+    assert isinstance(info.value, ValueError)
+    assert "max_arrivals=5e+07" in str(info.value)
+
+
+def test_max_arrivals_keyword_sets_the_limit() -> None:
+    """A lower max_arrivals refuses a small run; the default lets it through."""
+    assert wl.poisson(100.0, 10.0).size > 0
+    with pytest.raises(wl.TooManyArrivalsError, match=r"poisson\(rate=100, duration=10\)"):
+        wl.poisson(100.0, 10.0, max_arrivals=500)

@@ -216,6 +216,15 @@ def _guess_format(path: Path) -> str:
     return "csv"
 
 
+def _too_big(args: argparse.Namespace, load: float | None, capacity: float, exc: Exception) -> str:
+    """One line for a run over the size limits: what was asked, what it means, what to lower."""
+    dur = 300.0 if args.duration is None else args.duration
+    rate = "" if load is None else f" ({load * capacity:.4g} req/s)"
+    what = str(exc).split("; lower ")[0].split("; simulate ")[0]
+    return (f"--load {load if load is not None else 'replay'} --duration {dur:g}{rate} is too large to "
+            f"simulate: {what}; lower --duration or --load")
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     """Run ``pard simulate``; returns the exit code."""
     from rich.console import Console
@@ -234,8 +243,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if load is None and not exact:
         load = 1.0
     rate = None if load is None else load * capacity
-    arrivals, label = load_trace(args.trace, trace_format=args.trace_format, scaling=args.scaling, rate=rate,
-                                 start_s=args.start, duration_s=args.duration, seed=args.seed)
+    from .workloads import TooManyArrivalsError
+
+    try:
+        arrivals, label = load_trace(args.trace, trace_format=args.trace_format, scaling=args.scaling,
+                                     rate=rate, start_s=args.start, duration_s=args.duration, seed=args.seed)
+    except TooManyArrivalsError as exc:
+        raise UsageError(_too_big(args, load, capacity, exc)) from None
     if arrivals.size == 0:
         raise UsageError(f"--trace {args.trace!r}: no arrivals in the selected window")
     console = Console()
@@ -243,8 +257,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     err.print(f"[bold]{spec.name}[/] (capacity {capacity:.0f} req/s, SLO {args.slo or spec.slo:g} s), "
               f"trace {label}: {arrivals.size} requests over {arrivals[-1]:.0f} s"
               + (f", load {load:g}" if load is not None else ", exact replay"))
-    reports = compare(spec, arrivals, args.policies, slo=args.slo, jitter_cv=args.jitter,
-                      autoscale=args.autoscale, seed=args.seed, progress=sys.stderr.isatty())
+    try:
+        reports = compare(spec, arrivals, args.policies, slo=args.slo, jitter_cv=args.jitter,
+                          autoscale=args.autoscale, seed=args.seed, progress=sys.stderr.isatty())
+    except TooManyArrivalsError as exc:
+        raise UsageError(_too_big(args, load, capacity, exc)) from None
     console.print(comparison_table(reports, title=f"{spec.name} / {label} / load {load if load else 'replay'}"))
     if args.json is not None:
         import json

@@ -50,6 +50,7 @@ __all__ = [
     "StageSpec",
     "PipelineSpec",
     "Capacity",
+    "MAX_WORKERS",
     "BUILTIN_NAMES",
     "builtin",
     "load",
@@ -75,6 +76,11 @@ def _check_name(kind: str, value: str) -> str:
     return value
 
 
+#: Largest ``workers`` a stage may declare (10^5): the simulator and the runtime allocate per-worker
+#: state, and a count beyond this is a typo rather than a deployment.
+MAX_WORKERS = 100_000
+
+
 def _check_count(field: str, value: int) -> int:
     if value < 1:
         raise ValueError(f"{field} must be >= 1, got {value!r}")
@@ -89,7 +95,7 @@ class StageSpec(BaseModel):
         profile: batch size (int >= 1) -> execution duration of a batch of that size (float seconds,
             finite, > 0, non-decreasing with the batch size).  At least one point.
         max_batch: largest batch a worker forms (int >= 1).
-        workers: number of workers (int >= 1).
+        workers: number of workers (int, 1 .. :data:`MAX_WORKERS` = 10^5).
         successors: names of the stages each request goes to next; empty for an exit stage.
         description: free text (which model, which hardware); optional.
 
@@ -125,7 +131,10 @@ class StageSpec(BaseModel):
     @field_validator("workers")
     @classmethod
     def _v_workers(cls, v: int) -> int:
-        return _check_count("workers", v)
+        _check_count("workers", v)
+        if v > MAX_WORKERS:
+            raise ValueError(f"workers must be <= {MAX_WORKERS} (MAX_WORKERS), got {v!r}")
+        return v
 
     @field_validator("profile")
     @classmethod

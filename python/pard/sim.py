@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from .config import MAX_WORKERS
 from .planner import Planner, PlannerStage
 from .policies import PolicySpec, get_policy
 from .report import Report
@@ -31,9 +32,17 @@ from .report import Report
 if TYPE_CHECKING:  # pragma: no cover
     from .config import PipelineSpec
 
-__all__ = ["simulate", "compare", "resolve_pipeline", "core_stages", "planner_stages", "budget_fractions"]
+__all__ = ["simulate", "compare", "resolve_pipeline", "core_stages", "planner_stages", "budget_fractions",
+           "MAX_VISITS"]
 
 F64 = npt.NDArray[np.float64]
+
+#: Default limit of :func:`simulate`'s ``max_visits``: requests x stages (each visit holds
+#: simulator state), and also seconds spanned x stages (per-second series).  2·10^8 visits need
+#: roughly 10-20 GiB; above it simulate() refuses before building the C++ simulator.
+MAX_VISITS = 200_000_000
+#: Rough bytes of simulator and report state per request-stage visit (for the message).
+_BYTES_PER_VISIT = 64
 
 
 def resolve_pipeline(pipeline: "PipelineSpec | str | os.PathLike[str]") -> "PipelineSpec":
@@ -128,6 +137,26 @@ def _arrivals(arrivals: Any) -> F64:
     return np.ascontiguousarray(arr)
 
 
+def _check_size(n: int, span_s: float, ns: int, max_visits: float) -> None:
+    """TooManyArrivalsError when ``n * ns`` or ``span_s * ns`` exceeds ``max_visits``."""
+    from .workloads._common import TooManyArrivalsError, fmt_bytes, fmt_num
+
+    limit = float(max_visits)
+    if isinstance(max_visits, bool) or not limit > 0:
+        raise ValueError(f"max_visits must be a number > 0, got {max_visits!r}")
+    if n * ns > limit:
+        raise TooManyArrivalsError(
+            f"simulate: {n} requests x {ns} stages = {n * ns:.3g} request-stage visits (~"
+            f"{fmt_bytes(n * ns * _BYTES_PER_VISIT)} of memory), above the limit max_visits={fmt_num(limit)}; "
+            f"simulate fewer requests (lower the rate or the duration) or raise max_visits",
+            expected=float(n * ns), limit=limit)
+    if span_s * ns > limit:
+        raise TooManyArrivalsError(
+            f"simulate: the arrivals span {span_s:.3g} s x {ns} stages of per-second series, above the limit "
+            f"max_visits={fmt_num(limit)}; simulate a shorter span or raise max_visits",
+            expected=float(span_s * ns), limit=limit)
+
+
 def _per_request(name: str, value: Any, n: int, default: float, dtype: Any, positive: bool) -> Any:
     if value is None:
         return np.full(n, default, dtype=dtype)
@@ -196,6 +225,7 @@ def simulate(
     samples: int = 10_000,
     seed: int = 0,
     progress: bool = False,
+    max_visits: float = MAX_VISITS,
 ) -> Report:
     """Simulate ``pipeline`` serving ``arrivals`` under ``policy``; return the run's :class:`Report`.
 
@@ -215,12 +245,15 @@ def simulate(
         lam, window_s, adapt_window, samples: the planner's parameters (:class:`pard.planner.Planner`).
         seed: seeds execution jitter and the planner's Monte Carlo; same seed => identical report.
         progress: show a progress bar (rich) when the run lasts more than 2 s of wall time.
+        max_visits: refuse runs whose requests x stages, or seconds spanned x stages, exceed this
+            (default :data:`MAX_VISITS`), before building the simulator.
 
     Returns:
         The run's Report (conservation checked).
 
     Raises:
         ValueError / TypeError: a bad argument (the message names it and its value);
+        pard.workloads.TooManyArrivalsError (a ValueError): the run exceeds ``max_visits``;
         pard.ConfigError: an invalid pipeline.
     """
     from . import _core
@@ -243,8 +276,9 @@ def simulate(
     if workers is not None:
         workers = list(workers)
         if len(workers) != ns or any(isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1
-                                     for w in workers):
-            raise ValueError(f"workers must list one int >= 1 per stage ({ns}), got {workers!r}")
+                                     or w > MAX_WORKERS for w in workers):
+            raise ValueError(f"workers must list one int in 1..{MAX_WORKERS} per stage ({ns}), got {workers!r}")
+    _check_size(n, (float(arr[-1]) - math.floor(arr[0]) + 1) if n else 1.0, ns, max_visits)
     slo_s = _per_request("slo", spec.slo if slo is None else slo, n, spec.slo, np.float64, positive=True)
     tier = _per_request("tiers", tiers, n, 0, np.int32, positive=False)
 
@@ -305,7 +339,7 @@ def simulate(
                     sim.publish(k, **term.publish_kwargs())
                 if autoscale:
                     for k, term in enumerate(terms):
-                        sim.set_workers(k, max(1, math.ceil(term.in_rate / per_worker[k] * headroom)))
+                        sim.set_workers(k, min(MAX_WORKERS, max(1, math.ceil(term.in_rate / per_worker[k] * headroom))))
             bar.update(t - t0)
             if not more and t >= end_arrivals:
                 break

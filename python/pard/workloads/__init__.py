@@ -25,6 +25,7 @@ Typical use::
 
 from __future__ import annotations
 
+from ._common import MAX_ARRIVALS, TooManyArrivalsError
 from .requests import Workload, assign_tiers
 from .synthetic import MMPP, bursty, diurnal, flash_crowd, mmpp_parameters, poisson
 from .traces import (
@@ -63,4 +64,6 @@ __all__ = [
     "AZURE_LLM_COLUMNS",
     "AZURE_FUNCTIONS_KEYS",
     "BUNDLED_TRACES",
+    "MAX_ARRIVALS",
+    "TooManyArrivalsError",
 ]

@@ -16,6 +16,15 @@ from ..errors import PardWarning, TraceError
 
 __all__: list[str] = []
 
+#: Default largest expected number of arrivals a generator or :func:`~pard.workloads.scale` will
+#: produce (5·10^7: about 0.4 GiB as float64 seconds, a few GiB while generating and simulating).
+#: Above it they raise :class:`TooManyArrivalsError` before allocating; pass ``max_arrivals=`` to
+#: change the limit.
+MAX_ARRIVALS = 50_000_000
+
+#: Bytes a run needs per arrival, roughly: the float64 array plus the generators' temporaries.
+_BYTES_PER_ARRIVAL = 32
+
 F64 = npt.NDArray[np.float64]
 PathLike = Union[str, Path]
 
@@ -40,6 +49,52 @@ def check_nonnegative(name: str, value: float) -> float:
     if not math.isfinite(v) or v < 0.0:
         raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
     return v
+
+
+class TooManyArrivalsError(ValueError):
+    """A workload or simulation would need more arrivals (memory) than the configured limit.
+
+    Attributes: ``expected`` (the expected number of arrivals or request-stage visits) and
+    ``limit``.
+    """
+
+    def __init__(self, message: str, *, expected: float, limit: float) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.limit = limit
+
+
+def fmt_num(x: float) -> str:
+    """A number for messages: ``12``, ``0.5``, ``2.7e+09`` (never ``np.float64(...)``)."""
+    v = float(x)
+    if v == int(v) and abs(v) < 1e7:
+        return str(int(v))
+    return f"{v:.4g}"
+
+
+def fmt_bytes(n: float) -> str:
+    """``n`` bytes as ``"1.2 GiB"`` etc."""
+    for unit, size in (("TiB", 2.0**40), ("GiB", 2.0**30), ("MiB", 2.0**20)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n / 1024:.1f} KiB"
+
+
+def check_max_arrivals(what: str, expected: float, max_arrivals: int | float) -> None:
+    """Raise :class:`TooManyArrivalsError` when ``expected`` arrivals exceed ``max_arrivals``.
+
+    ``what`` names the call and its arguments, e.g. ``"poisson(rate=1e9, duration=10)"``.
+    """
+    limit = float(max_arrivals)
+    if isinstance(max_arrivals, bool) or not (limit > 0):
+        raise ValueError(f"max_arrivals must be a number > 0, got {max_arrivals!r}")
+    if expected > limit:
+        raise TooManyArrivalsError(
+            f"{what}: about {expected:.3g} arrivals expected (~{fmt_bytes(expected * _BYTES_PER_ARRIVAL)} "
+            f"of memory), above the limit max_arrivals={fmt_num(limit)}; lower the rate or the duration "
+            f"(or raise max_arrivals)",
+            expected=float(expected), limit=limit,
+        )
 
 
 def rng(seed: int | np.random.Generator) -> np.random.Generator:

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ._common import F64, check_nonnegative, check_positive, rng
+from ._common import MAX_ARRIVALS, F64, check_max_arrivals, check_nonnegative, check_positive, fmt_num, rng
 
 __all__ = ["poisson", "bursty", "flash_crowd", "diurnal", "mmpp_parameters", "MMPP"]
 
@@ -29,14 +29,19 @@ def _piecewise_poisson(edges: F64, rates: F64, gen: np.random.Generator) -> F64:
     return out
 
 
-def poisson(rate: float, duration: float, *, seed: int | np.random.Generator = 0) -> F64:
+def poisson(
+    rate: float, duration: float, *, seed: int | np.random.Generator = 0, max_arrivals: float = MAX_ARRIVALS
+) -> F64:
     """A homogeneous Poisson process of ``rate`` req/s over ``[0, duration)`` seconds.
 
     Returns: shape (n,), float64, sorted seconds; ``n`` is Poisson with mean ``rate*duration``.
-    Raises: ValueError if ``rate`` or ``duration`` is not finite and > 0.
+    Raises: ValueError if ``rate`` or ``duration`` is not finite and > 0;
+        TooManyArrivalsError (a ValueError) if ``rate*duration`` exceeds ``max_arrivals``
+        (default :data:`MAX_ARRIVALS`), before allocating anything.
     """
     r = check_positive("rate", rate)
     d = check_positive("duration", duration)
+    check_max_arrivals(f"poisson(rate={fmt_num(r)}, duration={fmt_num(d)})", r * d, max_arrivals)
     return _piecewise_poisson(np.array([0.0, d]), np.array([r]), rng(seed))
 
 
@@ -156,6 +161,7 @@ def bursty(
     burst_share: float = 0.2,
     exact_mean: bool = True,
     seed: int | np.random.Generator = 0,
+    max_arrivals: float = MAX_ARRIVALS,
 ) -> F64:
     """A bursty arrival process: a two-state MMPP with mean ``rate`` req/s whose per-``bin``
     counts have coefficient of variation ``cv`` (stationary value; :func:`mmpp_parameters`).
@@ -176,10 +182,13 @@ def bursty(
     scaled and stays empty.  ``exact_mean=False`` gives the plain stationary MMPP.
 
     Returns: shape (n,), float64, sorted seconds in ``[0, duration)``.
-    Raises: ValueError as :func:`mmpp_parameters`, or ``duration`` not finite and > 0.
+    Raises: ValueError as :func:`mmpp_parameters`, or ``duration`` not finite and > 0;
+        TooManyArrivalsError (a ValueError) if ``rate*duration`` exceeds ``max_arrivals``.
     """
     d = check_positive("duration", duration)
     mm = mmpp_parameters(rate, cv, bin=bin, burst_s=burst_s, burst_share=burst_share)
+    check_max_arrivals(f"bursty(rate={fmt_num(rate)}, duration={fmt_num(d)}, cv={fmt_num(cv)})",
+                       float(rate) * d, max_arrivals)
     gen = rng(seed)
     p = mm.mean_high_s / (mm.mean_high_s + mm.mean_low_s)
     high = bool(gen.random() < p)
@@ -219,6 +228,7 @@ def flash_crowd(
     *,
     duration: float | None = None,
     seed: int | np.random.Generator = 0,
+    max_arrivals: float = MAX_ARRIVALS,
 ) -> F64:
     """Poisson at ``base`` req/s, multiplied by ``factor`` during ``[start, start + length)``.
 
@@ -227,7 +237,8 @@ def flash_crowd(
 
     Returns: shape (n,), float64, sorted seconds in ``[0, duration)``.
     Raises: ValueError if ``base``, ``factor``, ``length`` or ``duration`` is not finite and > 0,
-        or ``start`` is not finite and >= 0.
+        or ``start`` is not finite and >= 0; TooManyArrivalsError (a ValueError) if the expected
+        count exceeds ``max_arrivals``.
     """
     b = check_positive("base", base)
     f = check_positive("factor", factor)
@@ -237,6 +248,8 @@ def flash_crowd(
     e0, e1 = min(s, d), min(s + ln, d)
     edges = np.array([0.0, e0, e1, d])
     rates = np.array([b, b * f, b])
+    check_max_arrivals(f"flash_crowd(base={fmt_num(b)}, factor={fmt_num(f)}, duration={fmt_num(d)})",
+                       float((np.diff(edges) * rates).sum()), max_arrivals)
     return _piecewise_poisson(edges, rates, rng(seed))
 
 
@@ -248,6 +261,7 @@ def diurnal(
     amplitude: float = 0.5,
     peak: float | None = None,
     seed: int | np.random.Generator = 0,
+    max_arrivals: float = MAX_ARRIVALS,
 ) -> F64:
     """A non-homogeneous Poisson process with a daily (or any ``period``) cosine rate.
 
@@ -257,7 +271,9 @@ def diurnal(
 
     Returns: shape (n,), float64, sorted seconds in ``[0, duration)``.
     Raises: ValueError if ``rate``, ``duration`` or ``period`` is not finite and > 0,
-        ``amplitude`` is outside [0, 1], or ``peak`` is not finite.
+        ``amplitude`` is outside [0, 1], or ``peak`` is not finite; TooManyArrivalsError (a
+        ValueError) if ``rate * (1 + amplitude) * duration`` (the candidates drawn) exceeds
+        ``max_arrivals``.
     """
     r = check_positive("rate", rate)
     d = check_positive("duration", duration)
@@ -268,8 +284,9 @@ def diurnal(
     pk = per / 2 if peak is None else float(peak)
     if not math.isfinite(pk):
         raise ValueError(f"peak must be a finite time in seconds, got {peak!r}")
-    gen = rng(seed)
     lam_max = r * (1 + a)
+    check_max_arrivals(f"diurnal(rate={fmt_num(r)}, duration={fmt_num(d)})", lam_max * d, max_arrivals)
+    gen = rng(seed)
     cand = _piecewise_poisson(np.array([0.0, d]), np.array([lam_max]), gen)
     lam = r * (1 + a * np.cos(2 * np.pi * (cand - pk) / per))
     keep = gen.random(cand.size) * lam_max < lam

@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from ._common import F64, as_arrivals, check_nonnegative, check_positive, rng
+from ._common import MAX_ARRIVALS, F64, as_arrivals, check_max_arrivals, check_nonnegative, check_positive, fmt_num, rng
 
 __all__ = ["scale", "window", "cv", "bin_counts", "mean_rate"]
 
@@ -65,6 +65,7 @@ def scale(
     mode: Literal["amplify", "compress"] = "amplify",
     bin: float = 10.0,
     seed: int | np.random.Generator = 0,
+    max_arrivals: float = MAX_ARRIVALS,
 ) -> F64:
     """Scale a trace to a target mean rate ``rate`` (req/s), two ways (DESIGN §5).
 
@@ -83,9 +84,12 @@ def scale(
         mode: ``"amplify"`` or ``"compress"``.
         bin: envelope bin width in seconds (amplify only), finite and > 0.
         seed: int seed or numpy Generator (amplify only).
+        max_arrivals: refuse (amplify only) when the expected output count ``rate * K * bin``
+            exceeds this (default :data:`~pard.workloads.MAX_ARRIVALS`).
 
     Returns: shape (m,), float64, sorted seconds (amplify: in ``[0, K*bin)``; compress: from 0).
-    Raises: ValueError for bad arguments or fewer than two distinct arrival times.
+    Raises: ValueError for bad arguments or fewer than two distinct arrival times;
+        TooManyArrivalsError (a ValueError) when amplifying would exceed ``max_arrivals``.
     """
     a = np.sort(as_arrivals(arrivals), kind="stable")
     r = check_positive("rate", rate)
@@ -97,8 +101,9 @@ def scale(
     if mode != "amplify":
         raise ValueError(f"mode must be 'amplify' or 'compress', got {mode!r}")
     b = check_positive("bin", bin)
+    span = (math.floor(a[-1] / b) + 1) * b
+    check_max_arrivals(f"scale(rate={fmt_num(r)}, mode='amplify') over {fmt_num(span)} s", r * span, max_arrivals)
     counts = bin_counts(a, b)
-    span = counts.size * b
     expected = counts * (r * span / a.size)
     gen = rng(seed)
     drawn = gen.poisson(expected)
