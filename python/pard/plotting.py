@@ -37,7 +37,7 @@ def plot_reports(reports: Mapping[str, "Report"], path: str | Path, *, title: st
     fig, axes = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
     t = np.arange(first.arrivals_per_s.size)
     axes[0].plot(t, first.arrivals_per_s, color="0.6", lw=1, label="arrivals")
-    axes[0].plot(t, np.minimum(first.arrivals_per_s, first.capacity), color="0.3", lw=1, ls="--", label="bound")
+    axes[0].plot(t, np.minimum(first.arrivals_per_s, first.capacity), color="0.3", lw=1, ls="--", label="min(arrivals, capacity)")
     qmeans = np.zeros(len(first.stage_names))
     for r in reports.values():
         qmeans += np.array([s.mean_queue_delay_s for s in r.stages])

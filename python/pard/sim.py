@@ -137,6 +137,16 @@ def _arrivals(arrivals: Any) -> F64:
     return np.ascontiguousarray(arr)
 
 
+def _peak_throughput(st: Any) -> float:
+    """A worker's largest throughput ``max_b b / d(b)`` over batch sizes ``1 .. max_batch`` (req/s).
+
+    ``d`` is piecewise linear between profiled points, where ``b / d(b)`` is monotone, so the profiled
+    points up to ``max_batch`` and ``max_batch`` itself are the only candidates.
+    """
+    cands = [b for b in st.profile if b <= st.max_batch] + [st.max_batch]
+    return max(b / st.duration(int(b)) for b in cands)
+
+
 def _check_size(n: int, span_s: float, ns: int, max_visits: float) -> None:
     """TooManyArrivalsError when ``n * ns`` or ``span_s * ns`` exceeds ``max_visits``."""
     from .workloads._common import TooManyArrivalsError, fmt_bytes, fmt_num
@@ -299,6 +309,8 @@ def simulate(
     executed = np.zeros(ns, dtype=np.int64)
     compute = np.zeros(ns)
     per_worker = np.array([st.max_batch / st.duration(st.max_batch) for st in spec.stages])
+    peak = np.array([_peak_throughput(st) for st in spec.stages])
+    nominal = np.zeros(ns)  # profiled d(b) of the executed batches, summed (jitter's speed-up below)
     end_arrivals = float(arr[-1]) if n else 0.0
     bar = _Progress(progress, end_arrivals - t0, f"{pol.name} on {spec.name}")
 
@@ -316,6 +328,10 @@ def simulate(
                 submitted[k] += len(s["arrival_s"])
                 executed[k] += int(np.asarray(s["batch_size"]).sum())
                 compute[k] += float(np.asarray(s["batch_duration_s"]).sum())
+                bsz = np.asarray(s["batch_size"], dtype=np.int64)
+                if bsz.size:
+                    sizes, cnt = np.unique(bsz, return_counts=True)
+                    nominal[k] += sum(c * spec.stages[k].duration(int(b)) for b, c in zip(sizes, cnt))
                 tq = np.asarray(s["qdelay_t_s"], dtype=np.float64)
                 if tq.size:  # per-second sums over the few seconds this interval touches, not all nb
                     idx = np.floor(tq - t0).astype(np.int64)
@@ -353,7 +369,10 @@ def simulate(
         if wdt[b] > 0:
             last = wsum[:, b] / wdt[b]
         workers_s[:, b] = last
-    capacity = (workers_s * per_worker[:, None]).min(axis=0)
+    # The bound's capacity: each stage at its best batch size (max b/d(b)), sped up by the factor the
+    # execution jitter made its batches faster than profiled over the run (>= 1; 1 without jitter).
+    speedup = np.where(compute > 0, nominal / np.where(compute > 0, compute, 1.0), 1.0)
+    capacity = (workers_s * (peak * np.maximum(speedup, 1.0))[:, None]).min(axis=0)
 
     out = sim.outcomes()
     return Report(
@@ -361,7 +380,7 @@ def simulate(
         send_s=arr, state=out["state"], finish_s=out["finish_s"], drop_stage=out["drop_stage"],
         reason=out["reason"], compute_s=out["compute_s"], reasons=list(_core.REASONS),
         stage_submitted=submitted, stage_executed=executed, stage_compute_s=compute,
-        t0_s=t0, qdelay_sum_s=qsum, qdelay_count=qcnt, workers=workers_s, capacity=capacity,
+        t0_s=t0, qdelay_sum_s=qsum, qdelay_count=qcnt, workers=workers_s, capacity=capacity, slo_s=slo_s,
     )
 
 
