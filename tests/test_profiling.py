@@ -154,3 +154,49 @@ def test_profile_from_batches() -> None:
     assert fitted.stage("c").profile == {1: 0.03, 4: 0.06}  # one sample only: the spec's points
     slow_small = {"stage": np.zeros(3, int), "size": np.ones(3, int), "duration_s": np.array([0.07, 0.06, 0.05])}
     assert profile_from_batches(spec, slow_small).stage("a").profile == {1: 0.06, 4: 0.06}  # running maximum
+
+
+def test_profile_drift_closed_form() -> None:
+    """The drift is the median of duration / d(size) per stage; stages with too few batches are left out."""
+    from pard.profiling import profile_drift
+
+    spec = _spec((1, 1, 1))  # a: d(1) = 0.01, d(4) = 0.02; b: d(1) = 0.02
+    batches = {
+        "stage": np.array([0, 0, 0, 1, 1]),
+        "size": np.array([1, 1, 4, 1, 1]),
+        "duration_s": np.array([0.012, 0.013, 0.026, 0.5, 0.5]),
+    }
+    drift = profile_drift(spec, batches)
+    assert set(drift) == {"a"}
+    assert drift["a"] == pytest.approx(1.3)  # ratios 1.2, 1.3, 1.3
+    assert profile_drift(spec, batches, min_samples=2)["b"] == pytest.approx(25.0)
+
+
+def test_cache_stale_mark_and_age(tmp_path: Path) -> None:
+    """A cached profile marked stale, or older than max_age_s, is measured afresh; otherwise it is reused."""
+    import json
+
+    from pard.profiling import mark_stale
+
+    spec = builtin("tm")
+    kw: dict[str, Any] = {"workers": [1, 1, 1], "model_options": {"scale": 0.01}, "directory": tmp_path,
+                          "warmup": 0, "repeats": 1, "co_load": "none"}
+    t_before = time.time()
+    first = cached_profile(spec, **kw)
+    assert first.path is not None and not first.cached and first.refreshed_because is None
+    assert first.measured_at is not None and t_before <= first.measured_at <= time.time()
+    again = cached_profile(spec, **kw)
+    assert again.cached and again.measured_at == pytest.approx(first.measured_at)
+    assert again.age_s is not None and again.age_s >= 0.0
+    mark_stale(first.path, "bottleneck ran 40 % slower")
+    redo = cached_profile(spec, **kw)
+    assert not redo.cached and redo.refreshed_because is not None
+    assert "marked stale" in redo.refreshed_because and "40 %" in redo.refreshed_because
+    assert cached_profile(spec, **kw).cached  # the fresh measurement cleared the mark
+    meta = first.path.with_name(first.path.name[: -len(".yaml")] + ".meta.json")
+    doc = json.loads(meta.read_text())
+    doc["measured_at"] = time.time() - 13 * 3600
+    meta.write_text(json.dumps(doc))
+    assert cached_profile(spec, **kw, max_age_s=None).cached
+    old = cached_profile(spec, **kw)
+    assert not old.cached and old.refreshed_because is not None and "older than 12 h" in old.refreshed_because

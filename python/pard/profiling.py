@@ -21,7 +21,11 @@ cores the workers keep busy when the pipeline runs at capacity.
 
 Cache.  :func:`cached_profile` keys a profile by machine (host, CPU model, cores, GPU), pipeline
 (the spec's content), worker counts, model scale and pard version, under ``$PARD_CACHE_DIR`` or
-``$XDG_CACHE_HOME/pard`` or ``~/.cache/pard``.
+``$XDG_CACHE_HOME/pard`` or ``~/.cache/pard``.  A side file ``<entry>.meta.json`` records when the
+entry was measured and whether it was marked stale.  A cached profile is measured afresh when it
+was marked stale (:func:`mark_stale`: ``pard run`` does so when a live run's batches drift more
+than :data:`DRIFT_LIMIT` from it on the bottleneck stage, see :func:`profile_drift`) or when it is
+older than :data:`MAX_AGE_S` (the load a machine carries changes over hours).
 """
 
 from __future__ import annotations
@@ -55,7 +59,17 @@ __all__ = [
     "cached_profile",
     "ProfileResult",
     "profile_from_batches",
+    "profile_drift",
+    "mark_stale",
+    "MAX_AGE_S",
+    "DRIFT_LIMIT",
 ]
+
+#: A cached profile older than this (s) is measured afresh by :func:`cached_profile` (12 hours).
+MAX_AGE_S = 12 * 3600.0
+#: ``pard run`` warns and marks the cached profile stale when the bottleneck stage's batches ran
+#: more than this fraction slower or faster than profiled (:func:`profile_drift`).
+DRIFT_LIMIT = 0.25
 
 
 def default_batch_sizes(max_batch: int) -> list[int]:
@@ -149,10 +163,13 @@ class ProfileResult:
         machine: :func:`machine_id` of the machine measured on.
         path: the file it was loaded from or saved to, if any.
         cached: True when it came from the cache.
+        measured_at: when it was measured (Unix time, s), if known.
+        refreshed_because: why a cached entry was measured afresh (marked stale, too old), else None.
     """
 
     def __init__(self, spec: PipelineSpec, samples: dict[str, dict[int, list[float]]], workers: list[int],
-                 wall_s: float, machine: dict[str, Any], path: Path | None = None, cached: bool = False) -> None:
+                 wall_s: float, machine: dict[str, Any], path: Path | None = None, cached: bool = False,
+                 measured_at: float | None = None, refreshed_because: str | None = None) -> None:
         self.spec = spec
         self.samples = samples
         self.workers = workers
@@ -160,6 +177,13 @@ class ProfileResult:
         self.machine = machine
         self.path = path
         self.cached = cached
+        self.measured_at = measured_at
+        self.refreshed_because = refreshed_because
+
+    @property
+    def age_s(self) -> float | None:
+        """Seconds since it was measured (None when unknown)."""
+        return None if self.measured_at is None else max(0.0, time.time() - self.measured_at)
 
     def __repr__(self) -> str:
         return (f"ProfileResult({self.spec.name!r}, workers={self.workers}, wall_s={self.wall_s:.1f}, "
@@ -361,7 +385,7 @@ def measure_profile(
             f"co-load {co_load}]")
     data["description"] = f"{data.get('description', '')} {note}".strip()
     measured = type(spec).from_dict(data, source="measured profile")
-    return ProfileResult(measured, samples, ws, wall, machine_id())
+    return ProfileResult(measured, samples, ws, wall, machine_id(), measured_at=time.time())
 
 
 def profile_from_batches(
@@ -399,6 +423,68 @@ def profile_from_batches(
     return type(spec).from_dict(data, source="profile fitted to batches")
 
 
+def profile_drift(spec: PipelineSpec, batches: Mapping[str, np.ndarray], *, min_samples: int = 3) -> dict[str, float]:
+    """How fast each stage ran against its profile: the median of ``duration / d(size)`` over its batches.
+
+    1.0: as profiled; 1.4: batches took 40 % longer than the profile says (the machine is busier
+    than when it was profiled); 0.7: 30 % shorter.  Every executed batch counts, whatever its
+    size, so the check works under light load too (when no batch reaches ``max_batch``).
+
+    Args:
+        spec: the pipeline whose profiles are checked (stage order = the ``stage`` codes).
+        batches: ``stage`` (int), ``size`` (int), ``duration_s`` (float) arrays of equal length,
+            e.g. ``Runtime.batches()`` (several runs' arrays may be concatenated).
+        min_samples: stages with fewer batches than this are left out.
+
+    Returns:
+        stage name -> ratio, for the stages with at least ``min_samples`` batches.
+    """
+    st_idx = np.asarray(batches["stage"], dtype=np.int64)
+    size = np.asarray(batches["size"], dtype=np.int64)
+    dur = np.asarray(batches["duration_s"], dtype=np.float64)
+    out: dict[str, float] = {}
+    for k, st in enumerate(spec.stages):
+        here = st_idx == k
+        if int(here.sum()) < max(1, min_samples):
+            continue
+        sizes = size[here]
+        expected = np.array([st.duration(int(b)) for b in sizes.tolist()])
+        out[st.name] = float(np.median(dur[here] / expected))
+    return out
+
+
+def _meta_path(path: Path) -> Path:
+    return path.with_name(path.name.rsplit(".", 1)[0] + ".meta.json")
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(_meta_path(path).read_text())
+        return doc if isinstance(doc, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_meta(path: Path, doc: Mapping[str, Any]) -> None:
+    meta = _meta_path(path)
+    tmp = meta.with_name(f"{meta.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(dict(doc), indent=2))
+    os.replace(tmp, meta)
+
+
+def mark_stale(path: Path, reason: str) -> None:
+    """Mark the cached profile at ``path`` stale: the next :func:`cached_profile` measures it afresh.
+
+    Records ``reason`` in the entry's side file (``<entry>.meta.json``).  Raises OSError if the
+    side file cannot be written.
+    """
+    doc = _read_meta(path)
+    doc.setdefault("measured_at", path.stat().st_mtime if path.is_file() else None)
+    doc["stale"] = True
+    doc["stale_reason"] = str(reason)
+    _write_meta(path, doc)
+
+
 def _resolve(pipeline: Any) -> PipelineSpec:
     from .config import PipelineSpec, load
 
@@ -428,6 +514,7 @@ def cached_profile(
     model_options: Mapping[str, Any] | None = None,
     refresh: bool = False,
     directory: Path | None = None,
+    max_age_s: float | None = MAX_AGE_S,
     **measure_options: Any,
 ) -> ProfileResult:
     """The measured profile of ``pipeline`` on this machine, from the cache or measured now.
@@ -441,9 +528,14 @@ def cached_profile(
             models only: custom executors are not cached).
         refresh: measure even when a cached profile exists.
         directory: the cache directory (default :func:`cache_dir`).
+        max_age_s: measure afresh a cached profile older than this (s; default :data:`MAX_AGE_S`,
+            12 h); None: any age.  A cached profile marked stale (:func:`mark_stale`) is always
+            measured afresh.
 
     Returns:
-        a :class:`ProfileResult` (``cached=True`` and empty ``samples`` when read from the cache).
+        a :class:`ProfileResult` (``cached=True`` and empty ``samples`` when read from the cache;
+        ``measured_at`` from the entry's side file, else the file's modification time;
+        ``refreshed_because`` says why a cached entry was measured again).
     """
     from .config import load
 
@@ -451,17 +543,32 @@ def cached_profile(
     ws = [int(st.workers) for st in spec.stages] if workers is None else [int(w) for w in workers]
     root = (directory if directory is not None else cache_dir()) / "profiles"
     path = root / f"{_cache_key(spec, ws, model_options)}.yaml"
+    why: str | None = None
     if path.is_file() and not refresh:
-        try:
-            cached = load(path)
-        except Exception:  # noqa: BLE001 - a damaged cache entry is measured again
-            cached = None
-        if cached is not None and [st.name for st in cached.stages] == [st.name for st in spec.stages]:
-            return ProfileResult(cached, {}, ws, 0.0, machine_id(), path=path, cached=True)
+        meta = _read_meta(path)
+        measured_at = meta.get("measured_at")
+        if not isinstance(measured_at, (int, float)):
+            measured_at = path.stat().st_mtime
+        age = time.time() - float(measured_at)
+        if meta.get("stale"):
+            why = f"marked stale: {meta.get('stale_reason', 'no reason recorded')}"
+        elif max_age_s is not None and age > max_age_s:
+            why = f"older than {max_age_s / 3600:g} h ({age / 3600:.1f} h)"
+        else:
+            try:
+                cached = load(path)
+            except Exception:  # noqa: BLE001 - a damaged cache entry is measured again
+                cached = None
+                why = "the cached file could not be read"
+            if cached is not None and [st.name for st in cached.stages] == [st.name for st in spec.stages]:
+                return ProfileResult(cached, {}, ws, 0.0, machine_id(), path=path, cached=True,
+                                     measured_at=float(measured_at))
     result = measure_profile(spec, workers=ws, model_options=model_options, **measure_options)
     root.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}.yaml")
     result.spec.save(tmp)
     os.replace(tmp, path)
+    _write_meta(path, {"measured_at": result.measured_at, "stale": False})
     result.path = path
+    result.refreshed_because = why
     return result
