@@ -442,3 +442,22 @@ def test_callable_entry_learns_no_shape() -> None:
         assert rt.submit(np.ones(3)).result(timeout=5) == 3
         assert rt.submit(np.ones((2, 5))).result(timeout=5) == 10
         assert rt.payload_shape is None
+
+
+def test_report_capacity_from_given_profile() -> None:
+    """report(capacity_profile=...) bounds goodput with that profile's capacity: workers * b / d(b) at max batch."""
+    spec = _chain(n=2, max_batch=8, d=0.0005)  # own capacity: 8 / 0.001 = 8000 req/s
+    slower = PipelineSpec(name="chain", slo=10.0, stages=[
+        StageSpec(name="s0", profile={1: 0.001, 8: 0.002}, max_batch=8, successors=["s1"]),
+        StageSpec(name="s1", profile={1: 0.001, 8: 0.004}, max_batch=8),
+    ])
+    with Runtime(spec, {"s0": _identity, "s1": _identity}, policy="naive") as rt:
+        t0 = rt.now()
+        assert [f.result(timeout=5) for f in [rt.submit(i) for i in range(5)]] == list(range(5))
+    own = rt.report(t0_s=t0, duration_s=1.0)
+    np.testing.assert_allclose(own.capacity, [8000.0])
+    refit = rt.report(t0_s=t0, duration_s=1.0, capacity_profile=slower)
+    np.testing.assert_allclose(refit.capacity, [2000.0])  # s1: 1 worker * 8 / 0.004
+    assert refit.on_time == own.on_time == 5
+    with pytest.raises(ValueError, match="capacity_profile"):
+        rt.report(capacity_profile=_chain(n=3))

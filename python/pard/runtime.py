@@ -1048,15 +1048,34 @@ class Runtime:
             "planner_calls": float(self._planner_calls),
         }
 
-    def report(self, *, t0_s: float | None = None, duration_s: float | None = None) -> Report:
+    def report(self, *, t0_s: float | None = None, duration_s: float | None = None,
+               capacity_profile: PipelineSpec | None = None) -> Report:
         """The run's :class:`pard.report.Report` (DESIGN §4), the same class ``pard simulate`` builds.
 
         Call after :meth:`close` (every request must have ended).  Per-second series start at
         ``t0_s`` (default: the first request's send time, floored to a whole second) and cover
         ``duration_s`` seconds, rounded up (default: up to the last send time); goodput is per
-        second of that span.  Raises ValueError while requests are still in flight.
+        second of that span.
+
+        The goodput bound's capacity is ``min_k workers_k * b_k / d_k(b_k)`` at each stage's max
+        batch ``b_k``, with ``d_k`` from the runtime's pipeline profile, or from
+        ``capacity_profile`` when given (a spec with the same stages, e.g. the profile refit to
+        this run's batches by :func:`pard.profiling.profile_from_batches`, when the machine ran
+        faster or slower than profiled).
+
+        Raises ValueError while requests are still in flight, or when ``capacity_profile``'s
+        stages differ from the pipeline's.
         """
         from .report import Report
+
+        if capacity_profile is not None:
+            got = [st.name for st in capacity_profile.stages]
+            if got != [st.name for st in self._stages]:
+                raise ValueError(f"capacity_profile must have the pipeline's stages "
+                                 f"{[st.name for st in self._stages]}, got {got}")
+            cap_stages: list[Any] = list(capacity_profile.stages)
+        else:
+            cap_stages = [st.spec for st in self._stages]
 
         out = self.outcomes()
         n = out["send_s"].size
@@ -1089,7 +1108,7 @@ class Runtime:
                 qsum[k] = np.bincount(idx[ok], weights=q[ok], minlength=nb)
                 qcnt[k] = np.bincount(idx[ok], minlength=nb)
         workers = np.array([[float(st.workers)] * nb for st in self._stages]).reshape(ns, nb)
-        per_worker = np.array([st.max_batch / st.duration(st.max_batch) for st in self._stages])
+        per_worker = np.array([int(sp.max_batch) / float(sp.duration(int(sp.max_batch))) for sp in cap_stages])
         capacity = (workers * per_worker[:, None]).min(axis=0)
         return Report(
             policy=self._policy.name, pipeline=self._spec.name, stage_names=[st.name for st in self._stages],
