@@ -55,7 +55,7 @@ def test_live_goodput_matches_simulation(policy: str) -> None:
     assert abs(live.goodput - sim.goodput) <= 0.25 * sim.goodput + 10.0, (live, sim)
 
 
-def test_cli_profile_then_run_and_simulate(tmp_path: Any) -> None:
+def test_cli_profile_then_run_and_simulate(tmp_path: Any, capsys: Any) -> None:
     """`pard profile --out` writes a spec that `pard simulate` and `pard run --profile` accept; run writes JSON and PNG."""
     import json
 
@@ -71,9 +71,21 @@ def test_cli_profile_then_run_and_simulate(tmp_path: Any) -> None:
     assert main(["simulate", "--pipeline", str(prof), "--duration", "5", "--policies", "pard,naive",
                  "--json", str(sim_json)]) == 0
     out = tmp_path / "out"
+    capsys.readouterr()
     assert main(["run", "--profile", str(prof), "--duration", "2", "--policies", "pard,naive", "--scale", "0.02",
                  "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    # piped (not a terminal): long lines stay whole instead of wrapping at 80 columns
+    sizing = [ln for ln in printed.err.splitlines() if ln.startswith("sizing:")]
+    assert len(sizing) == 1 and "cores busy" in sizing[0]
+    assert any(ln.startswith("goodput bound") and ln.rstrip().endswith(")") for ln in printed.out.splitlines())
+    assert any(ln.startswith("pard ") and "req/s" in ln and ln.rstrip().endswith(".") for ln in printed.out.splitlines())
     doc = json.loads((out / "live.json").read_text())
+    live = doc["live"]
+    assert live["profile_used"]["source"] == "file" and live["profile_used"]["path"] == str(prof)
+    assert live["profile_used"]["age_s"] >= 0 and live["profile_used"]["measured_at_utc"].endswith("Z")
+    assert live["bound_capacity"]["source"] in ("measured profile", "profile refit to this run's batches")
+    assert live["profile_check"]["bottleneck"] in [st.name for st in spec.stages]
     sim_doc = json.loads(sim_json.read_text())
     assert set(sim_doc) <= set(doc) and doc["mode"] == "live"
     assert list(doc["policies"]) == ["pard", "naive"]
@@ -84,3 +96,88 @@ def test_cli_profile_then_run_and_simulate(tmp_path: Any) -> None:
         assert doc["simulated"][name]["submitted"] == entry["submitted"]
     assert (out / "live.png").stat().st_size > 0
     assert main(["run", "--profile", str(tmp_path / "missing.yaml")]) == 2
+    msg = capsys.readouterr().err
+    assert "--profile" in msg and "missing.yaml" in msg and "no such file" in msg and "built-in" not in msg
+
+
+class _Rep:
+    def __init__(self, goodput: float, drop_rate: float = 0.1) -> None:
+        self.goodput = goodput
+        self.drop_rate = drop_rate
+
+
+def test_verdict_tie_within_noise() -> None:
+    """A goodput difference under 2 % reads "about equal (within 2 %)"; larger ones say beat / did NOT beat."""
+    from pard.cli_live import _verdict
+
+    tie = _verdict({"pard": _Rep(100.0), "nexus": _Rep(100.0), "naive": _Rep(50.0)})
+    assert "about equal" in tie and "within 2 %" in tie and "NOT" not in tie and "nexus" in tie
+    assert "about equal" in _verdict({"pard": _Rep(98.5), "nexus": _Rep(100.0)})
+    assert _verdict({"pard": _Rep(105.0), "nexus": _Rep(100.0)}).startswith("pard beat the best baseline")
+    assert _verdict({"pard": _Rep(95.0), "nexus": _Rep(100.0)}).startswith("pard did NOT beat")
+
+
+def test_cores_beyond_machine_warns() -> None:
+    """--cores above this machine's cores is accepted with a warning naming both counts; within them, silently."""
+    import io
+    import os
+
+    from rich.console import Console
+
+    from pard.cli import UsageError
+    from pard.cli_live import _cores
+
+    have = len(os.sched_getaffinity(0))
+    buf = io.StringIO()
+    err = Console(file=buf, width=300)
+    assert _cores(have + 997, err) == have + 997
+    assert f"--cores {have + 997} exceeds this machine's {have} cores" in buf.getvalue()
+    buf.truncate(0)
+    assert _cores(have, err) == have and _cores(None, err) == have
+    assert buf.getvalue().strip("\x00") == ""
+    with pytest.raises(UsageError, match="--cores"):
+        _cores(0, err)
+
+
+def _batches(rows: list[tuple[int, int, float]]) -> dict[str, np.ndarray]:
+    return {"stage": np.array([r[0] for r in rows]), "size": np.array([r[1] for r in rows]),
+            "duration_s": np.array([r[2] for r in rows])}
+
+
+def test_profile_check_marks_cache_stale(tmp_path: Any) -> None:
+    """Bottleneck batches 60 % slower than profiled: a warning naming --refresh-profile, and the cache entry marked stale."""
+    import json
+
+    from pard.cli_live import _check_profile
+
+    spec = _spec()  # first stage is the bottleneck: d(8) = 0.02 vs 0.015
+    entry = tmp_path / "sleepy-abc.yaml"
+    spec.save(entry)
+    used = {"source": "cache", "age_s": 3600.0}
+    slow = _batches([(0, 8, 0.032)] * 5 + [(1, 8, 0.015)] * 5)
+    check = _check_profile(spec, slow, used, cache_path=entry, profile_arg=None)
+    assert check["bottleneck"] == "first" and check["drift"] == pytest.approx(1.6) and check["drifted"]
+    assert check["marked_stale"] and "--refresh-profile" in check["warning"] and "60 % slower" in check["warning"]
+    meta = json.loads((tmp_path / "sleepy-abc.meta.json").read_text())
+    assert meta["stale"] is True
+    ok = _batches([(0, 8, 0.022)] * 5)
+    fine = _check_profile(spec, ok, used, cache_path=tmp_path / "other.yaml", profile_arg=None)
+    assert not fine["drifted"] and fine["warning"] is None and not (tmp_path / "other.meta.json").exists()
+    given = _check_profile(spec, _batches([(0, 8, 0.01)] * 5), {"source": "file", "age_s": 5.0}, cache_path=None,
+                           profile_arg=tmp_path / "p.yaml")
+    assert given["drifted"] and "50 % faster" in given["warning"] and "pard profile --out" in given["warning"]
+    assert not given["marked_stale"]
+
+
+def test_bound_capacity_prefers_refit_when_measured() -> None:
+    """The bound uses the refit capacity when the bottleneck's largest batch ran >= 3 times, else the measured one."""
+    from pard.cli_live import _bound_capacity
+
+    spec = _spec()  # measured capacity: first stage, 8 / 0.02 = 400 req/s
+    fast = _bound_capacity(spec, _batches([(0, 8, 0.016)] * 3))
+    assert fast["source"].startswith("profile refit") and fast["req_s"] == pytest.approx(500.0)
+    assert fast["measured_profile_req_s"] == pytest.approx(400.0)
+    assert fast["spec"].stage("first").profile[8] == pytest.approx(0.016)
+    few = _bound_capacity(spec, _batches([(0, 8, 0.016)] * 2 + [(0, 1, 0.005)] * 5))
+    assert few["source"] == "measured profile" and few["req_s"] == pytest.approx(400.0)
+    assert "only 2 times" in few["line"]

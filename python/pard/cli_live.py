@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["register_live", "register_run", "register_profile", "cmd_run", "cmd_profile", "LIVE_DEFAULTS"]
+__all__ = ["register_live", "register_run", "register_profile", "cmd_run", "cmd_profile", "LIVE_DEFAULTS", "PIPE_WIDTH",
+           "TIE_BAND"]
 
 #: Defaults of ``pard run``: sized so that four policies finish within 3 minutes on 2 cores.
 LIVE_DEFAULTS: dict[str, Any] = {
@@ -122,15 +123,42 @@ def register_run(subparsers: Any) -> None:
     p.set_defaults(func=cmd_run)
 
 
-def _cores(arg: int | None) -> int:
+#: Console width when the output is not a terminal (a pipe or a file): rich would use 80 columns
+#: and wrap or cut the tables and lines; 160 fits every table ``pard run`` prints.
+PIPE_WIDTH = 160
+
+
+def _console(*, stderr: bool = False) -> Any:
+    """A rich Console for stdout (or stderr): the terminal's width, or :data:`PIPE_WIDTH` columns
+    without line wrapping of plain text when the stream is not a terminal."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    tty = bool(getattr(stream, "isatty", lambda: False)())
+    return Console(stderr=stderr, width=None if tty else PIPE_WIDTH, soft_wrap=not tty)
+
+
+def _machine_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _cores(arg: int | None, err: Any = None) -> int:
+    """``--cores``, default the cores this process may run on.  More than the machine has is
+    accepted (the workers are sized to it and share the real cores; the profile is measured that
+    way) but warned about on ``err``."""
     cli = _cli()
+    have = _machine_cores()
     if arg is None:
-        try:
-            return len(os.sched_getaffinity(0))
-        except AttributeError:  # pragma: no cover - not Linux
-            return os.cpu_count() or 1
+        return have
     if arg < 1:
         raise cli.UsageError(f"--cores must be an int >= 1, got {arg!r}")
+    if arg > have and err is not None:
+        err.print(f"[yellow]warning:[/] --cores {arg} exceeds this machine's {have} cores: the workers "
+                  f"are sized to {arg} cores and share the {have} real ones (the profile is measured "
+                  f"that way, so it stays consistent, but every stage runs slower than on {arg} cores)")
     return int(arg)
 
 
@@ -160,9 +188,24 @@ def _measure(args: argparse.Namespace, spec: Any, cores: int, err: Any, *, refre
     t0 = time.perf_counter()
     res = cached_profile(spec, workers=workers, model_options={"scale": float(args.scale)},
                          refresh=refresh, repeats=getattr(args, "repeats", 7))
-    how = "cached" if res.cached else f"measured in {time.perf_counter() - t0:.1f} s"
+    if res.cached:
+        how = "cached" + (f", measured {_age(res.age_s)} ago" if res.age_s is not None else "")
+    else:
+        how = f"measured in {time.perf_counter() - t0:.1f} s"
+        if res.refreshed_because:
+            how += f"; the cached one was {res.refreshed_because}"
     err.print(f"profile ({how}): {res.path}")
     return res
+
+
+def _age(age_s: float | None) -> str:
+    if age_s is None:
+        return "an unknown time"
+    if age_s < 120:
+        return f"{age_s:.0f} s"
+    if age_s < 2 * 3600:
+        return f"{age_s / 60:.0f} min"
+    return f"{age_s / 3600:.1f} h"
 
 
 def _profile_table(spec: Any) -> Any:
@@ -181,20 +224,18 @@ def _profile_table(spec: Any) -> Any:
 
 def cmd_profile(args: argparse.Namespace) -> int:
     """Run ``pard profile``; returns the exit code."""
-    from rich.console import Console
-
     from .profiling import measure_profile, size_workers
     from .sim import resolve_pipeline
 
     cli = _cli()
-    err = Console(stderr=True, width=None if sys.stderr.isatty() else 132)
+    err = _console(stderr=True)
     try:
         spec = resolve_pipeline(args.pipeline)
     except (ValueError, OSError) as exc:
         raise cli.UsageError(f"--pipeline {args.pipeline!r}: {exc}") from None
     if args.repeats < 1:
         raise cli.UsageError(f"--repeats must be an int >= 1, got {args.repeats!r}")
-    cores = _cores(args.cores)
+    cores = _cores(args.cores, err)
     if args.out is None:
         res = _measure(args, spec, cores, err, refresh=True)
     else:
@@ -205,9 +246,13 @@ def cmd_profile(args: argparse.Namespace) -> int:
         res.spec.save(args.out)
         res.path = args.out
         err.print(f"profile measured in {res.wall_s:.1f} s, written to {args.out}")
-    Console(width=None if sys.stdout.isatty() else 132).print(_profile_table(res.spec))
+    _console().print(_profile_table(res.spec))
     print(res.path)
     return 0
+
+
+#: Goodput differences smaller than this (relative) are reported as a tie: run-to-run noise.
+TIE_BAND = 0.02
 
 
 def _verdict(reports: dict[str, Any]) -> str:
@@ -222,50 +267,66 @@ def _verdict(reports: dict[str, Any]) -> str:
     if best.goodput <= 0:
         return f"pard goodput {p.goodput:.1f} req/s; no baseline finished any request on time."
     gain = p.goodput / best.goodput - 1.0
-    if gain > 0.02:
+    if abs(gain) < TIE_BAND:
+        return (f"pard and the best baseline were about equal here (within {TIE_BAND * 100:g} %, the "
+                f"run-to-run noise): goodput {p.goodput:.1f} vs {best.goodput:.1f} req/s ({best_name}), {gain:+.1%}; "
+                f"drop rate {p.drop_rate:.1%} vs {best.drop_rate:.1%}; see docs/live.md.")
+    if gain > 0:
         return (f"pard beat the best baseline here: goodput {p.goodput:.1f} vs {best.goodput:.1f} req/s "
                 f"({best_name}), {gain:+.1%}; drop rate {p.drop_rate:.1%} vs {best.drop_rate:.1%}.")
-    if gain >= -0.02:
-        return (f"pard did NOT beat the best baseline here: goodput {p.goodput:.1f} vs {best.goodput:.1f} req/s "
-                f"({best_name}), {gain:+.1%} (within 2 %); see docs/live.md for why this happens.")
     return (f"pard did NOT beat the best baseline here: goodput {p.goodput:.1f} vs {best.goodput:.1f} req/s "
             f"({best_name}), {gain:+.1%}; see docs/live.md for why this happens.")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run ``pard run``; returns the exit code."""
-    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
     from .config import load
     from .models import sample_inputs
-    from .profiling import profile_from_batches
+    from .profiling import profile_drift, profile_from_batches
     from .report import comparison_dict, comparison_table
     from .runtime import Runtime
     from .sim import resolve_pipeline, simulate
 
     cli = _cli()
     t_all = time.perf_counter()
-    console = Console(width=None if sys.stdout.isatty() else 132)
-    err = Console(stderr=True, width=None if sys.stderr.isatty() else 132)
-    cores = _cores(args.cores)
+    console = _console()
+    err = _console(stderr=True)
+    cores = _cores(args.cores, err)
     # 1. the measured pipeline
+    used: dict[str, Any]
+    cache_path: Path | None = None
     if args.profile is not None:
+        if not args.profile.is_file():
+            raise cli.UsageError(
+                f"--profile {str(args.profile)!r}: no such file (write one with `pard profile --out "
+                f"{args.profile}`, or leave --profile out to use the cached or a freshly measured profile)")
         try:
             spec = load(args.profile)
         except (ValueError, OSError) as exc:
             raise cli.UsageError(f"--profile {str(args.profile)!r}: {exc}") from None
-        err.print(f"profile: {args.profile} (as given)")
+        mtime = args.profile.stat().st_mtime
+        used = {"source": "file", "path": str(args.profile), "measured_at": mtime,
+                "age_s": max(0.0, time.time() - mtime), "refreshed_because": None}
+        err.print(f"profile: {args.profile} (as given, written {_age(used['age_s'])} ago)")
         err.print(_sizing_line(spec, [st.workers for st in spec.stages], cores))
     else:
         try:
             base = resolve_pipeline(args.pipeline)
         except (ValueError, OSError) as exc:
             raise cli.UsageError(f"--pipeline {args.pipeline!r}: {exc}") from None
-        spec = _measure(args, base, cores, err, refresh=args.refresh_profile).spec
+        res = _measure(args, base, cores, err, refresh=args.refresh_profile)
+        spec = res.spec
+        cache_path = res.path
+        used = {"source": "cache" if res.cached else "measured now", "path": str(res.path),
+                "measured_at": res.measured_at, "age_s": res.age_s, "refreshed_because": res.refreshed_because}
+    used["measured_at_utc"] = (None if used["measured_at"] is None else
+                               time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(used["measured_at"])))
     workers = [st.workers for st in spec.stages]
-    capacity = spec.capacity().pipeline
+    measured_cap = spec.capacity()
+    capacity = measured_cap.pipeline
     # 2. the arrivals
     rate = args.load * capacity
     arrivals, label = cli.load_trace(args.trace, trace_format=args.trace_format, scaling="amplify", rate=rate,
@@ -278,10 +339,11 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"{np.bincount(arrivals.astype(np.int64)).max():.0f} req/s")
     payloads = list(sample_inputs(64, seed=args.seed))
     # 3. one live run per policy
-    reports: dict[str, Any] = {}
+    runs: dict[str, tuple[Any, float]] = {}
     simulated: dict[str, Any] = {}
     refit: dict[str, Any] = {}
     live_info: dict[str, Any] = {}
+    all_batches: list[dict[str, np.ndarray]] = []
     total = float(args.duration) * len(args.policies)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                   TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as bar:
@@ -304,8 +366,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 drain_s = time.perf_counter() - t_drain
             finally:
                 rt.close(drain=False)
-            rep = rt.report(t0_s=t_rep, duration_s=float(args.duration))
-            reports[name] = rep
+            runs[name] = (rt, t_rep)
+            batches = rt.batches()
+            all_batches.append(batches)
             out = rt.outcomes()
             done = (out["state"] == 1) | (out["state"] == 2)
             lat = out["finish_s"][done] - out["send_s"][done]
@@ -318,20 +381,30 @@ def cmd_run(args: argparse.Namespace) -> int:
                 / (e2e / lat.size) if lat.size else None,
                 "mean_latency_s": e2e / lat.size if lat.size else None,
                 "drain_s": drain_s,
-                "batches": int(rt.batches()["size"].size),
+                "batches": int(batches["size"].size),
                 "mean_batch": {st.name: float(np.mean([b[2] for b in st_b])) if st_b else 0.0
                                for st, st_b in ((s, s.batches) for s in rt._stages)},
+                "profile_drift": profile_drift(spec, batches),
             }
             # 4. the same arrivals, simulated with the measured profile
             # the live send times; the few the replay sent a little after the window's end (it lags
             # by milliseconds under load) are clamped into it, so both reports span the same seconds
             send = np.clip(out["send_s"] - t_rep, 0.0, np.nextafter(float(args.duration), 0.0))
             simulated[name] = simulate(spec, send, name, workers=workers, seed=args.seed)
-            fitted = profile_from_batches(spec, rt.batches())
+            fitted = profile_from_batches(spec, batches)
             refit[name] = simulate(fitted, send, name, workers=workers, seed=args.seed)
             bar.update(task, completed=offset + float(args.duration))
+    # 5. did the machine run as profiled?  (all policies' batches together)
+    pooled = {key: np.concatenate([b[key] for b in all_batches]) for key in ("stage", "size", "duration_s")}
+    check = _check_profile(spec, pooled, used, cache_path=cache_path, profile_arg=args.profile)
+    warning = check["warning"] or ""
+    bound = _bound_capacity(spec, pooled)
+    bound_spec = bound.pop("spec")
+    reports = {name: rt.report(t0_s=t_rep, duration_s=float(args.duration), capacity_profile=bound_spec)
+               for name, (rt, t_rep) in runs.items()}
     title = f"{spec.name} LIVE / {label} / load {args.load:g} / {cores} cores"
     console.print(comparison_table(reports, title=title))
+    console.print(bound["line"])
     agree = Table(title="live vs simulated (same arrivals, measured profile)")
     for col in ("policy", "live goodput/s", "simulated", "difference", "simulated, profile refit to run",
                 "difference", "scheduler share of latency"):
@@ -349,10 +422,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         live_info[name]["simulated_refit_goodput"] = ref_g
         live_info[name]["goodput_difference_refit"] = None if math.isnan(diff2) else diff2
     console.print(agree)
+    if warning:
+        from rich.markup import escape
+
+        console.print(f"[yellow]{escape(warning)}[/]")
     verdict = _verdict(reports)
     if verdict:
         console.print(verdict)
-    # 5. files
+    # 6. files
     out_dir: Path = args.out
     json_path = args.json or out_dir / "live.json"
     plot_path = args.plot or out_dir / "live.png"
@@ -360,8 +437,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     doc["mode"] = "live"
     doc["simulated"] = {n: r.to_dict() for n, r in simulated.items()}
     doc["simulated_refit"] = {n: r.to_dict() for n, r in refit.items()}
-    doc["live"] = {"cores": cores, "workers": dict(zip([st.name for st in spec.stages], workers)),
+    doc["live"] = {"cores": cores, "machine_cores": _machine_cores(),
+                   "workers": dict(zip([st.name for st in spec.stages], workers)),
                    "profile": {st.name: {str(b): d for b, d in sorted(st.profile.items())} for st in spec.stages},
+                   "profile_used": used,
+                   "profile_check": check,
+                   "bound_capacity": bound,
                    "duration_s": args.duration, "start_s": args.start, "policies": live_info,
                    "verdict": verdict, "wall_s": time.perf_counter() - t_all}
     json_path.parent.mkdir(parents=True, exist_ok=True)
@@ -372,6 +453,75 @@ def cmd_run(args: argparse.Namespace) -> int:
     plot_reports(reports, plot_path, title=title)
     err.print(f"wrote {json_path} and {plot_path} ({time.perf_counter() - t_all:.0f} s in all)")
     return 0
+
+
+def _check_profile(spec: Any, batches: dict[str, np.ndarray], used: dict[str, Any], *,
+                   cache_path: Path | None, profile_arg: Path | None) -> dict[str, Any]:
+    """Compare the run's batches with the profile used; warn, and mark a cached profile stale, on drift.
+
+    The bottleneck stage's drift (:func:`pard.profiling.profile_drift`, median of batch duration
+    over profiled ``d(b)``) beyond :data:`pard.profiling.DRIFT_LIMIT` either way means the machine
+    runs faster or slower than when it was profiled: the returned ``warning`` says so and what to
+    do; a profile from the cache (``cache_path``) is marked stale so the next ``pard run`` measures
+    it again.  Returns the JSON block ``live.profile_check``.
+    """
+    from .profiling import DRIFT_LIMIT, mark_stale, profile_drift
+
+    drift = profile_drift(spec, batches)
+    bottleneck = spec.capacity().bottleneck
+    ratio = drift.get(bottleneck)
+    drifted = ratio is not None and abs(ratio - 1.0) > DRIFT_LIMIT
+    marked = False
+    warning = ""
+    if drifted and ratio is not None:
+        how = f"{(ratio - 1.0) * 100:.0f} % slower" if ratio > 1 else f"{(1.0 - ratio) * 100:.0f} % faster"
+        warning = (f"warning: the bottleneck stage {bottleneck} ran {how} than its profile during these runs "
+                   f"(median batch duration / profiled d(b) = {ratio:.2f}; limit +/-{DRIFT_LIMIT * 100:g} %): "
+                   f"the profile ({used['source']}, measured {_age(used.get('age_s'))} ago) no longer matches "
+                   f"this machine's load, so live and simulated figures disagree. ")
+        if cache_path is not None:
+            try:
+                mark_stale(cache_path, f"a live run's {bottleneck} batches took {ratio:.2f}x the profiled durations")
+                marked = True
+                warning += ("The cached profile is now marked stale: the next `pard run` measures it again "
+                            "(or rerun now with `pard run --refresh-profile`).")
+            except OSError as exc:
+                warning += f"Rerun with `pard run --refresh-profile` (could not mark the cache stale: {exc})."
+        else:
+            warning += (f"Measure it again with `pard profile --out {profile_arg}`, or leave --profile out and "
+                        f"run `pard run --refresh-profile`.")
+    return {"drift_by_stage": drift, "bottleneck": bottleneck, "drift": ratio, "limit": DRIFT_LIMIT,
+            "drifted": drifted, "marked_stale": marked, "warning": warning or None}
+
+
+def _bound_capacity(spec: Any, batches: dict[str, np.ndarray], *, min_samples: int = 3) -> dict[str, Any]:
+    """Which capacity the live goodput bound uses, and the spec to compute it from (key ``spec``).
+
+    The profile refit to the run's batches (:func:`pard.profiling.profile_from_batches`) when the
+    run executed the measured bottleneck's largest batch at least ``min_samples`` times (so the
+    refit measured the capacity-defining point ``d(max_batch)`` on the machine as it ran); else
+    the measured profile.  The measured profile was timed beside co-load at capacity, so on a
+    machine that is quieter (or busier) during the run it under- (or over-) states the capacity,
+    and live goodput could read above 100 % "of bound".
+    """
+    from .profiling import profile_from_batches
+
+    refit = profile_from_batches(spec, batches, min_samples=min_samples)
+    measured = spec.capacity()
+    k = spec.index(measured.bottleneck)
+    b_max = int(spec.stages[k].max_batch)
+    n_full = int(((np.asarray(batches["stage"]) == k) & (np.asarray(batches["size"]) == b_max)).sum())
+    use_refit = n_full >= min_samples
+    chosen = refit if use_refit else spec
+    source = "profile refit to this run's batches" if use_refit else "measured profile"
+    cap = chosen.capacity().pipeline
+    why = "" if use_refit else (f"; the run filled {measured.bottleneck}'s largest batch ({b_max}) only {n_full} "
+                                f"times, too few to refit it")
+    line = (f"goodput bound (\"of bound\"): capacity {cap:.0f} req/s from the {source} (measured profile: "
+            f"{measured.pipeline:.0f} req/s, refit: {refit.capacity().pipeline:.0f} req/s{why})")
+    return {"spec": chosen, "source": source, "req_s": cap, "measured_profile_req_s": measured.pipeline,
+            "refit_req_s": refit.capacity().pipeline, "bottleneck": measured.bottleneck,
+            "bottleneck_full_batches": n_full, "line": line}
 
 
 def _clean(x: Any) -> Any:
