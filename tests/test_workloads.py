@@ -451,3 +451,18 @@ def test_max_arrivals_keyword_sets_the_limit() -> None:
     assert wl.poisson(100.0, 10.0).size > 0
     with pytest.raises(wl.TooManyArrivalsError, match=r"poisson\(rate=100, duration=10\)"):
         wl.poisson(100.0, 10.0, max_arrivals=500)
+
+
+def test_bursty_warns_on_empty_or_short_windows() -> None:
+    """bursty warns (PardWarning) when a window is silent or shorter than a few on/off cycles, and not for normal runs."""
+    with pytest.warns(PardWarning, match=r"produced 0 arrivals .* far from the 1000 expected"):
+        a = wl.bursty(100.0, 10.0, cv=2.0, seed=0)
+    assert a.size == 0
+    with pytest.warns(PardWarning, match="burst/calm cycles"):
+        wl.bursty(100.0, 300.0, 5.0, seed=0)
+    import warnings as _w
+
+    with _w.catch_warnings():
+        _w.simplefilter("error")
+        b = wl.bursty(400.0, 600.0, 1.5, seed=1)
+    assert abs(b.size - 240_000) < 5 * math.sqrt(240_000)

@@ -10,13 +10,20 @@ about 0.27), so evaluations also run :func:`bursty`.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
+
+from ..errors import PardWarning
 
 from ._common import MAX_ARRIVALS, F64, check_max_arrivals, check_nonnegative, check_positive, fmt_num, rng
 
 __all__ = ["poisson", "bursty", "flash_crowd", "diurnal", "mmpp_parameters", "MMPP"]
 
+
+
+#: :func:`bursty` warns when an on/off process (silent calm state) covers fewer cycles than this.
+BURSTY_MIN_CYCLES = 3
 
 
 def _piecewise_poisson(edges: F64, rates: F64, gen: np.random.Generator) -> F64:
@@ -181,6 +188,12 @@ def bursty(
     the path leaves entirely in a silent calm state (on/off regime, ``rate_low = 0``) cannot be
     scaled and stays empty.  ``exact_mean=False`` gives the plain stationary MMPP.
 
+    Warns (:class:`pard.errors.PardWarning`): when the realized count is far from ``rate *
+    duration`` (outside half to twice it, for an expected count of at least 10), and when the
+    calm state is silent (``rate_low = 0``, high ``cv``) and the window is shorter than
+    :data:`BURSTY_MIN_CYCLES` burst/calm cycles (``mean_high_s + mean_low_s``): such a window may
+    be all silence or all burst, so its rate and CV can be far from the request.
+
     Returns: shape (n,), float64, sorted seconds in ``[0, duration)``.
     Raises: ValueError as :func:`mmpp_parameters`, or ``duration`` not finite and > 0;
         TooManyArrivalsError (a ValueError) if ``rate*duration`` exceeds ``max_arrivals``.
@@ -217,7 +230,23 @@ def bursty(
         total = float((np.diff(edges) * rates).sum())  # the window's expected count before scaling
         if total > 0.0:
             rates = rates * (mm.mean_rate * d / total)
-    return _piecewise_poisson(edges, rates, gen)
+    out = _piecewise_poisson(edges, rates, gen)
+    expected = mm.mean_rate * d
+    what = f"bursty(rate={fmt_num(rate)}, duration={fmt_num(d)}, cv={fmt_num(cv)})"
+    cycle = mm.mean_high_s + mm.mean_low_s
+    short = mm.rate_low == 0.0 and d < BURSTY_MIN_CYCLES * cycle
+    hint = (f"the duration covers {d / cycle:.2g} burst/calm cycles (mean cycle {cycle:.3g} s, calm state "
+            f"silent); use duration >= {BURSTY_MIN_CYCLES * cycle:.0f} s or a lower cv")
+    if expected >= 10 and not 0.5 * expected <= out.size <= 2.0 * expected:
+        warnings.warn(f"{what} produced {out.size} arrivals ({out.size / d:.4g} req/s), far from the "
+                      f"{expected:.0f} expected (rate x duration): the window is dominated by "
+                      f"{'silence' if out.size < expected else 'bursts'}; "
+                      + (hint if short else "use a longer duration or a lower cv"),
+                      PardWarning, stacklevel=2)
+    elif short:
+        warnings.warn(f"{what}: the window's rate and cv can be far from the request: {hint}",
+                      PardWarning, stacklevel=2)
+    return out
 
 
 def flash_crowd(
