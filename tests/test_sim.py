@@ -213,3 +213,19 @@ def test_no_policy_exceeds_the_goodput_bound_on_random_runs() -> None:
             assert r.on_time <= r.goodput_bound_count + 1e-6, (trial, pol, r.on_time, r.goodput_bound_count)
             exceeded_per_second += r.on_time > r.goodput_bound_per_second
     assert exceeded_per_second > 0  # the per-second figure alone is not a bound: carry-over matters
+
+
+def test_compare_accepts_a_single_policy_name() -> None:
+    """compare(..., policies="pard") runs one policy instead of iterating the string's letters."""
+    arr = np.linspace(0.0, 2.0, 200)
+    assert list(compare("tm", arr, policies="pard", jitter_cv=0.0)) == ["pard"]
+
+
+def test_error_messages_show_plain_numbers() -> None:
+    """Messages about NumPy values read 0.5, not np.float64(0.5)."""
+    with pytest.raises(ValueError) as info:
+        simulate("tm", np.array([1.0, 0.5]), "naive")
+    assert "arrivals[1] = 0.5 < arrivals[0] = 1.0" in str(info.value) and "np.float64" not in str(info.value)
+    with pytest.raises(ValueError) as info:
+        simulate("tm", np.array([0.0, 1.0]), "naive", jitter_cv=np.float64(-2.0))
+    assert "got -2.0" in str(info.value) and "np." not in str(info.value)

@@ -105,14 +105,21 @@ def planner_stages(spec: "PipelineSpec") -> list[PlannerStage]:
     ]
 
 
+def _show(x: Any) -> str:
+    """``repr`` of a value for a message, with NumPy scalars shown as plain numbers."""
+    if isinstance(x, (np.floating, np.integer, np.bool_)):
+        return repr(x.item())
+    return repr(x)
+
+
 def _check_float(name: str, value: Any, *, low: float, low_open: bool = False, high: float = math.inf) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}")
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {_show(value)}")
     v = float(value)
     ok = (v > low if low_open else v >= low) and v <= high and math.isfinite(v)
     if not ok:
         bound = f"{'>' if low_open else '>='} {low}" + (f" and <= {high}" if math.isfinite(high) else "")
-        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+        raise ValueError(f"{name} must be a finite number {bound}, got {_show(value)}")
     return v
 
 
@@ -125,15 +132,15 @@ def _arrivals(arrivals: Any) -> F64:
         raise ValueError(f"arrivals must be one-dimensional (seconds), got shape {arr.shape}")
     if arr.size and not np.isfinite(arr).all():
         i = int(np.flatnonzero(~np.isfinite(arr))[0])
-        raise ValueError(f"arrivals[{i}] = {arr[i]!r} is not finite")
+        raise ValueError(f"arrivals[{i}] = {_show(arr[i])} is not finite")
     if arr.size and arr[0] < 0:
-        raise ValueError(f"arrivals must be >= 0 s, got arrivals[0] = {arr[0]!r}")
+        raise ValueError(f"arrivals must be >= 0 s, got arrivals[0] = {_show(arr[0])}")
     if arr.size > 1:
         bad = np.flatnonzero(np.diff(arr) < 0)
         if bad.size:
             i = int(bad[0])
-            raise ValueError(f"arrivals must be sorted: arrivals[{i + 1}] = {arr[i + 1]!r} < "
-                             f"arrivals[{i}] = {arr[i]!r}")
+            raise ValueError(f"arrivals must be sorted: arrivals[{i + 1}] = {_show(arr[i + 1])} < "
+                             f"arrivals[{i}] = {_show(arr[i])}")
     return np.ascontiguousarray(arr)
 
 
@@ -177,7 +184,7 @@ def _per_request(name: str, value: Any, n: int, default: float, dtype: Any, posi
         raise ValueError(f"{name} must be a scalar or have one entry per arrival ({n}), got shape {arr.shape}")
     if not np.isfinite(arr).all() or (positive and (arr <= 0).any()) or (not positive and (arr < 0).any()):
         i = int(np.flatnonzero(~np.isfinite(arr) | ((arr <= 0) if positive else (arr < 0)))[0])
-        raise ValueError(f"{name}[{i}] = {arr[i]!r} must be {'> 0' if positive else '>= 0'} and finite")
+        raise ValueError(f"{name}[{i}] = {_show(arr[i])} must be {'> 0' if positive else '>= 0'} and finite")
     if dtype is np.int32:
         if (arr != np.round(arr)).any():
             raise ValueError(f"{name} must hold whole numbers")
@@ -392,9 +399,12 @@ def compare(
 ) -> dict[str, Report]:
     """Simulate each policy on the same pipeline and arrivals; ``params`` as :func:`simulate`.
 
-    Returns policy name -> Report, in the order given.  Raises as :func:`simulate`; ValueError for
-    an empty or duplicated policy list.
+    ``policies``: policy names or PolicySpecs (a single name or spec is one policy).  Returns policy
+    name -> Report, in the order given.  Raises as :func:`simulate`; ValueError for an empty or
+    duplicated policy list.
     """
+    if isinstance(policies, (str, PolicySpec)):
+        policies = [policies]
     specs = [get_policy(p) for p in policies]
     if not specs:
         raise ValueError("policies must name at least one policy, got none")

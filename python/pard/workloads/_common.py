@@ -29,14 +29,21 @@ F64 = npt.NDArray[np.float64]
 PathLike = Union[str, Path]
 
 
+def show(x: object) -> str:
+    """``repr`` of a value for a message, with NumPy scalars shown as plain numbers."""
+    if isinstance(x, (np.floating, np.integer, np.bool_)):
+        return repr(x.item())
+    return repr(x)
+
+
 def check_positive(name: str, value: float) -> float:
     """``value`` as a float; ValueError unless finite and > 0."""
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number > 0, got {value!r}") from None
+        raise ValueError(f"{name} must be a number > 0, got {show(value)}") from None
     if not math.isfinite(v) or v <= 0.0:
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+        raise ValueError(f"{name} must be finite and > 0, got {show(value)}")
     return v
 
 
@@ -45,9 +52,9 @@ def check_nonnegative(name: str, value: float) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number >= 0, got {value!r}") from None
+        raise ValueError(f"{name} must be a number >= 0, got {show(value)}") from None
     if not math.isfinite(v) or v < 0.0:
-        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+        raise ValueError(f"{name} must be finite and >= 0, got {show(value)}")
     return v
 
 
@@ -114,10 +121,10 @@ def as_arrivals(arrivals: npt.ArrayLike, name: str = "arrivals") -> F64:
     bad = ~np.isfinite(a)
     if bad.any():
         i = int(np.argmax(bad))
-        raise ValueError(f"{name}[{i}] = {a[i]!r} is not finite")
+        raise ValueError(f"{name}[{i}] = {show(a[i])} is not finite")
     if a.size and a.min() < 0.0:
         i = int(np.argmin(a))
-        raise ValueError(f"{name}[{i}] = {a[i]!r} is negative; arrival times must be >= 0")
+        raise ValueError(f"{name}[{i}] = {show(a[i])} is negative; arrival times must be >= 0")
     return a
 
 
