@@ -144,3 +144,98 @@ def test_oversized_runs_exit_2_before_allocating(tmp_path: Path, capsys: pytest.
     code, out, err = run_main(capsys, "simulate", *argv)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "arrivals expected" in err and "lower --duration or --load" in err
+
+
+def _replay(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, *argv: str) -> tuple[int, str, dict]:
+    f = tmp_path / "trace.csv"
+    f.write_text(text)
+    out_json = tmp_path / "r.json"
+    code, _, err = run_main(capsys, "simulate", "--pipeline", "tm", "--trace", str(f), "--policies", "naive",
+                            "--jitter", "0", "--json", str(out_json), *argv)
+    doc = json.loads(out_json.read_text()) if code == 0 else {}
+    return code, err, doc
+
+
+def test_counts_file_without_format_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file of whole numbers only is ambiguous (counts or timestamps): exit 2 listing the --trace-format choices."""
+    code, err, _ = _replay(tmp_path, capsys, "5\n7\n3\n9\n")
+    assert code == 2 and "--trace-format {azure-llm,azure-functions,counts,csv}" in err
+    code, err, doc = _replay(tmp_path, capsys, "5\n7\n3\n9\n", "--trace-format", "counts", "--load", "0.01")
+    assert code == 0, err
+
+
+def test_csv_column_picked_by_name_and_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A header id,arrival uses the 'arrival' column (said in the header line); --column selects another one."""
+    text = "id,arrival,other\n100,0.5,1\n200,0.7,2\n300,1.9,3\n"
+    code, err, doc = _replay(tmp_path, capsys, text)
+    assert code == 0, err
+    assert "column 'arrival'" in err and "guessed" in err and "3 requests over 1.4 s" in err
+    assert doc["policies"]["naive"]["submitted"] == 3
+    code, err, _ = _replay(tmp_path, capsys, "id,x\n1,0.5\n2,0.7\n")
+    assert code == 2 and "--column NAME|INDEX" in err
+    code, err, doc = _replay(tmp_path, capsys, "id,x\n1,0.5\n2,0.7\n", "--column", "x", "--unit", "ms")
+    assert code == 0 and "column 'x', ms" in err
+
+
+def test_csv_iso_datetimes_and_timestamp_header(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ISO date-times are detected (with or without header); a lone 'timestamp' header is csv, not Azure LLM."""
+    code, err, doc = _replay(tmp_path, capsys, "timestamp\n2024-01-01T00:00:00\n2024-01-01T00:00:00.5\n"
+                                               "2024-01-01T00:00:02\n")
+    assert code == 0, err
+    assert "ISO date-times" in err and "2 s" in err and doc["policies"]["naive"]["submitted"] == 3
+    code, err, doc = _replay(tmp_path, capsys, "2024-01-01 00:00:00\n2024-01-01 00:00:01.5\n")
+    assert code == 0, err and doc["policies"]["naive"]["submitted"] == 2
+    code, err, doc = _replay(tmp_path, capsys, "timestamp\n0.1\n0.4\n1.2\n")
+    assert code == 0 and "column 'timestamp', s" in err
+
+
+def test_outputs_validated_before_simulating(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--json in a missing folder and --plot with an unknown suffix exit 2 naming the option, before any run."""
+    code, out, err = run_main(capsys, "simulate", "--json", str(tmp_path / "no" / "o.json"))
+    assert code == 2 and "--json" in err and "does not exist" in err and out == ""
+    code, out, err = run_main(capsys, "simulate", "--plot", str(tmp_path / "o.xyz"))
+    assert code == 2 and "--plot" in err and ".png" in err and out == ""
+
+
+def test_empty_csv_clear_error_without_numpy_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty csv gives pard's one-line error and no numpy UserWarning."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, err, _ = _replay(tmp_path, capsys, "", "--trace-format", "csv")
+    assert code == 2 and "empty" in err and "UserWarning" not in err and err.count("\n") == 1
+
+
+def test_cli_warning_is_one_clean_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The unsorted-csv PardWarning is printed as one 'pard simulate: warning:' line, without a source line."""
+    code, err, _ = _replay(tmp_path, capsys, "0.5\n0.2\n1.0\n1.5\n")
+    assert code == 0, err
+    lines = [ln for ln in err.splitlines() if "warning:" in ln or "Warning" in ln]
+    assert len(lines) == 1 and lines[0].startswith("pard simulate: warning: ") and "were sorted" in lines[0]
+    assert "cli.py" not in err and "warnings.warn" not in err
+
+
+def test_header_reports_actual_rate_and_load(capsys: pytest.CaptureFixture[str]) -> None:
+    """The header line prints the requested load and the actual offered rate and load (arrivals / duration / capacity)."""
+    code, _, err = run_main(capsys, "simulate", "--pipeline", "tm", "--trace", "poisson", "--load", "0.5",
+                            "--duration", "4", "--policies", "naive")
+    assert code == 0
+    head = " ".join(err.split())
+    assert "requested load 0.5 = 387 req/s" in head
+    n = int(head.split(" requests over ")[0].split()[-1])
+    assert f"actual {n / 4:.0f} req/s = load {n / 4 / 774.19:.3g}" in head
+
+
+def test_table_not_cut_when_not_a_terminal() -> None:
+    """Piped output (not a terminal) keeps the table's rows on one line each (no 80-column wrapping)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pard", "simulate", "--pipeline", "lv", "--trace", "poisson", "--load", "3",
+         "--duration", "5", "--policies", "nexus,naive"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [ln for ln in proc.stdout.splitlines() if ln.startswith("│ nexus") or ln.startswith("│ naive")]
+    assert len(rows) == 2
+    assert "…" not in proc.stdout
+    assert "actual" in proc.stderr.splitlines()[0]
