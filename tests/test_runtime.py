@@ -444,20 +444,37 @@ def test_callable_entry_learns_no_shape() -> None:
         assert rt.payload_shape is None
 
 
-def test_report_capacity_from_given_profile() -> None:
-    """report(capacity_profile=...) bounds goodput with that profile's capacity: workers * b / d(b) at max batch."""
+def test_report_capacity_given() -> None:
+    """report(capacity_req_s=...) bounds goodput with that capacity; the default is at least the profile's."""
     spec = _chain(n=2, max_batch=8, d=0.0005)  # own capacity: 8 / 0.001 = 8000 req/s
-    slower = PipelineSpec(name="chain", slo=10.0, stages=[
-        StageSpec(name="s0", profile={1: 0.001, 8: 0.002}, max_batch=8, successors=["s1"]),
-        StageSpec(name="s1", profile={1: 0.001, 8: 0.004}, max_batch=8),
-    ])
     with Runtime(spec, {"s0": _identity, "s1": _identity}, policy="naive") as rt:
         t0 = rt.now()
         assert [f.result(timeout=5) for f in [rt.submit(i) for i in range(5)]] == list(range(5))
     own = rt.report(t0_s=t0, duration_s=1.0)
-    np.testing.assert_allclose(own.capacity, [8000.0])
-    refit = rt.report(t0_s=t0, duration_s=1.0, capacity_profile=slower)
-    np.testing.assert_allclose(refit.capacity, [2000.0])  # s1: 1 worker * 8 / 0.004
-    assert refit.on_time == own.on_time == 5
-    with pytest.raises(ValueError, match="capacity_profile"):
-        rt.report(capacity_profile=_chain(n=3))
+    assert own.capacity[0] >= 8000.0  # the profile's, or more where the batches ran faster
+    given = rt.report(t0_s=t0, duration_s=2.0, capacity_req_s=3.0)
+    np.testing.assert_allclose(given.capacity, [3.0, 3.0])
+    assert given.on_time == own.on_time == 5
+    # 5 arrivals in the first second: 3 fit that second; the SLO (10 s) lets the rest carry over
+    assert given.goodput_bound_per_second == pytest.approx(3.0)
+    assert given.goodput_bound_count == pytest.approx(5.0)
+    for bad in (0.0, -1.0, float("inf"), "fast"):
+        with pytest.raises(ValueError, match="capacity_req_s"):
+            rt.report(capacity_req_s=bad)  # type: ignore[arg-type]
+
+
+def test_bound_capacity_scaled_by_faster_batches() -> None:
+    """The bound's capacity is workers * best b/d(b), times the run's speed-up over the profile where it is > 1."""
+    spec = _chain(n=2, max_batch=8, d=0.0005)  # d(1) = 0.0005, d(8) = 0.001: best 8 / 0.001 = 8000 req/s
+    rt = Runtime(spec, {"s0": _identity, "s1": _identity}, policy="naive", start=False)
+    assert rt.bound_capacity()["req_s"] == pytest.approx(8000.0)
+    rt._stages[0].batches += [(0.0, 0.0005, 8, 0.0), (0.1, 0.0005, 8, 0.0)]  # twice as fast: 16000
+    rt._stages[1].batches += [(0.0, 0.0020, 8, 0.0)]  # twice as slow: clamped, stays 8000
+    info = rt.bound_capacity()
+    assert info["req_s"] == pytest.approx(8000.0) and info["bottleneck"] == "s1"
+    assert info["speedup_by_stage"] == {"s0": pytest.approx(2.0), "s1": pytest.approx(0.5)}
+    rt._stages[1].batches[:] = [(0.0, 0.00025, 8, 0.0)]  # four times as fast: 32000
+    info = rt.bound_capacity()
+    assert info["req_s"] == pytest.approx(16000.0) and info["bottleneck"] == "s0"
+    assert info["profile_req_s"] == pytest.approx(8000.0)
+    np.testing.assert_allclose(rt.report(duration_s=1.0).capacity, [16000.0])

@@ -1049,7 +1049,7 @@ class Runtime:
         }
 
     def report(self, *, t0_s: float | None = None, duration_s: float | None = None,
-               capacity_profile: PipelineSpec | None = None) -> Report:
+               capacity_req_s: float | None = None) -> Report:
         """The run's :class:`pard.report.Report` (DESIGN §4), the same class ``pard simulate`` builds.
 
         Call after :meth:`close` (every request must have ended).  Per-second series start at
@@ -1057,26 +1057,20 @@ class Runtime:
         ``duration_s`` seconds, rounded up (default: up to the last send time); goodput is per
         second of that span.
 
-        The goodput bound's capacity is ``min_k workers_k * b_k / d_k(b_k)`` at each stage's max
-        batch ``b_k``, with ``d_k`` from the runtime's pipeline profile, or from
-        ``capacity_profile`` when given (a spec with the same stages, e.g. the profile refit to
-        this run's batches by :func:`pard.profiling.profile_from_batches`, when the machine ran
-        faster or slower than profiled).
+        The goodput bound (DESIGN §4; the fluid bound of :class:`pard.report.Report`, with each
+        request's SLO) uses :meth:`bound_capacity` -- the profile's capacity, scaled up where this
+        run's batches ran faster than profiled, as ``pard simulate`` does for execution jitter --
+        or ``capacity_req_s`` (req/s, finite, > 0) when given.
 
-        Raises ValueError while requests are still in flight, or when ``capacity_profile``'s
-        stages differ from the pipeline's.
+        Raises ValueError while requests are still in flight, or for a bad ``capacity_req_s``.
         """
         from .report import Report
 
-        if capacity_profile is not None:
-            got = [st.name for st in capacity_profile.stages]
-            if got != [st.name for st in self._stages]:
-                raise ValueError(f"capacity_profile must have the pipeline's stages "
-                                 f"{[st.name for st in self._stages]}, got {got}")
-            cap_stages: list[Any] = list(capacity_profile.stages)
-        else:
-            cap_stages = [st.spec for st in self._stages]
-
+        if capacity_req_s is not None and (
+            isinstance(capacity_req_s, bool) or not isinstance(capacity_req_s, (int, float, np.number))
+            or not (math.isfinite(float(capacity_req_s)) and float(capacity_req_s) > 0)
+        ):
+            raise ValueError(f"capacity_req_s must be a finite number of req/s > 0, got {capacity_req_s!r}")
         out = self.outcomes()
         n = out["send_s"].size
         if (out["state"] == _PENDING).any():
@@ -1108,12 +1102,49 @@ class Runtime:
                 qsum[k] = np.bincount(idx[ok], weights=q[ok], minlength=nb)
                 qcnt[k] = np.bincount(idx[ok], minlength=nb)
         workers = np.array([[float(st.workers)] * nb for st in self._stages]).reshape(ns, nb)
-        per_worker = np.array([int(sp.max_batch) / float(sp.duration(int(sp.max_batch))) for sp in cap_stages])
-        capacity = (workers * per_worker[:, None]).min(axis=0)
+        if capacity_req_s is None:
+            capacity = np.full(nb, self.bound_capacity()["req_s"])
+        else:
+            capacity = np.full(nb, float(capacity_req_s))
         return Report(
             policy=self._policy.name, pipeline=self._spec.name, stage_names=[st.name for st in self._stages],
             send_s=send, state=out["state"], finish_s=out["finish_s"], drop_stage=out["drop_stage"],
             reason=out["reason"], compute_s=out["compute_s"], reasons=list(_REASONS),
             stage_submitted=submitted, stage_executed=executed, stage_compute_s=compute,
             t0_s=t0, qdelay_sum_s=qsum, qdelay_count=qcnt, workers=workers, capacity=capacity,
+            slo_s=out["slo_s"],
         )
+
+    def bound_capacity(self) -> dict[str, Any]:
+        """The pipeline capacity (req/s) the goodput bound of :meth:`report` uses, and how it was found.
+
+        Per stage ``k``: ``workers_k * peak_k * max(1, speedup_k)``, where ``peak_k = max_b b / d_k(b)``
+        over the profile's batch sizes up to ``max_batch`` (a worker's best throughput) and
+        ``speedup_k`` is the profiled duration of the batches this run executed at stage ``k``
+        over their measured duration (1 before any batch ran).  The pipeline capacity is the
+        minimum over stages.  The profile is measured beside co-load at capacity; on a machine
+        that is quieter during the run, batches run faster than profiled, and the profile alone
+        would understate the capacity (live goodput could then read above 100 % of the bound).
+        Slower batches do not lower it: a bound must hold whatever the machine did.
+
+        Returns:
+            ``req_s`` (the capacity), ``profile_req_s`` (the same without the speed-up),
+            ``bottleneck`` (the stage with the smallest capacity), ``speedup_by_stage``
+            (stage -> the measured factor before clamping to >= 1, or None without batches).
+        """
+        rates: list[float] = []
+        plain: list[float] = []
+        speedups: dict[str, float | None] = {}
+        for st in self._stages:
+            cands = [b for b in st.profile if b <= st.max_batch] + [st.max_batch]
+            peak = st.workers * max(b / st.duration(b) for b in cands)
+            rows = list(st.batches)
+            actual = sum(r[1] for r in rows)
+            nominal = sum(st.duration(r[2]) for r in rows)
+            speedup = nominal / actual if rows and actual > 0 else None
+            speedups[st.name] = speedup
+            plain.append(peak)
+            rates.append(peak * max(1.0, speedup or 1.0))
+        k = int(np.argmin(rates))
+        return {"req_s": float(rates[k]), "profile_req_s": float(min(plain)), "bottleneck": self._stages[k].name,
+                "speedup_by_stage": speedups}
