@@ -77,7 +77,9 @@ def register_profile(subparsers: Any) -> None:
     p.add_argument("--out", type=Path, default=None, metavar="FILE",
                    help="where to write the profile (YAML/JSON/TOML by suffix); default the cache "
                         "(~/.cache/pard/profiles/...)")
-    p.add_argument("--cores", type=int, default=None, help="cores to size the workers to; default all")
+    p.add_argument("--cores", type=int, default=None,
+                   help="cores to size the workers to; default all this process may use (more than the machine "
+                        "has is accepted with a warning)")
     p.add_argument("--repeats", type=int, default=7, help="timed runs per batch size and worker; default 7")
     p.add_argument("--scale", type=cli._positive("--scale"), default=LIVE_DEFAULTS["scale"],
                    help="reference models' work per request, relative to the default size; default 1")
@@ -115,10 +117,14 @@ def register_run(subparsers: Any) -> None:
                    help=f"directory for live.json and live.png; default {d['out']}")
     p.add_argument("--json", type=Path, default=None, metavar="PATH", help="JSON path (default DIR/live.json)")
     p.add_argument("--plot", type=Path, default=None, metavar="PATH", help="PNG path (default DIR/live.png)")
-    p.add_argument("--cores", type=int, default=None, help="cores to size the workers to; default all")
+    p.add_argument("--cores", type=int, default=None,
+                   help="cores to size the workers to; default all this process may use (more than the machine "
+                        "has is accepted with a warning: the workers then share the real cores)")
     p.add_argument("--scale", type=cli._positive("--scale"), default=d["scale"],
                    help="reference models' work per request, relative to the default size; default 1")
-    p.add_argument("--refresh-profile", action="store_true", help="measure even if a cached profile exists")
+    p.add_argument("--refresh-profile", action="store_true",
+                   help="measure even if a cached profile exists (a cached one is also measured again when "
+                        "older than 12 h, or when a previous run found the machine >25 %% off its profile)")
     p.add_argument("--seed", type=cli._seed, default=0, help="seed of the arrivals and planner; default 0")
     p.set_defaults(func=cmd_run)
 
