@@ -353,8 +353,10 @@ def specs(draw: st.DrawFn) -> PipelineSpec:
             }
         )
     tiers = draw(st.dictionaries(names, st.floats(1e-3, 1e3), max_size=3))
+    # an SLO a lone request can meet (>= every stage's d(1) summed), so no unreachable-SLO warning
+    floor = sum(min(st_["profile"].values()) for st_ in stages)
     return PipelineSpec(
-        name=draw(names), slo=draw(durations), stages=stages, tiers=tiers, description=draw(texts)
+        name=draw(names), slo=draw(durations) + floor, stages=stages, tiers=tiers, description=draw(texts)
     )
 
 
@@ -405,3 +407,21 @@ def test_absurd_worker_counts_rejected() -> None:
     assert StageSpec(name="a", profile={1: 0.01}, max_batch=1, workers=config.MAX_WORKERS).workers == 100_000
     with pytest.raises(ConfigError, match=r"workers must be <= 100000.*100000000"):
         StageSpec(name="a", profile={1: 0.01}, max_batch=1, workers=100_000_000)
+
+
+def test_unreachable_slo_warns_naming_path_latency() -> None:
+    """A pipeline whose path needs more than its SLO even for a lone request warns with that latency; built-ins do not."""
+    import warnings
+
+    from pard.errors import PardWarning
+
+    stages = [StageSpec(name="a", profile={1: 0.05, 4: 0.1}, max_batch=4, successors=["b"]),
+              StageSpec(name="b", profile={1: 0.2}, max_batch=1)]
+    with pytest.warns(PardWarning, match=r"SLO 0.1 s can never be met.*0.25 s .*a -> b"):
+        PipelineSpec(name="p", slo=0.1, stages=stages)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PipelineSpec(name="p", slo=0.25, stages=stages)
+        for name in config.BUILTIN_NAMES:
+            config.builtin(name)
+    assert config.min_latency_path(PipelineSpec(name="p", slo=1.0, stages=stages)) == (pytest.approx(0.25), ["a", "b"])

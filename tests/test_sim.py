@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from pard import config
+from pard.errors import PardWarning
 from pard.policies import POLICIES
 from pard.sim import budget_fractions, compare, simulate
 
@@ -45,12 +46,13 @@ def test_lone_request_latency_is_sum_of_durations() -> None:
 
 def test_dropped_branch_cancels_sibling_and_counts_once() -> None:
     """A DAG branch that cannot make the SLO drops the request once; its queued sibling copy is cancelled unexecuted."""
-    spec = config.PipelineSpec(name="dag", slo=0.5, stages=[
-        stage("a", 0.001, succ=["slow", "side"], workers=4),
-        stage("slow", 1.0, succ=["join"]),      # alone exceeds the SLO: pard drops at once
-        stage("side", 0.05, succ=["join"]),     # 20 req/s for 100 req/s of input: copies queue here
-        stage("join", 0.001),
-    ])
+    with pytest.warns(PardWarning, match="can never be met"):  # deliberately unreachable SLO
+        spec = config.PipelineSpec(name="dag", slo=0.5, stages=[
+            stage("a", 0.001, succ=["slow", "side"], workers=4),
+            stage("slow", 1.0, succ=["join"]),      # alone exceeds the SLO: pard drops at once
+            stage("side", 0.05, succ=["join"]),     # 20 req/s for 100 req/s of input: copies queue here
+            stage("join", 0.001),
+        ])
     n = 500
     arr = np.arange(n) * 0.01 + 0.001
     r = simulate(spec, arr, "pard-back", jitter_cv=0.0)
@@ -147,12 +149,13 @@ def test_per_request_slo_and_empty_arrivals() -> None:
 
 def test_dag_estimate_uses_longest_path_end_to_end() -> None:
     """At a fan-out stage pard drops by the slow branch's path; before the first planner sync the drop happens at that branch."""
-    spec = config.PipelineSpec(name="dag2", slo=0.3, stages=[
-        stage("a", 0.01, succ=["fast", "slow"]),
-        stage("fast", 0.01, succ=["join"]),
-        stage("slow", 0.30, succ=["join"]),
-        stage("join", 0.01),
-    ])
+    with pytest.warns(PardWarning, match="can never be met"):  # deliberately unreachable SLO
+        spec = config.PipelineSpec(name="dag2", slo=0.3, stages=[
+            stage("a", 0.01, succ=["fast", "slow"]),
+            stage("fast", 0.01, succ=["join"]),
+            stage("slow", 0.30, succ=["join"]),
+            stage("join", 0.01),
+        ])
     arr = np.arange(1, 50) * 0.1 + 0.05  # 0.15 .. 4.95 s, no queueing
     r = simulate(spec, arr, "pard", jitter_cv=0.0)
     assert r.dropped == arr.size

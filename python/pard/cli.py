@@ -394,6 +394,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         spec = resolve_pipeline(args.pipeline)
     except (PardError, ValueError, OSError) as exc:
         raise UsageError(f"--pipeline {args.pipeline!r}: {exc}") from None
+    if args.slo is not None:
+        from .config import warn_unreachable_slo
+
+        warn_unreachable_slo(spec, args.slo)
     capacity = spec.capacity().pipeline
     load = args.load
     is_file = args.trace not in BUILTIN_TRACES and Path(args.trace).is_file()

@@ -28,6 +28,7 @@ import json
 import math
 import re
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -37,7 +38,7 @@ from typing import Any, Literal, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from .errors import ConfigError
+from .errors import ConfigError, PardWarning
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,6 +52,7 @@ __all__ = [
     "PipelineSpec",
     "Capacity",
     "MAX_WORKERS",
+    "min_latency_path",
     "BUILTIN_NAMES",
     "builtin",
     "load",
@@ -79,6 +81,32 @@ def _check_name(kind: str, value: str) -> str:
 #: Largest ``workers`` a stage may declare (10^5): the simulator and the runtime allocate per-worker
 #: state, and a count beyond this is a typo rather than a deployment.
 MAX_WORKERS = 100_000
+
+
+def min_latency_path(spec: "PipelineSpec") -> tuple[float, list[str]]:
+    """The smallest end-to-end latency a request can have, and the path that sets it (s, stage names).
+
+    A request visits every stage, so even alone (batch size 1, no queueing) it needs the longest
+    entry-to-exit path's sum of ``d(1)`` (the shortest duration of each non-decreasing profile).
+    """
+    best = (-1.0, [])
+    for e in spec.entry_stages():
+        for path in spec.downstream_paths(e):
+            names = [e, *path]
+            t = sum(spec.stage(n).duration(1) for n in names)
+            if t > best[0]:
+                best = (t, names)
+    return best
+
+
+def warn_unreachable_slo(spec: "PipelineSpec", slo: float) -> None:
+    """Warn (:class:`pard.errors.PardWarning`) when no request can ever finish within ``slo`` seconds."""
+    t, path = min_latency_path(spec)
+    if t > slo:
+        warnings.warn(
+            f"pipeline {spec.name!r}: SLO {slo:g} s can never be met: a lone request needs at least "
+            f"{t:.4g} s (sum of d(1) along {' -> '.join(path)}); every request will be late or dropped",
+            PardWarning, stacklevel=2)
 
 
 def _check_count(field: str, value: int) -> int:
@@ -251,6 +279,9 @@ class PipelineSpec(BaseModel):
     Raises:
         ConfigError: naming the field and value for an unknown successor, a cycle, no entry stage,
             duplicate stage names, SLO <= 0, and every :class:`StageSpec` rule.
+    Warns:
+        PardWarning: the SLO is below the smallest possible latency (the longest entry-to-exit
+            path's sum of ``d(1)``): no request can ever be on time.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
@@ -316,6 +347,7 @@ class PipelineSpec(BaseModel):
         cycle = _find_cycle(self.stages)
         if cycle:
             raise ValueError(f"stages: the successors form a cycle: {' -> '.join(cycle)}")
+        warn_unreachable_slo(self, self.slo)
         return self
 
     # ---- construction ----------------------------------------------------------------------
