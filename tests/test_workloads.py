@@ -466,3 +466,13 @@ def test_bursty_warns_on_empty_or_short_windows() -> None:
         _w.simplefilter("error")
         b = wl.bursty(400.0, 600.0, 1.5, seed=1)
     assert abs(b.size - 240_000) < 5 * math.sqrt(240_000)
+
+
+def test_messages_show_numpy_values_as_plain_numbers() -> None:
+    """Argument errors quote NumPy scalars as plain numbers (0.01), never np.float64(0.01)."""
+    for call in (lambda: wl.mmpp_parameters(np.float64(100.0), np.float64(0.01)),
+                 lambda: wl.diurnal(10.0, 10.0, amplitude=np.float64(1.5)),
+                 lambda: wl.poisson(np.float64(-1.0), 1.0)):
+        with pytest.raises(ValueError) as info:
+            call()
+        assert "np." not in str(info.value)

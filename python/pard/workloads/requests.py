@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from ._common import F64, as_arrivals, check_positive, rng
+from ._common import F64, as_arrivals, check_positive, rng, show
 
 __all__ = ["Workload", "assign_tiers"]
 
@@ -54,7 +54,7 @@ class Workload:
             bad = ~(np.isfinite(self.slo_s) & (self.slo_s > 0))
             if bad.any():
                 i = int(np.argmax(bad))
-                raise ValueError(f"slo_s[{i}] = {self.slo_s[i]!r} must be finite and > 0 seconds")
+                raise ValueError(f"slo_s[{i}] = {show(self.slo_s[i])} must be finite and > 0 seconds")
         if self.tier is not None:
             if self.tier.shape != (n,):
                 raise ValueError(f"tier has shape {self.tier.shape}, expected ({n},) like arrivals_s")

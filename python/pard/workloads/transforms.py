@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from ._common import MAX_ARRIVALS, F64, as_arrivals, check_max_arrivals, check_nonnegative, check_positive, fmt_num, rng
+from ._common import MAX_ARRIVALS, F64, as_arrivals, check_max_arrivals, check_nonnegative, check_positive, fmt_num, rng, show
 
 __all__ = ["scale", "window", "cv", "bin_counts", "mean_rate"]
 
@@ -125,6 +125,6 @@ def window(arrivals: npt.ArrayLike, start: float, duration: float) -> F64:
     d = check_positive("duration", duration)
     end = s + d
     if not math.isfinite(end):
-        raise ValueError(f"start + duration overflows: {start!r} + {duration!r}")
+        raise ValueError(f"start + duration overflows: {show(start)} + {show(duration)}")
     sel = a[(a >= s) & (a < end)]
     return np.ascontiguousarray(sel - s, dtype=np.float64)
