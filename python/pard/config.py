@@ -89,7 +89,7 @@ def min_latency_path(spec: "PipelineSpec") -> tuple[float, list[str]]:
     A request visits every stage, so even alone (batch size 1, no queueing) it needs the longest
     entry-to-exit path's sum of ``d(1)`` (the shortest duration of each non-decreasing profile).
     """
-    best = (-1.0, [])
+    best: tuple[float, list[str]] = (-1.0, [])
     for e in spec.entry_stages():
         for path in spec.downstream_paths(e):
             names = [e, *path]

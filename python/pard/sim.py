@@ -151,7 +151,7 @@ def _peak_throughput(st: Any) -> float:
     points up to ``max_batch`` and ``max_batch`` itself are the only candidates.
     """
     cands = [b for b in st.profile if b <= st.max_batch] + [st.max_batch]
-    return max(b / st.duration(int(b)) for b in cands)
+    return float(max(b / st.duration(int(b)) for b in cands))
 
 
 def _check_size(n: int, span_s: float, ns: int, max_visits: float) -> None:
