@@ -152,17 +152,23 @@ def spread_counts(
     return out
 
 
+def existing_trace_file(path: PathLike) -> Path:
+    """``path`` as a Path, or TraceError if it is not a file or is empty (checked before pandas reads it)."""
+    p = Path(path)
+    if not p.is_file():
+        raise TraceError(f"{p}: no such trace file")
+    if p.stat().st_size == 0:
+        raise TraceError(f"{p}: the file is empty")
+    return p
+
+
 def read_csv_text(path: PathLike, *, header: bool) -> tuple[Path, pd.DataFrame]:
     """Read a CSV as strings with one DataFrame row per file line (blank lines become rows of "").
 
     The row with index ``i`` is on file line ``i + 2`` with a header and ``i + 1`` without.  Raises
     TraceError for a missing, unreadable, empty or malformed (too many fields) file.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise TraceError(f"{p}: no such trace file")
-    if p.stat().st_size == 0:
-        raise TraceError(f"{p}: the file is empty")
+    p = existing_trace_file(path)
     try:
         df = pd.read_csv(
             p,

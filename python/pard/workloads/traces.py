@@ -24,6 +24,7 @@ from ._common import (
     F64,
     PathLike,
     drop_blank_rows,
+    existing_trace_file,
     finish,
     first_missing,
     read_csv_text,
@@ -196,13 +197,7 @@ def azure_functions(
             the hashes, a count that is missing, non-numeric, negative or fractional (names the
             line and column), or no invocations at all.
     """
-    from pathlib import Path
-
-    p = Path(path)
-    if not p.is_file():
-        raise TraceError(f"{p}: no such trace file")
-    if p.stat().st_size == 0:
-        raise TraceError(f"{p}: the file is empty")
+    p = existing_trace_file(path)
     try:
         df = pd.read_csv(
             p, dtype={k: str for k in AZURE_FUNCTIONS_KEYS}, skip_blank_lines=False, engine="c"
