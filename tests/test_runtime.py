@@ -478,3 +478,55 @@ def test_bound_capacity_scaled_by_faster_batches() -> None:
     assert info["req_s"] == pytest.approx(16000.0) and info["bottleneck"] == "s0"
     assert info["profile_req_s"] == pytest.approx(8000.0)
     np.testing.assert_allclose(rt.report(duration_s=1.0).capacity, [16000.0])
+
+
+@pytest.mark.parametrize("exc_type", [SystemExit, KeyboardInterrupt])
+def test_base_exception_in_executor_fails_batch_and_worker_survives(exc_type: type) -> None:
+    """An executor raising SystemExit/KeyboardInterrupt fails its batch (cause kept) and the worker serves on."""
+
+    def stage(xs: list[int]) -> list[int]:
+        if any(x < 0 for x in xs):
+            raise exc_type("executor bailed out")
+        return [x + 1 for x in xs]
+
+    rt = Runtime(_chain(n=1, max_batch=1), {"s0": stage}, policy="naive")
+    bad = rt.submit(-1)
+    with pytest.raises(ExecutorError, match="executor bailed out") as info:
+        bad.result(timeout=5)
+    assert isinstance(info.value.__cause__, exc_type)
+    assert all(t.is_alive() for t in rt._stages[0].threads)
+    assert rt.submit(4).result(timeout=5) == 5
+    _close_or_fail(rt, f"an executor raising {exc_type.__name__}")
+    c = rt.counts()
+    assert (c["submitted"], c["failed"], c["dropped"], c["on_time"] + c["late"]) == (2, 1, 0, 1)
+
+
+class _DyingSched:
+    """Wraps a StageScheduler so that ``form_batch`` raises SystemExit (a worker dying outside the executor)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def form_batch(self, *args: Any) -> Any:
+        raise SystemExit("injected worker death")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_dead_worker_is_noticed() -> None:
+    """A worker thread that dies anyway fails the requests of its stage, and submit then names the dead stage."""
+    rt = Runtime(_chain(n=2, max_batch=4), {"s0": _identity, "s1": _identity}, policy="naive")
+    rt._stages[1].sched = _DyingSched(rt._stages[1].sched)
+    f = rt.submit(1)
+    with pytest.raises(ExecutorError, match="s1") as info:
+        f.result(timeout=5)
+    assert isinstance(info.value.__cause__, SystemExit)
+    for t in rt._stages[1].threads:
+        t.join(timeout=5)
+        assert not t.is_alive()
+    with pytest.raises(RuntimeError, match=r"stage 's1' is dead.*SystemExit"):
+        rt.submit(2)
+    _close_or_fail(rt, "a dead worker")
+    c = rt.counts()
+    assert (c["submitted"], c["failed"], c["pending"], c["dropped"]) == (1, 1, 0, 0)

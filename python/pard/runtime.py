@@ -19,9 +19,16 @@ dropped    a stage's policy dropped it (``pard.Dropped(request_id, stage, reason
            cancelled: by ``future.cancel()`` (the future is then *cancelled*) or by
            ``close()`` (``Dropped`` with reason ``"cancelled"``); reason code ``cancelled``
 rejected   the entry ring was full (back-pressure): ``pard.Rejected``
-failed     the stage's executor raised on its batch: ``pard.ExecutorError`` (``__cause__`` is
-           the original exception)
+failed     the stage's executor raised on its batch -- any exception, ``SystemExit`` and
+           ``KeyboardInterrupt`` included; the worker carries on -- or a worker of a stage it
+           was queued at or would reach died: ``pard.ExecutorError`` (``__cause__`` is the
+           original exception)
 =========  ==================================================================================
+
+A worker thread survives whatever its executor raises.  Should one die anyway (an error outside
+the executor call), the runtime notices: its stage is marked dead, the requests that worker held,
+those queued at the stage and those reaching it later end as ``failed``, and ``submit`` raises
+RuntimeError naming the dead stage.
 
 so that ``submitted = on_time + late + dropped + rejected + failed`` holds exactly once every
 request has ended (``close()`` ensures that).  Cancellations are counted as drops with reason
@@ -193,6 +200,8 @@ class _Stage:
         self.batches: list[tuple[float, float, int, float]] = []  # (start, duration, size, wait)
         self.drops = 0
         self.threads: list[threading.Thread] = []
+        #: (thread name, exception) once one of this stage's workers died outside the executor call
+        self.dead: tuple[str, BaseException] | None = None
 
     def duration(self, b: int) -> float:
         return float(self.spec.duration(max(1, int(b))))
@@ -360,6 +369,7 @@ class Runtime:
         self._lock = threading.Lock()  # guards request ids, outcomes, terminal transitions
         self._idle = threading.Condition(self._lock)
         self._live: dict[int, _Request] = {}
+        self._dead: _Stage | None = None  # the first stage whose worker died (submit then raises)
         self._out = _Outcomes()
         self._counts = [0] * 6
         self._inflight = 0
@@ -512,7 +522,8 @@ class Runtime:
                 payload's shape differs from the expected one (``payload_shape``, given or learnt,
                 see :class:`Runtime`).
             TypeError: ``slo`` or ``tier`` of the wrong type.
-            RuntimeError: the runtime is not started or is closed.
+            RuntimeError: the runtime is not started or is closed, or a stage is dead (one of its
+                worker threads died outside the executor call; the message names the stage).
             Whatever the entry stage's C++ ``submit`` raises (not expected once the arguments
             passed the checks above): the registration is undone and the error propagates.  In a
             DAG with several entry stages, if the request already reached one entry queue when
@@ -542,6 +553,8 @@ class Runtime:
         with self._lock:
             if not self._accepting:
                 raise RuntimeError("this Runtime is not accepting requests (not started, or closed)")
+            if self._dead is not None:
+                raise RuntimeError(self._dead_message(self._dead))
             # Registration and the entry pushes happen under the lock, so that no other request is
             # registered in between: if the first push raises, the request is unregistered and its
             # id is reused (counted nowhere).  Lock order: self._lock, then a stage's cond.
@@ -577,6 +590,13 @@ class Runtime:
             self._terminal(req, _REJECTED, rejected_at, _REJECTED_CODE, send,
                            Rejected(f"stage {self._stages[rejected_at].name!r}'s ingress ring is full"))
         return fut
+
+    @staticmethod
+    def _dead_message(st: _Stage) -> str:
+        assert st.dead is not None
+        name, exc = st.dead
+        return (f"stage {st.name!r} is dead: its worker thread {name} died of {type(exc).__name__}: {exc!r} "
+                f"(outside the executor call); the Runtime cannot serve requests any more, close it")
 
     async def submit_async(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> Any:
         """``await``-able form of :meth:`submit`: returns the output or raises as ``future.result()``.
@@ -827,11 +847,48 @@ class Runtime:
         return batch
 
     def _worker(self, st: _Stage) -> None:
+        """A worker thread's body: :meth:`_serve`, and if that ever raises, :meth:`_worker_died`."""
+        hand: list[list[_Request]] = [[], []]  # the batch running, the batch collected next
+        try:
+            self._serve(st, hand)
+        except BaseException as e:  # noqa: BLE001 - never die silently: fail what this worker held
+            self._worker_died(st, e, hand)
+
+    def _worker_died(self, st: _Stage, exc: BaseException, hand: list[list[_Request]]) -> None:
+        """A worker of ``st`` ended by an exception outside the executor call: mark the stage dead.
+
+        The stage is marked dead (``submit`` then raises RuntimeError naming it), and every request
+        this worker held, every request queued at the stage and every request that later reaches it
+        ends as ``failed`` with an ExecutorError whose ``__cause__`` is ``exc``.
+        """
+        name = threading.current_thread().name
+        with self._lock:
+            if st.dead is None:
+                st.dead = (name, exc)
+            if self._dead is None:
+                self._dead = st
+        end = self.now()
+        held = [r for b in hand for r in b]
+        queued = [r for r in list(self._live.values()) if st.index in r.queued]
+        for r in held + queued:
+            self._fail_dead(r, st, end)
+
+    def _fail_dead(self, r: _Request, st: _Stage, t: float) -> None:
+        """End ``r`` as failed because stage ``st`` has a dead worker."""
+        assert st.dead is not None
+        name, exc = st.dead
+        err = ExecutorError(f"stage {st.name!r}: worker thread {name} died of {type(exc).__name__}: {exc}")
+        err.__cause__ = exc
+        r.queued.discard(st.index)
+        self._terminal(r, _FAILED, st.index, -1, t, err)
+
+    def _serve(self, st: _Stage, hand: list[list[_Request]]) -> None:
         clock = self._clock()
         k = st.index
         nxt: list[_Request] | None = None
         nxt_t = 0.0
         while True:
+            hand[0] = hand[1] = []
             if nxt is None:
                 with st.cond:
                     while st.pending <= 0 and not self._stop:
@@ -851,10 +908,12 @@ class Runtime:
                     continue
             # DESIGN §3.1: as this batch starts, collect the next one (expected start: this one's end)
             t_form = self.now()
+            hand[0] = batch
             if st.pending > 0 and not self._stop:
                 nb = self._form(st, t_form, t_form + st.duration(len(batch)), clock)
                 if nb:
                     nxt, nxt_t = nb, t_form
+                    hand[1] = nb
             payloads = [r.inputs[k] for r in batch]
             start = self.now()
             err: BaseException | None = None
@@ -863,8 +922,8 @@ class Runtime:
                 outs = st.executor(payloads)
                 if len(outs) != len(batch):
                     raise ValueError(f"executor returned {len(outs)} outputs for a batch of {len(batch)}")
-            except Exception as e:  # noqa: BLE001 - any executor error fails this batch only
-                err = e
+            except BaseException as e:  # noqa: BLE001 - any executor error (SystemExit and
+                err = e  # KeyboardInterrupt included) fails this batch only; the worker carries on
             end = self.now()
             dur = end - start
             st.batches.append((start, dur, len(batch), start - t_b))
@@ -933,7 +992,7 @@ class Runtime:
                     del r.parts[s]
                 try:
                     payload = self._join(payload_parts)
-                except Exception as e:  # noqa: BLE001 - a failing join fails the request
+                except BaseException as e:  # noqa: BLE001 - a failing join fails the request
                     err = ExecutorError(f"join into stage {nxt.name!r} raised {type(e).__name__}: {e}")
                     err.__cause__ = e
                     self._terminal(r, _FAILED, s, -1, end, err)
@@ -942,15 +1001,21 @@ class Runtime:
                 payload = out
             if r.state != _PENDING:
                 return
+            if nxt.dead is not None:
+                self._fail_dead(r, nxt, end)
+                return
             try:
                 ok = self._enqueue(nxt, r, end, payload, clock, pushed)
-            except Exception as e:  # noqa: BLE001 - fail the request, keep the worker alive
+            except BaseException as e:  # noqa: BLE001 - fail the request, keep the worker alive
                 err = ExecutorError(f"handing over to stage {nxt.name!r} raised {type(e).__name__}: {e}")
                 err.__cause__ = e
                 self._terminal(r, _FAILED, s, -1, end, err)
                 return
             if not ok:
                 self._terminal(r, _DROPPED, s, _REJECTED_CODE, end, Dropped(r.id, nxt.name, "rejected"))
+                return
+            if nxt.dead is not None:  # it died while r was handed over: _worker_died may have missed r
+                self._fail_dead(r, nxt, end)
                 return
 
     # ------------------------------------------------------------------ planner
