@@ -63,3 +63,34 @@ def test_specs_are_frozen() -> None:
         POLICIES["pard"].order = "fcfs"  # type: ignore[misc]
     with pytest.raises(TypeError):
         POLICIES["x"] = POLICIES["pard"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("field, value, choices", [
+    ("order", "lifo", "'fcfs', 'lbf', 'hbf', 'adaptive'"),
+    ("drop", "random", "'none', 'pard', 'clipper', 'nexus', 'dagor'"),
+    ("downstream", "zz", "'full', 'none', 'sf', 'lower', 'upper'"),
+])
+def test_spec_rejects_unknown_choices(field: str, value: str, choices: str) -> None:
+    """An order, drop rule or downstream mode outside its choices raises ValueError naming field, value and choices."""
+    kw = {"name": "x", "order": "fcfs", "drop": "pard", field: value}
+    with pytest.raises(ValueError) as err:
+        PolicySpec(**kw)  # type: ignore[arg-type]
+    msg = str(err.value)
+    assert f"PolicySpec.{field}" in msg and repr(value) in msg and choices in msg
+
+
+def test_spec_rejects_bad_scalar_fields() -> None:
+    """Bad name, instant, Dagor parameters or description raise errors naming the field."""
+    for kw, exc, field in [
+        ({"name": ""}, ValueError, "name"), ({"name": 3}, ValueError, "name"),
+        ({"instant": "yes"}, TypeError, "instant"),
+        ({"dagor_threshold_s": -0.1}, ValueError, "dagor_threshold_s"),
+        ({"dagor_threshold_s": float("nan")}, ValueError, "dagor_threshold_s"),
+        ({"dagor_threshold_s": "0.1"}, TypeError, "dagor_threshold_s"),
+        ({"dagor_alpha": 1.5}, ValueError, "dagor_alpha"),
+        ({"description": None}, TypeError, "description"),
+    ]:
+        args = {"name": "x", "order": "fcfs", "drop": "dagor", **kw}
+        with pytest.raises(exc, match=f"PolicySpec.{field}"):
+            PolicySpec(**args)  # type: ignore[arg-type]
+    assert PolicySpec("x", "fcfs", "dagor", dagor_threshold_s=0.0, dagor_alpha=1.0).core().dagor_alpha == 1.0

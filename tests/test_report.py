@@ -176,3 +176,18 @@ def test_fluid_bound_equals_design_formula_without_carry_over() -> None:
     assert fluid_goodput_bound(send, 5.0, high, 0.0) == pytest.approx(send.size)
     # queued work carried into an idle next second raises the bound above the per-second figure
     assert fluid_goodput_bound(np.zeros(10), 1.5, np.array([4.0, 4.0]), 0.0) == pytest.approx(8.0)
+
+
+def test_table_labels_drop_rate_as_including_late_and_json_key_is_unchanged() -> None:
+    """A run with only late requests (no drops) shows its drop rate under a header saying late ones are included; JSON keeps drop_rate."""
+    from rich.console import Console
+
+    r = make([2, 2, 1, 1])  # 2 late, 0 dropped: a never-dropping policy that misses SLOs
+    assert r.dropped == 0 and r.drop_rate == pytest.approx(0.5)
+    headers = [str(c.header) for c in comparison_table({"naive": r}).columns]
+    drop_headers = [h for h in headers if h.startswith("drop") and "stage" not in h]
+    assert drop_headers == ["drop rate\n(incl. late)"]
+    console = Console(width=200, record=True)
+    console.print(comparison_table({"naive": r}))
+    assert "(incl. late)" in console.export_text()
+    assert "drop_rate" in json.loads(r.to_json()) and "late" in (Report.drop_rate.__doc__ or "")

@@ -232,3 +232,70 @@ def test_error_messages_show_plain_numbers() -> None:
     with pytest.raises(ValueError) as info:
         simulate("tm", np.array([0.0, 1.0]), "naive", jitter_cv=np.float64(-2.0))
     assert "got -2.0" in str(info.value) and "np." not in str(info.value)
+
+
+def test_sync_interval_below_floor_or_too_many_syncs_is_refused() -> None:
+    """sync_interval_s under 1 ms, or one needing more than max_syncs planner syncs, raises ValueError naming it and the count."""
+    from pard.sim import MIN_SYNC_INTERVAL_S
+
+    arr = np.linspace(0.0, 5.0, 50)
+    for bad in (1e-9, 1e-6, 0.0, -1.0, np.inf):
+        with pytest.raises(ValueError, match="sync_interval_s"):
+            simulate("tm", arr, "naive", sync_interval_s=bad)
+    # 5 s at 1 ms: floor(5 / 0.001) + 1 = 5001 syncs
+    with pytest.raises(ValueError, match=r"sync_interval_s=0\.001 needs 5001 planner syncs.*max_syncs=5000"):
+        simulate("tm", arr, "naive", sync_interval_s=MIN_SYNC_INTERVAL_S, max_syncs=5000)
+    with pytest.raises(ValueError, match="max_syncs"):
+        simulate("tm", arr, "naive", max_syncs=0)
+    r = simulate("tm", arr, "naive", sync_interval_s=0.5, max_syncs=11)  # 11 syncs: exactly at the limit
+    assert r.submitted == 50
+
+
+def test_tiers_are_validated_against_the_spec() -> None:
+    """Tier codes must be whole numbers within the spec's tiers (only 0 without tiers), of the right length, and real."""
+    arr = np.linspace(0.0, 2.0, 20)
+    n = arr.size
+    plain = config.builtin("tm")
+    assert not plain.tiers
+    for bad in (5, 1, -1, np.full(n, 1e20), np.full(n, np.nan), np.full(n, 0.5)):
+        with pytest.raises(ValueError, match=r"tiers.*valid: 0 \(the pipeline declares no tiers\)"):
+            simulate(plain, arr, "naive", tiers=bad)
+    for bad_type in ("gold", np.array(["gold"] * n), np.full(n, 1 + 0j), [True] * n):
+        with pytest.raises(TypeError, match="tiers"):
+            simulate(plain, arr, "naive", tiers=bad_type)
+    with pytest.raises(ValueError, match=r"tiers must be a scalar or have one entry per arrival \(20\)"):
+        simulate(plain, arr, "naive", tiers=np.zeros(n + 1, dtype=int))
+    tiered = config.PipelineSpec(name="t", slo=1.0, stages=[stage("a", 0.01)], tiers={"gold": 2.0, "free": 1.0})
+    with pytest.raises(ValueError, match=r"tiers\[3\] = 2.*valid: 0\.\.1"):
+        simulate(tiered, arr, "naive", tiers=[0, 1, 0, 2] + [0] * (n - 4))
+    assert simulate(tiered, arr, "naive", tiers=np.arange(n) % 2).submitted == n
+    assert simulate(plain, arr, "naive", tiers=0).submitted == n
+
+
+def test_arguments_name_themselves_and_are_not_coerced() -> None:
+    """Strings, complex numbers, out-of-range seeds/samples and non-bool flags raise errors naming the argument."""
+    arr = np.linspace(0.0, 1.0, 10)
+    n = arr.size
+    with pytest.raises(TypeError, match="slo"):
+        simulate("tm", arr, "naive", slo=np.array(["a"] * n))
+    with pytest.raises(TypeError, match="slo"):
+        simulate("tm", arr, "naive", slo="0.5")
+    with pytest.raises(ValueError, match=r"seed must be an int in 0\.\.2\*\*64-1"):
+        simulate("tm", arr, "naive", seed=2**70)
+    with pytest.raises(ValueError, match="seed"):
+        simulate("tm", arr, "naive", seed=-1)
+    with pytest.raises(ValueError, match=r"samples must be an int in 1\.\.1000000, got 1000000000000"):
+        simulate("tm", arr, "pard", samples=10**12)
+    with pytest.raises(TypeError, match="policies"):
+        compare("tm", arr, policies=None)  # type: ignore[arg-type]
+    for flag in ("autoscale", "progress", "adapt_window"):
+        for value in ("yes", None, 1):
+            with pytest.raises(TypeError, match=flag):
+                simulate("tm", arr, "naive", **{flag: value})
+    with pytest.raises(TypeError, match="arrivals.*complex"):
+        simulate("tm", arr.astype(complex), "naive")
+    with pytest.raises(TypeError, match="arrivals.*complex"):
+        simulate("tm", [0.0, 1 + 1j], "naive")
+    with pytest.raises(TypeError, match="arrivals"):
+        simulate("tm", ["0.0", "1.0"], "naive")
+    assert simulate("tm", list(range(3)), "naive", autoscale=np.bool_(False)).submitted == 3

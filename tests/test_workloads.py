@@ -476,3 +476,29 @@ def test_messages_show_numpy_values_as_plain_numbers() -> None:
         with pytest.raises(ValueError) as info:
             call()
         assert "np." not in str(info.value)
+
+
+def test_scale_warns_how_many_arrivals_were_out_of_order() -> None:
+    """scale() on unsorted input warns (PardWarning) with the out-of-order count, and matches scaling the sorted input."""
+    unsorted = np.array([3.0, 1.0, 2.0, 5.0, 4.0, 6.0])  # 2 times earlier than their predecessor
+    with pytest.warns(PardWarning, match=r"2 of 6 arrival times were earlier"):
+        out = wl.scale(unsorted, 10.0, mode="compress")
+    np.testing.assert_allclose(out, wl.scale(np.sort(unsorted), 10.0, mode="compress"))
+    with pytest.warns(PardWarning, match="2 of 6"):
+        wl.scale(unsorted, 10.0, seed=3)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        wl.scale(np.sort(unsorted), 10.0, seed=3)
+
+
+def test_generators_reject_non_real_rates() -> None:
+    """A rate given as a str, bool or complex raises TypeError naming the argument instead of being converted."""
+    for bad in ("10", True, 1 + 0j, None):
+        with pytest.raises(TypeError, match=r"rate must be a real number"):
+            wl.poisson(bad, 5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="duration"):
+        wl.poisson(10, "5")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="rate"):
+        wl.scale(np.array([0.0, 1.0, 2.0]), "10")  # type: ignore[arg-type]
+    assert wl.poisson(np.float64(100.0), np.int64(1)).dtype == np.float64

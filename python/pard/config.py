@@ -273,7 +273,8 @@ class PipelineSpec(BaseModel):
         slo: end-to-end latency SLO of a request, seconds (finite, > 0).
         stages: the stages (at least one), names unique, ``successors`` naming stages of this
             pipeline, no cycle, at least one entry stage (a stage that no other stage lists).
-        tiers: service tier name -> weight (finite, > 0) used for weighted goodput; may be empty.
+        tiers: service tier name -> weight (finite, > 0), meant for weighted goodput; may be empty.
+            Not yet used: simulate() validates tier codes against it, but drops and reports ignore tiers.
         description: free text; optional.
 
     Raises:

@@ -13,9 +13,10 @@ and the PARD ablations ``pard-back``, ``pard-sf``, ``pard-lower``, ``pard-upper`
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal, Mapping
+from typing import TYPE_CHECKING, Literal, Mapping, get_args
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import _core
@@ -52,6 +53,10 @@ class PolicySpec:
         dagor_threshold_s: Dagor's queueing-delay threshold ``T`` (s).
         dagor_alpha: Dagor's throttle: admit ``1 - alpha`` of the input while overloaded.
         description: one line for tables and ``--help``.
+
+    Raises:
+        ValueError: a field outside its choices or range (the message names the field, the value and the
+            valid choices); TypeError: a field of the wrong type.
     """
 
     name: str
@@ -62,6 +67,28 @@ class PolicySpec:
     dagor_threshold_s: float = 0.02
     dagor_alpha: float = 0.4
     description: str = ""
+
+    def __post_init__(self) -> None:
+        """Validate every field (ValueError / TypeError naming the field, its value and the valid choices)."""
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"PolicySpec.name must be a non-empty str, got {self.name!r}")
+        for field, choices in (("order", get_args(Order)), ("drop", get_args(Drop)),
+                               ("downstream", tuple(DOWNSTREAM_MODES))):
+            value = getattr(self, field)
+            if not isinstance(value, str) or value not in choices:
+                raise ValueError(f"PolicySpec.{field} must be one of {', '.join(map(repr, choices))}, "
+                                 f"got {value!r}")
+        if not isinstance(self.instant, bool):
+            raise TypeError(f"PolicySpec.instant must be True or False, got {self.instant!r}")
+        for field, low, high in (("dagor_threshold_s", 0.0, math.inf), ("dagor_alpha", 0.0, 1.0)):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"PolicySpec.{field} must be a real number, got {value!r}")
+            if not (math.isfinite(value) and low <= value <= high):
+                rng = "finite and >= 0 (seconds)" if field == "dagor_threshold_s" else "in [0, 1]"
+                raise ValueError(f"PolicySpec.{field} must be {rng}, got {value!r}")
+        if not isinstance(self.description, str):
+            raise TypeError(f"PolicySpec.description must be a str, got {self.description!r}")
 
     def core(self) -> "_core.Policy":
         """The ``pard._core.Policy`` value the C++ stage schedulers take."""

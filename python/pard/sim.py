@@ -16,6 +16,7 @@ When every request has finished, been dropped or rejected, a :class:`pard.report
 
 from __future__ import annotations
 
+import collections.abc
 import math
 import os
 import time
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .config import PipelineSpec
 
 __all__ = ["simulate", "compare", "resolve_pipeline", "core_stages", "planner_stages", "budget_fractions",
-           "MAX_VISITS"]
+           "MAX_VISITS", "MIN_SYNC_INTERVAL_S", "MAX_SYNCS", "MAX_SAMPLES", "MAX_SEED"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -43,6 +44,20 @@ F64 = npt.NDArray[np.float64]
 MAX_VISITS = 200_000_000
 #: Rough bytes of simulator and report state per request-stage visit (for the message).
 _BYTES_PER_VISIT = 64
+#: Smallest accepted ``sync_interval_s`` (1 ms).  Every sync runs one planner update in Python (about a
+#: millisecond of wall time with the default ``samples``), so shorter intervals cost more wall time than
+#: they simulate, and each interval then holds too few per-stage samples (queueing delays, batch waits)
+#: for the planner's estimates to mean anything.  The paper syncs every 1 s (DESIGN §3.5).
+MIN_SYNC_INTERVAL_S = 1e-3
+#: Default limit of :func:`simulate`'s ``max_syncs``: planner syncs over the arrivals' span
+#: (``span / sync_interval_s``).  At roughly a millisecond of wall time per sync, 2·10^5 syncs are a few
+#: minutes; a day-long trace at the default 1 s interval needs 86 400.
+MAX_SYNCS = 200_000
+#: Largest accepted ``samples`` (the planner's Monte Carlo sample count, DESIGN §3.2): each planner update
+#: draws ``samples`` float64 values per downstream stage, so 10^6 is already ~8 MB per array per sync.
+MAX_SAMPLES = 1_000_000
+#: Largest accepted ``seed``: the simulator's RNG takes an unsigned 64-bit seed.
+MAX_SEED = 2**64 - 1
 
 
 def resolve_pipeline(pipeline: "PipelineSpec | str | os.PathLike[str]") -> "PipelineSpec":
@@ -107,13 +122,13 @@ def planner_stages(spec: "PipelineSpec") -> list[PlannerStage]:
 
 def _show(x: Any) -> str:
     """``repr`` of a value for a message, with NumPy scalars shown as plain numbers."""
-    if isinstance(x, (np.floating, np.integer, np.bool_)):
+    if isinstance(x, np.generic):
         return repr(x.item())
     return repr(x)
 
 
 def _check_float(name: str, value: Any, *, low: float, low_open: bool = False, high: float = math.inf) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.floating, np.integer)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}: {_show(value)}")
     v = float(value)
     ok = (v > low if low_open else v >= low) and v <= high and math.isfinite(v)
@@ -123,11 +138,36 @@ def _check_float(name: str, value: Any, *, low: float, low_open: bool = False, h
     return v
 
 
-def _arrivals(arrivals: Any) -> F64:
+def _real_array(name: str, value: Any, what: str) -> F64:
+    """``value`` as a float64 array; TypeError naming ``name`` for strings, complex numbers, booleans or
+    other non-real entries (never a silent cast: NumPy would drop an imaginary part with a warning)."""
     try:
-        arr = np.asarray(arrivals, dtype=np.float64)
+        raw = np.asarray(value)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"arrivals must be an array of float seconds, got {type(arrivals).__name__}") from exc
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}") from exc
+    kind = raw.dtype.kind
+    if kind in "iuf":
+        return raw.astype(np.float64, copy=False)
+    if kind == "O":
+        flat = raw.reshape(-1)
+        for i, x in enumerate(flat):
+            if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+                where = f"{name}[{i}]" if raw.ndim else name
+                raise TypeError(f"{name} must be {what}; {where} is {type(x).__name__}: {_show(x)}")
+        return raw.astype(np.float64)
+    desc = {"c": "complex", "b": "bool", "U": "str", "S": "bytes", "M": "datetime64", "m": "timedelta64"}
+    sample = f": {_show(raw.reshape(-1)[0])}" if raw.size else ""
+    raise TypeError(f"{name} must be {what}, got {desc.get(kind, str(raw.dtype))} values{sample}")
+
+
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__}: {_show(value)}")
+    return bool(value)
+
+
+def _arrivals(arrivals: Any) -> F64:
+    arr = _real_array("arrivals", arrivals, "an array of float seconds")
     if arr.ndim != 1:
         raise ValueError(f"arrivals must be one-dimensional (seconds), got shape {arr.shape}")
     if arr.size and not np.isfinite(arr).all():
@@ -174,10 +214,23 @@ def _check_size(n: int, span_s: float, ns: int, max_visits: float) -> None:
             expected=float(span_s * ns), limit=limit)
 
 
+def _check_syncs(span_s: float, sync: float, max_syncs: float) -> None:
+    """ValueError when the arrivals' span needs more than ``max_syncs`` planner syncs of ``sync`` s."""
+    limit = float(max_syncs)
+    if isinstance(max_syncs, bool) or not limit >= 1:
+        raise ValueError(f"max_syncs must be a number >= 1, got {max_syncs!r}")
+    count = math.floor(span_s / sync) + 1
+    if count > limit:
+        raise ValueError(
+            f"sync_interval_s={_show(sync)} needs {count} planner syncs over the arrivals' span of "
+            f"{span_s:.6g} s, above the limit max_syncs={limit:.6g}; use a longer sync_interval_s (the "
+            f"paper's is 1 s) or raise max_syncs")
+
+
 def _per_request(name: str, value: Any, n: int, default: float, dtype: Any, positive: bool) -> Any:
     if value is None:
         return np.full(n, default, dtype=dtype)
-    arr = np.asarray(value, dtype=np.float64)
+    arr = _real_array(name, value, "a real number or an array of real numbers")
     if arr.ndim == 0:
         arr = np.full(n, float(arr))
     if arr.shape != (n,):
@@ -189,6 +242,28 @@ def _per_request(name: str, value: Any, n: int, default: float, dtype: Any, posi
         if (arr != np.round(arr)).any():
             raise ValueError(f"{name} must hold whole numbers")
     return np.ascontiguousarray(arr.astype(dtype))
+
+
+def _tiers(tiers: Any, n: int, spec: "PipelineSpec") -> npt.NDArray[np.int32]:
+    """Per-request tier codes: an int (or whole float) ``0 .. len(spec.tiers) - 1`` (the index of a
+    tier in ``spec.tiers``' order), or only 0 when the spec declares no tiers; a scalar or shape (n,)."""
+    names = list(spec.tiers)
+    valid = (f"0..{len(names) - 1} (indices of the spec's tiers {names!r})" if names
+             else "0 (the pipeline declares no tiers)")
+    if tiers is None:
+        return np.zeros(n, dtype=np.int32)
+    arr = _real_array("tiers", tiers, "integer tier codes")
+    if arr.ndim == 0:
+        arr = np.full(n, float(arr))
+    if arr.shape != (n,):
+        raise ValueError(f"tiers must be a scalar or have one entry per arrival ({n}), got shape {arr.shape}")
+    top = max(len(names) - 1, 0)
+    bad = ~np.isfinite(arr) | (arr < 0) | (arr > top) | (arr != np.round(arr))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"tiers[{i}] = {_show(arr[i])} is not a valid tier code for pipeline "
+                         f"{spec.name!r}; valid: {valid}")
+    return np.ascontiguousarray(arr.astype(np.int32))
 
 
 class _Progress:
@@ -243,6 +318,7 @@ def simulate(
     seed: int = 0,
     progress: bool = False,
     max_visits: float = MAX_VISITS,
+    max_syncs: float = MAX_SYNCS,
 ) -> Report:
     """Simulate ``pipeline`` serving ``arrivals`` under ``policy``; return the run's :class:`Report`.
 
@@ -251,25 +327,35 @@ def simulate(
         arrivals: arrival times at the pipeline, float seconds, sorted, ``>= 0``, shape ``(n,)``.
         policy: a name from :data:`pard.policies.POLICIES` or a PolicySpec.
         slo: end-to-end SLO in seconds, a scalar or one per request ``(n,)``; default the pipeline's.
-        tiers: service tier per request (int ``>= 0``, shape ``(n,)``); default 0.
+        tiers: service tier code per request, a scalar or shape ``(n,)``: an int in ``0 ..
+            len(spec.tiers) - 1`` (the tier's index in the spec's ``tiers``), or 0 when the spec has no
+            tiers; default 0.  Tiers are validated and carried into the simulator, but they do **not yet
+            influence drop decisions or the report** (no tier-weighted goodput): today every tier is
+            treated alike.
         jitter_cv: CV of the lognormal execution-time factor (mean 1); 0 = deterministic (§5a).
         autoscale: resize each stage's workers every sync to ``ceil(rate / per-worker throughput *
             headroom)`` (at least 1), new workers serving after ``cold_start_s``; otherwise fixed.
         cold_start_s: seconds before an added worker serves.
         headroom: autoscaling's over-provisioning factor (>= 1).
         workers: initial workers per stage (default: the spec's).
-        sync_interval_s: planner period (s); the paper's default is 1 s.
-        lam, window_s, adapt_window, samples: the planner's parameters (:class:`pard.planner.Planner`).
-        seed: seeds execution jitter and the planner's Monte Carlo; same seed => identical report.
+        sync_interval_s: planner period (s), at least :data:`MIN_SYNC_INTERVAL_S` (1 ms); the paper's
+            default is 1 s.
+        lam, window_s, adapt_window, samples: the planner's parameters (:class:`pard.planner.Planner`);
+            ``samples`` is an int in ``1 ..`` :data:`MAX_SAMPLES`.
+        seed: seeds execution jitter and the planner's Monte Carlo; an int in ``0 ..`` :data:`MAX_SEED`;
+            same seed => identical report.
         progress: show a progress bar (rich) when the run lasts more than 2 s of wall time.
         max_visits: refuse runs whose requests x stages, or seconds spanned x stages, exceed this
             (default :data:`MAX_VISITS`), before building the simulator.
+        max_syncs: refuse runs needing more than this many planner syncs over the arrivals' span
+            (``span / sync_interval_s``; default :data:`MAX_SYNCS`), before building the simulator.
 
     Returns:
         The run's Report (conservation checked).
 
     Raises:
-        ValueError / TypeError: a bad argument (the message names it and its value);
+        ValueError / TypeError: a bad argument (the message names it and its value), e.g. a
+            ``sync_interval_s`` below 1 ms or one needing more than ``max_syncs`` syncs;
         pard.workloads.TooManyArrivalsError (a ValueError): the run exceeds ``max_visits``;
         pard.ConfigError: an invalid pipeline.
     """
@@ -282,13 +368,17 @@ def simulate(
     jitter_cv = _check_float("jitter_cv", jitter_cv, low=0.0)
     cold_start_s = _check_float("cold_start_s", cold_start_s, low=0.0)
     headroom = _check_float("headroom", headroom, low=1.0)
-    sync = _check_float("sync_interval_s", sync_interval_s, low=0.0, low_open=True)
+    sync = _check_float("sync_interval_s", sync_interval_s, low=MIN_SYNC_INTERVAL_S)
     lam = _check_float("lam", lam, low=0.0, high=1.0)
     window_s = _check_float("window_s", window_s, low=0.0, low_open=True)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
-    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
-        raise ValueError(f"samples must be an int >= 1, got {samples!r}")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed must be an int in 0..2**64-1, got {_show(seed)}")
+    if (isinstance(samples, (bool, np.bool_)) or not isinstance(samples, (int, np.integer))
+            or not 1 <= samples <= MAX_SAMPLES):
+        raise ValueError(f"samples must be an int in 1..{MAX_SAMPLES}, got {_show(samples)}")
+    autoscale = _check_bool("autoscale", autoscale)
+    adapt_window = _check_bool("adapt_window", adapt_window)
+    progress = _check_bool("progress", progress)
     ns = len(spec.stages)
     if workers is not None:
         workers = list(workers)
@@ -296,8 +386,9 @@ def simulate(
                                      or w > MAX_WORKERS for w in workers):
             raise ValueError(f"workers must list one int in 1..{MAX_WORKERS} per stage ({ns}), got {workers!r}")
     _check_size(n, (float(arr[-1]) - math.floor(arr[0]) + 1) if n else 1.0, ns, max_visits)
+    _check_syncs((float(arr[-1]) - math.floor(arr[0])) if n else 0.0, sync, max_syncs)
     slo_s = _per_request("slo", spec.slo if slo is None else slo, n, spec.slo, np.float64, positive=True)
-    tier = _per_request("tiers", tiers, n, 0, np.int32, positive=False)
+    tier = _tiers(tiers, n, spec)
 
     stages = core_stages(spec, workers)
     sim = _core.Simulator(stages=stages, policy=pol.core(), arrivals_s=arr, slo_s=slo_s, tier=tier,
@@ -399,12 +490,18 @@ def compare(
 ) -> dict[str, Report]:
     """Simulate each policy on the same pipeline and arrivals; ``params`` as :func:`simulate`.
 
+    ``tiers`` (in ``params``) is validated and carried through as in :func:`simulate`, but does not yet
+    influence drop decisions or the reports.
+
     ``policies``: policy names or PolicySpecs (a single name or spec is one policy).  Returns policy
     name -> Report, in the order given.  Raises as :func:`simulate`; ValueError for an empty or
-    duplicated policy list.
+    duplicated policy list; TypeError when ``policies`` is not a name, PolicySpec or iterable.
     """
     if isinstance(policies, (str, PolicySpec)):
         policies = [policies]
+    if not isinstance(policies, collections.abc.Iterable):
+        raise TypeError(f"policies must be a policy name, a PolicySpec or an iterable of them, got "
+                        f"{type(policies).__name__}: {policies!r}")
     specs = [get_policy(p) for p in policies]
     if not specs:
         raise ValueError("policies must name at least one policy, got none")

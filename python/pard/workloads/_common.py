@@ -36,23 +36,26 @@ def show(x: object) -> str:
     return repr(x)
 
 
+def real_number(name: str, value: object, bound: str) -> float:
+    """``value`` as a float, or TypeError naming ``name`` when it is not a real number."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number {bound}, got {type(value).__name__}: {show(value)}")
+    return float(value)
+
+
 def check_positive(name: str, value: float) -> float:
-    """``value`` as a float; ValueError unless finite and > 0."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number > 0, got {show(value)}") from None
+    """``value`` as a float; TypeError unless a real number (int or float, NumPy's too; not a str, bool
+    or complex), ValueError unless finite and > 0."""
+    v = real_number(name, value, "> 0")
     if not math.isfinite(v) or v <= 0.0:
         raise ValueError(f"{name} must be finite and > 0, got {show(value)}")
     return v
 
 
 def check_nonnegative(name: str, value: float) -> float:
-    """``value`` as a float; ValueError unless finite and >= 0."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number >= 0, got {show(value)}") from None
+    """``value`` as a float; TypeError unless a real number (int or float, NumPy's too; not a str, bool
+    or complex), ValueError unless finite and >= 0."""
+    v = real_number(name, value, ">= 0")
     if not math.isfinite(v) or v < 0.0:
         raise ValueError(f"{name} must be finite and >= 0, got {show(value)}")
     return v

@@ -42,7 +42,8 @@ def poisson(
     """A homogeneous Poisson process of ``rate`` req/s over ``[0, duration)`` seconds.
 
     Returns: shape (n,), float64, sorted seconds; ``n`` is Poisson with mean ``rate*duration``.
-    Raises: ValueError if ``rate`` or ``duration`` is not finite and > 0;
+    Raises: TypeError if ``rate`` or ``duration`` is not a real number (e.g. a str); ValueError if one
+        is not finite and > 0;
         TooManyArrivalsError (a ValueError) if ``rate*duration`` exceeds ``max_arrivals``
         (default :data:`MAX_ARRIVALS`), before allocating anything.
     """

@@ -9,11 +9,13 @@ raise ``ValueError`` naming the argument and value.  DESIGN §5 explains why ``s
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import PardWarning
 from ._common import MAX_ARRIVALS, F64, as_arrivals, check_max_arrivals, check_nonnegative, check_positive, fmt_num, rng, show
 
 __all__ = ["scale", "window", "cv", "bin_counts", "mean_rate"]
@@ -88,10 +90,18 @@ def scale(
             exceeds this (default :data:`~pard.workloads.MAX_ARRIVALS`).
 
     Returns: shape (m,), float64, sorted seconds (amplify: in ``[0, K*bin)``; compress: from 0).
+    Warns: :class:`pard.errors.PardWarning` when ``arrivals`` is not sorted (saying how many times were
+        out of order); they are sorted first, as the CSV loaders do.
     Raises: ValueError for bad arguments or fewer than two distinct arrival times;
         TooManyArrivalsError (a ValueError) when amplifying would exceed ``max_arrivals``.
     """
-    a = np.sort(as_arrivals(arrivals), kind="stable")
+    a = as_arrivals(arrivals)
+    out_of_order = int(np.count_nonzero(np.diff(a) < 0))
+    if out_of_order:
+        warnings.warn(f"scale: {out_of_order} of {a.size} arrival times were earlier than the one before "
+                      f"them; the arrivals were sorted (simulate() rejects unsorted arrivals)",
+                      PardWarning, stacklevel=2)
+        a = np.sort(a, kind="stable")
     r = check_positive("rate", rate)
     if a.size < 2 or a[-1] == a[0]:
         raise ValueError(f"need at least two distinct arrival times to scale, got {a.size} arrival(s)")
