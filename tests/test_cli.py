@@ -45,6 +45,7 @@ def test_defaults() -> None:
         (["--load", "abc"], "--load"),
         (["--jitter", "-0.5"], "--jitter"),
         (["--seed", "x"], "--seed"),
+        (["--seed", str(2**70)], "--seed must be an integer in 0..2**64-1"),
         (["--scaling", "stretch"], "stretch"),
         (["--trace-format", "parquet"], "parquet"),
         (["--pipeline", "nope"], "nope"),

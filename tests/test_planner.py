@@ -289,3 +289,13 @@ def test_nearest_rank_quantile_with_many_ties(zeros: float, lam: float) -> None:
     expected = sorted(x.tolist())[round(lam * (m - 1))]
     assert _quantile(x, lam) == expected
     assert _quantile(x + 3.0, lam) == sorted((x + 3.0).tolist())[round(lam * (m - 1))]  # a non-zero minimum
+
+
+def test_samples_must_be_an_int_within_the_limit() -> None:
+    """samples outside 1..MAX_SAMPLES (or not an int) raises ValueError naming it, before any allocation."""
+    from pard.planner import MAX_SAMPLES
+
+    for bad in (0, MAX_SAMPLES + 1, 10**12, 1.5, True):
+        with pytest.raises(ValueError, match=r"samples must be an int in 1\.\.1000000"):
+            Planner(chain(2, 0.01), samples=bad)  # type: ignore[arg-type]
+    Planner(chain(2, 0.01), samples=MAX_SAMPLES)

@@ -63,9 +63,9 @@ def _seed(text: str) -> int:
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--seed must be an integer >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"--seed must be an integer >= 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"--seed must be an integer in 0..2**64-1, got {text!r}") from None
+    if not 0 <= v <= 2**64 - 1:
+        raise argparse.ArgumentTypeError(f"--seed must be an integer in 0..2**64-1, got {text!r}")
     return v
 
 

@@ -48,7 +48,11 @@ import numpy.typing as npt
 
 from .policies import PolicySpec, get_policy
 
-__all__ = ["PlannerStage", "StageTerms", "Planner", "window_for_cv", "downstream_wait_quantile"]
+__all__ = ["PlannerStage", "StageTerms", "Planner", "window_for_cv", "downstream_wait_quantile", "MAX_SAMPLES"]
+
+#: Largest accepted Monte Carlo sample count ``samples`` (DESIGN §3.2): each update draws ``samples``
+#: float64 values per downstream stage, so 10^6 is already ~8 MB per array per sync.
+MAX_SAMPLES = 1_000_000
 
 F64 = npt.NDArray[np.float64]
 
@@ -208,7 +212,7 @@ class Planner:
         lam: the batch-wait quantile ``lambda`` in ``[0, 1]`` (paper default 0.1).
         window_s: the initial (and, with ``adapt_window=False``, fixed) estimation window in seconds.
         adapt_window: resize the window by the input's CV (module doc).
-        samples: Monte Carlo sample count ``M`` (default 10 000).
+        samples: Monte Carlo sample count ``M`` (default 10 000), an int in ``1 ..`` :data:`MAX_SAMPLES`.
         seed: seeds the Monte Carlo draws; same seed and same inputs give the same outputs.
         cv_history_s: how far back the CV of the input rate looks (s).
 
@@ -235,8 +239,8 @@ class Planner:
             raise ValueError(f"lam must be in [0, 1], got {lam!r}")
         if not (window_s > 0 and np.isfinite(window_s)):
             raise ValueError(f"window_s must be a positive finite number of seconds, got {window_s!r}")
-        if samples < 1:
-            raise ValueError(f"samples must be >= 1, got {samples!r}")
+        if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or not 1 <= samples <= MAX_SAMPLES:
+            raise ValueError(f"samples must be an int in 1..{MAX_SAMPLES}, got {samples!r}")
         n = len(stages)
         for k, st in enumerate(stages):
             for path in st.paths:

@@ -482,7 +482,7 @@ def comparison_table(reports: Mapping[str, Report], *, title: str | None = None)
 
     table = Table(title=title)
     for col in ["policy", "goodput\nreq/s", "of\nbound", "on\ntime", "drop rate\n(incl. late)", "invalid\nrate",
-                "worst\n1 s", "p99\nms", "drops by stage"]:
+                "worst 1 s\n(incl. late)", "p99\nms", "drops by stage"]:
         table.add_column(col, justify="left" if col in ("policy", "drops by stage") else "right",
                          no_wrap=col != "drops by stage")
     for name, r in reports.items():

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .config import MAX_WORKERS
-from .planner import Planner, PlannerStage
+from .planner import MAX_SAMPLES, Planner, PlannerStage
 from .policies import PolicySpec, get_policy
 from .report import Report
 
@@ -53,9 +53,6 @@ MIN_SYNC_INTERVAL_S = 1e-3
 #: (``span / sync_interval_s``).  At roughly a millisecond of wall time per sync, 2·10^5 syncs are a few
 #: minutes; a day-long trace at the default 1 s interval needs 86 400.
 MAX_SYNCS = 200_000
-#: Largest accepted ``samples`` (the planner's Monte Carlo sample count, DESIGN §3.2): each planner update
-#: draws ``samples`` float64 values per downstream stage, so 10^6 is already ~8 MB per array per sync.
-MAX_SAMPLES = 1_000_000
 #: Largest accepted ``seed``: the simulator's RNG takes an unsigned 64-bit seed.
 MAX_SEED = 2**64 - 1
 
