@@ -530,3 +530,53 @@ def test_dead_worker_is_noticed() -> None:
     _close_or_fail(rt, "a dead worker")
     c = rt.counts()
     assert (c["submitted"], c["failed"], c["pending"], c["dropped"]) == (1, 1, 0, 0)
+
+
+@pytest.mark.parametrize("drain", [False, True])
+def test_close_timeout_bounds_close_with_hung_executor(drain: bool) -> None:
+    """close(timeout_s=...) returns despite a hung executor, every request ended, with a warning naming the stage."""
+    import warnings
+
+    gate = _Gate()
+    rt = Runtime(_chain(n=1, max_batch=1), {"s0": gate}, policy="naive")
+    running = rt.submit(1)
+    assert gate.started.wait(5)
+    queued = [rt.submit(i) for i in range(2, 5)]
+    caught: list[warnings.WarningMessage] = []
+
+    def closer_body() -> None:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            rt.close(drain=drain, timeout_s=0.2)
+        caught.extend(w)
+
+    closer = threading.Thread(target=closer_body, daemon=True)
+    try:
+        closer.start()
+        closer.join(timeout=5)
+        assert not closer.is_alive(), "close(timeout_s=0.2) did not return while the executor hung"
+        for f in [running, *queued]:
+            assert f.done()
+            with pytest.raises(Dropped) as info:
+                f.result(timeout=0)
+            assert info.value.reason == "cancelled"
+        c = rt.counts()
+        assert (c["submitted"], c["dropped"], c["pending"]) == (4, 4, 0)
+        msgs = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+        assert len(msgs) == 1 and "'s0'" in msgs[0] and "daemon" in msgs[0]
+        assert rt.closed
+    finally:
+        gate.release.set()
+    for t in rt._stages[0].threads:  # the stuck worker ends once its batch returns; its result is discarded
+        t.join(timeout=5)
+        assert not t.is_alive()
+    assert rt.counts()["dropped"] == 4
+
+
+def test_close_timeout_must_be_valid() -> None:
+    """close(timeout_s=-1) raises ValueError naming timeout_s, and the runtime stays usable."""
+    rt = Runtime(_chain(n=1), {"s0": _identity})
+    with pytest.raises(ValueError, match=r"timeout_s.*-1"):
+        rt.close(timeout_s=-1)
+    assert rt.submit(3).result(timeout=5) == 3
+    _close_or_fail(rt, "a bad timeout_s")

@@ -462,19 +462,32 @@ class Runtime:
                 workers keep serving under the policy).  ``False``: cancel every in-flight request
                 at once (``pard.Dropped`` with reason ``"cancelled"``); batches already running finish
                 but their results are discarded.
-            timeout_s: with ``drain``, how long to wait before cancelling what is left (None: no limit).
+            timeout_s: bounds how long ``close`` blocks in all (s, >= 0; None: no limit).  With
+                ``drain``, what has not ended by then is cancelled; then ``close`` waits for the
+                threads until the same deadline.  Python threads cannot be killed: a worker whose
+                executor is still running a batch then (a hung model) is left behind as a daemon
+                thread -- its requests are already terminal, and whatever it returns is discarded
+                -- and a :class:`RuntimeWarning` names its stage.  Without ``timeout_s``, ``close``
+                waits for running batches to end, however long that takes.
 
-        After ``close`` every request submitted is in a terminal state.  Idempotent.  Raises
-        RuntimeError when called from one of the runtime's own threads (it would wait for itself).
+        After ``close`` every request submitted is in a terminal state (its future resolved), even
+        when it returned on ``timeout_s`` with a worker stuck.  Idempotent.  Raises RuntimeError
+        when called from one of the runtime's own threads (it would wait for itself), ValueError
+        for a negative or non-finite ``timeout_s``.
         """
         if threading.current_thread() in self._own_threads():
             raise RuntimeError("Runtime.close() must not be called from a worker or planner thread")
+        if timeout_s is not None and (
+            isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float, np.integer, np.floating))
+            or not (math.isfinite(float(timeout_s)) and float(timeout_s) >= 0)
+        ):
+            raise ValueError(f"timeout_s must be a finite number of seconds >= 0 or None, got {timeout_s!r}")
+        deadline = None if timeout_s is None else time.monotonic() + float(timeout_s)
         with self._lock:
             if self._closed:
                 return
             self._accepting = False
             if drain and self._started:
-                deadline = None if timeout_s is None else time.monotonic() + float(timeout_s)
                 while self._inflight > 0:
                     left = None if deadline is None else deadline - time.monotonic()
                     if left is not None and left <= 0:
@@ -489,12 +502,25 @@ class Runtime:
         for st in self._stages:
             with st.cond:
                 st.cond.notify_all()
+        stuck: list[str] = []
         for t in self._own_threads():
-            t.join()
+            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if t.is_alive():
+                stuck.append(t.name)
         self._closed = True
         if self._blas_ctx is not None:
             self._blas_ctx.restore_original_limits()
             self._blas_ctx = None
+        if stuck:
+            import warnings
+
+            stages = sorted({st.name for st in self._stages for t in st.threads if t.name in stuck})
+            what = f"stage(s) {stages}" if stages else "the planner"
+            warnings.warn(
+                f"Runtime.close(timeout_s={timeout_s!r}): thread(s) {stuck} of {what} still running after "
+                f"the timeout (a hung executor?); left behind as daemon thread(s). Every request has ended; "
+                f"whatever they return is discarded.",
+                RuntimeWarning, stacklevel=2)
 
     def _own_threads(self) -> list[threading.Thread]:
         ts = [t for st in self._stages for t in st.threads]
