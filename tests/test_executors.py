@@ -150,3 +150,11 @@ def test_array_executor_shape_error_names_payload_and_shapes() -> None:
     with pytest.raises(ValueError, match=r"payload 0 of the batch has shape \(3,\), expected payload_shape \(2,\)"):
         fixed([np.zeros(3), np.zeros(3)])
     assert calls == []
+
+
+def test_array_executor_bad_payload_shape_named() -> None:
+    """ArrayExecutor(payload_shape="x") raises TypeError naming payload_shape and the value."""
+    from pard.executors import ArrayExecutor
+
+    with pytest.raises(TypeError, match=r"payload_shape.*'x'"):
+        ArrayExecutor(lambda b: b, device="cpu", payload_shape="x")

@@ -420,7 +420,7 @@ def test_submit_async_bad_slo_leaves_nothing_in_flight() -> None:
 
 
 def test_payload_shape_learnt_from_first_array_batch() -> None:
-    """With an ArrayExecutor entry and no declared shape, a payload unlike the first batch's is rejected at submit."""
+    """With an ArrayExecutor entry and no declared shape, a payload unlike the first one submitted is rejected."""
     from pard.executors import ArrayExecutor
 
     rt = Runtime(_chain(n=2), {"s0": ArrayExecutor(lambda b: b * 2, device="cpu"), "s1": _identity}, policy="naive")
@@ -580,3 +580,51 @@ def test_close_timeout_must_be_valid() -> None:
         rt.close(timeout_s=-1)
     assert rt.submit(3).result(timeout=5) == 3
     _close_or_fail(rt, "a bad timeout_s")
+
+
+def test_payload_shape_learnt_from_first_submitted_payload() -> None:
+    """The first payload submitted fixes the shape: later odd shapes are rejected at submit, the good one is served."""
+    from pard.executors import ArrayExecutor
+
+    gate = _Gate()
+    spec = _chain(n=2, max_batch=8)
+    rt = Runtime(spec, {"s0": ArrayExecutor(lambda b: b + 1, device="cpu"), "s1": gate}, policy="naive")
+    first = rt.submit(np.ones(4))
+    assert rt.payload_shape == (4,)
+    for odd in (np.ones(5), np.ones((2, 4))):
+        with pytest.raises(ValueError, match=r"payload shape \(.*\) does not match .*\(4,\).*first payload submitted"):
+            rt.submit(odd)
+    later = rt.submit(np.zeros(4))
+    gate.release.set()
+    np.testing.assert_array_equal(first.result(timeout=5), np.full(4, 20.0))
+    np.testing.assert_array_equal(later.result(timeout=5), np.full(4, 10.0))
+    assert rt.payload_shape == (4,)
+    _close_or_fail(rt, "rejected payload shapes")
+    c = rt.counts()
+    assert (c["submitted"], c["failed"], c["on_time"] + c["late"]) == (2, 0, 2)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"payload_shape": "x"}, TypeError, r"payload_shape.*'x'"),
+        ({"payload_shape": (4, "a")}, TypeError, r"payload_shape.*\(4, 'a'\)"),
+        ({"payload_shape": (-1,)}, ValueError, r"payload_shape.*-1"),
+        ({"payload_shape": 7}, TypeError, r"payload_shape.*7"),
+        ({"planner_options": {"zz": 1}}, TypeError, r"planner_options.*\['zz'\].*lam"),
+        ({"planner_options": [1]}, TypeError, r"planner_options.*\[1\]"),
+        ({"stages": {"s0": 5}}, TypeError, r"stages\['s0'\].*callable.*int: 5"),
+    ],
+)
+def test_constructor_errors_name_argument_and_value(kwargs: dict[str, Any], error: type, match: str) -> None:
+    """A bad payload_shape, planner option or stage executor raises an error naming the argument (or stage) and value."""
+    args: dict[str, Any] = {"stages": {"s0": _identity}, "start": False}
+    args.update(kwargs)
+    with pytest.raises(error, match=match):
+        Runtime(_chain(n=1), **args)
+
+
+def test_model_options_unknown_key_named() -> None:
+    """An unknown model option raises TypeError naming model_options and the key."""
+    with pytest.raises(TypeError, match=r"model_options.*\['bogus'\].*scale"):
+        Runtime("tm", model_options={"bogus": 1}, start=False)

@@ -107,7 +107,7 @@ class ArrayExecutor:
             raise RuntimeError("ArrayExecutor(device='gpu'): CuPy is not installed or no CUDA device is available")
         self.fn = fn
         self.on_gpu = device == "gpu" or (device == "auto" and gpu_available())
-        self.payload_shape = None if payload_shape is None else tuple(int(d) for d in payload_shape)
+        self.payload_shape = None if payload_shape is None else _shape_arg(payload_shape, "ArrayExecutor: payload_shape")
         self.to_host = bool(to_host)
         self.dtype = np.dtype(dtype)
         self._local = threading.local()
@@ -219,6 +219,18 @@ class CallableExecutor:
         return list(out)
 
 
+def _shape_arg(value: Any, name: str) -> tuple[int, ...]:
+    """``value`` as a shape tuple; TypeError/ValueError naming ``name`` and the value otherwise."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of ints >= 0 (e.g. (32, 32, 3)), got {value!r}")
+    dims = list(value)
+    if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims):
+        raise TypeError(f"{name} must be a sequence of ints >= 0 (e.g. (32, 32, 3)), got {value!r}")
+    if any(d < 0 for d in dims):
+        raise ValueError(f"{name} must be a sequence of ints >= 0, got {value!r}")
+    return tuple(int(d) for d in dims)
+
+
 def as_executor(stage: Any) -> Any:
     """The executor for a stage: an ``ArrayExecutor``/``CallableExecutor`` as is, else ``CallableExecutor(stage)``.
 
@@ -228,5 +240,5 @@ def as_executor(stage: Any) -> Any:
     if isinstance(stage, (ArrayExecutor, CallableExecutor)):
         return stage
     if not callable(stage):
-        raise TypeError(f"a stage executor must be callable, got {type(stage).__name__}")
+        raise TypeError(f"a stage executor must be callable, got {type(stage).__name__}: {stage!r}")
     return CallableExecutor(stage)

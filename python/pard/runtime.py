@@ -82,7 +82,7 @@ import numpy as np
 
 from . import _core
 from .errors import ConfigError, Dropped, ExecutorError, Rejected
-from .executors import as_executor
+from .executors import _shape_arg, as_executor
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import PipelineSpec
@@ -99,6 +99,31 @@ _REJECTED_CODE = _REASONS.index("rejected")
 _INT32_MAX = 2**31 - 1
 #: The largest SLO ``submit`` accepts (s): the C++ core caps times at 1e9 s (about 31.7 years).
 _MAX_SLO_S = 1e9
+
+
+def _shape_of(payload: Any) -> tuple[int, ...] | None:
+    """A payload's array shape (its ``shape``, else ``np.shape``), or None when it has none (ragged)."""
+    shape = getattr(payload, "shape", None)
+    try:
+        return tuple(int(d) for d in (np.shape(payload) if shape is None else shape))
+    except Exception:  # ragged nested sequences, or a shape attribute that is not a tuple of ints
+        return None
+
+
+def _options_arg(options: Any, name: str, target: Callable[..., Any], *, skip: tuple[str, ...]) -> dict[str, Any]:
+    """``options`` as keyword arguments of ``target``; TypeError naming ``name`` and any unknown key."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"{name} must be a mapping of keyword arguments, got {type(options).__name__}: {options!r}")
+    import inspect
+
+    allowed = [p for p in inspect.signature(target).parameters if p not in skip]
+    unknown = sorted(str(k) for k in options if k not in allowed)
+    if unknown:
+        raise TypeError(f"{name} has unknown option(s) {unknown} (in {dict(options)!r}); "
+                        f"allowed: {', '.join(allowed)}")
+    return dict(options)
 
 
 class RequestFuture(Future):  # type: ignore[type-arg]
@@ -231,13 +256,13 @@ class Runtime:
         workers: worker threads per stage, ``{stage: n}`` or a list in ``pipeline.stages`` order;
             default the spec's ``workers``.
         sync_interval_s: the planner's period (s, > 0; default 1 s as the paper and the simulator).
-        payload_shape: if given, ``submit`` checks every payload has this shape; default: the entry
-            executor's ``payload_shape`` when it declares one (ArrayExecutors of reference models do);
-            else, when an entry stage's executor is an :class:`~pard.executors.ArrayExecutor` (which
-            stacks a batch's payloads, so one odd shape fails the whole batch), the shape of the
-            first payload of the first entry batch that ran without error.  A payload of another
-            shape then raises ValueError at ``submit`` and is counted nowhere.  Other executors
-            (callables) get no check unless ``payload_shape`` is given.
+        payload_shape: if given (a sequence of ints >= 0), ``submit`` checks every payload has this
+            shape; default: the entry executor's ``payload_shape`` when it declares one
+            (ArrayExecutors of reference models do); else, when an entry stage's executor is an
+            :class:`~pard.executors.ArrayExecutor` (which stacks a batch's payloads, so one odd
+            shape fails the whole batch), the shape of the first payload submitted.  A payload of
+            another shape then raises ValueError at ``submit`` and is counted nowhere.  Other
+            executors (callables) get no check unless ``payload_shape`` is given.
         join: for a stage with several predecessors, ``join(outputs) -> payload`` with the
             predecessors' outputs in topological order; default :func:`pard.models.join_inputs`
             when ``stages`` is None, else ``tuple``.
@@ -293,7 +318,8 @@ class Runtime:
             from .executors import ArrayExecutor
             from .models import INPUT_SHAPE, join_inputs, reference_models
 
-            models = reference_models(spec, **dict(model_options or {}))
+            models = reference_models(spec, **_options_arg(model_options, "model_options", reference_models,
+                                                           skip=("pipeline",)))
             entries = set(spec.entry_stages())
             executors = {
                 n: ArrayExecutor(m, payload_shape=INPUT_SHAPE if n in entries else None, to_host=not spec.stage(n).successors)
@@ -311,7 +337,13 @@ class Runtime:
                     f"stages must give one executor per stage of {spec.name!r} {names}: "
                     f"missing {missing}, unknown {unknown}"
                 )
-            executors = {n: as_executor(stages[n]) for n in names}
+            executors = {}
+            for n in names:
+                if not callable(stages[n]):
+                    raise TypeError(f"stages[{n!r}]: a stage executor must be callable (an ArrayExecutor, a "
+                                    f"CallableExecutor or a function list -> list), got "
+                                    f"{type(stages[n]).__name__}: {stages[n]!r}")
+                executors[n] = as_executor(stages[n])
         self._join: Callable[[list[Any]], Any] = join if join is not None else tuple
 
         # workers
@@ -356,14 +388,16 @@ class Runtime:
             payload_shape = getattr(executors[names[self._entries[0]]], "payload_shape", None)
             self._shape_source = "the entry executor's payload_shape"
         self._payload_shape: tuple[int, ...] | None = (
-            None if payload_shape is None else tuple(int(d) for d in payload_shape))
+            None if payload_shape is None else _shape_arg(payload_shape, "payload_shape"))
         # An ArrayExecutor stacks a batch's payloads, so one payload of another shape would fail
-        # its whole batch: without a declared shape, learn it from the first entry batch that ran.
+        # its whole batch: without a declared shape, the first payload submitted fixes it.
         self._learn_shape = self._payload_shape is None and any(
             isinstance(executors[names[k]], _ArrayExecutor) for k in self._entries)
+        if self._learn_shape:
+            self._shape_source = "learnt from the first payload submitted"
         self._entry_set = frozenset(self._entries)
 
-        opts = dict(planner_options or {})
+        opts = _options_arg(planner_options, "planner_options", Planner.__init__, skip=("self", "stages", "policy"))
         self._planner = Planner(planner_stages(spec), policy=self._policy, **opts)
 
         self._lock = threading.Lock()  # guards request ids, outcomes, terminal transitions
@@ -561,19 +595,19 @@ class Runtime:
             raise TypeError(f"tier must be an int, got {type(tier).__name__}: {tier!r}")
         if not 0 <= int(tier) <= _INT32_MAX:
             raise ValueError(f"tier must be in [0, 2**31), got {tier!r}")
-        if self._payload_shape is not None:
-            shape = getattr(payload, "shape", None)
-            if shape is None:
-                try:
-                    shape = np.shape(payload)
-                except Exception:  # ragged nested sequences
-                    shape = None
-            if shape is None or tuple(int(d) for d in shape) != self._payload_shape:
-                raise ValueError(
-                    f"payload shape {None if shape is None else tuple(shape)} does not match the entry "
-                    f"stage's payload_shape {self._payload_shape} ({self._shape_source}); a payload of "
-                    f"another shape would fail its whole batch"
-                )
+        shape: tuple[int, ...] | None = None
+        learning = False
+        if self._payload_shape is not None or self._learn_shape:
+            shape = _shape_of(payload)
+            if self._payload_shape is not None:
+                if shape != self._payload_shape:
+                    raise ValueError(self._shape_message(shape))
+            else:
+                learning = True
+                if shape is None:
+                    raise ValueError(
+                        f"payload of type {type(payload).__name__} has no array shape, and the entry stage's "
+                        f"ArrayExecutor stacks a batch's payloads into one array; pass arrays of one shape")
         clock = self._clock()
         rejected_at = -1
         with self._lock:
@@ -581,6 +615,12 @@ class Runtime:
                 raise RuntimeError("this Runtime is not accepting requests (not started, or closed)")
             if self._dead is not None:
                 raise RuntimeError(self._dead_message(self._dead))
+            if learning:  # the first payload submitted fixes the shape (under the lock: one wins)
+                if self._payload_shape is None:
+                    self._payload_shape = shape
+                    self._learn_shape = False
+                elif shape != self._payload_shape:
+                    raise ValueError(self._shape_message(shape))
             # Registration and the entry pushes happen under the lock, so that no other request is
             # registered in between: if the first push raises, the request is unregistered and its
             # id is reused (counted nowhere).  Lock order: self._lock, then a stage's cond.
@@ -616,6 +656,10 @@ class Runtime:
             self._terminal(req, _REJECTED, rejected_at, _REJECTED_CODE, send,
                            Rejected(f"stage {self._stages[rejected_at].name!r}'s ingress ring is full"))
         return fut
+
+    def _shape_message(self, shape: tuple[int, ...] | None) -> str:
+        return (f"payload shape {shape} does not match the entry stage's payload_shape {self._payload_shape} "
+                f"({self._shape_source}); a payload of another shape would fail its whole batch")
 
     @staticmethod
     def _dead_message(st: _Stage) -> str:
@@ -966,25 +1010,12 @@ class Runtime:
                     failure.__cause__ = err
                     self._terminal(r, _FAILED, k, -1, end, failure)
                 continue
-            if self._learn_shape and k in self._entry_set:
-                self._learn_payload_shape(payloads[0])
             pushed: dict[int, int] = {}
             for r, o in zip(batch, outs):
                 if r.state == _PENDING:
                     self._advance(r, st, o, end, clock, pushed)
             if pushed:
                 self._wake(pushed)
-
-    def _learn_payload_shape(self, payload: Any) -> None:
-        """Adopt the shape of a payload an entry ArrayExecutor ran as the one ``submit`` checks."""
-        shape = getattr(payload, "shape", None)
-        if shape is None:
-            return
-        with self._lock:
-            if self._payload_shape is None:
-                self._payload_shape = tuple(int(d) for d in shape)
-                self._shape_source = "learnt from the first batch the entry stage ran"
-            self._learn_shape = False
 
     def _advance(self, r: _Request, st: _Stage, out: Any, end: float, clock: _Clock,
                  pushed: dict[int, int]) -> None:
