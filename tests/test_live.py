@@ -89,6 +89,13 @@ def test_cli_profile_then_run_and_simulate(tmp_path: Any, capsys: Any) -> None:
         assert bound["req_s"] >= bound["profile_req_s"] > 0  # the profile's, scaled up only
         assert doc["policies"][name]["goodput"] <= doc["policies"][name]["goodput_bound"] + 1e-9
     assert live["profile_check"]["bottleneck"] in [st.name for st in spec.stages]
+    reasons_lines = [ln for ln in printed.out.splitlines() if ln.startswith("drops by reason:")]
+    assert len(reasons_lines) == 1 and "pard:" in reasons_lines[0] and "naive:" in reasons_lines[0]
+    assert "end-of-run cancellations" in reasons_lines[0]
+    for name in ("pard", "naive"):
+        by_reason = live["policies"][name]["dropped_by_reason"]
+        assert "cancelled" in by_reason and "expired" in by_reason
+        assert sum(by_reason.values()) == doc["policies"][name]["dropped"]
     sim_doc = json.loads(sim_json.read_text())
     assert set(sim_doc) <= set(doc) and doc["mode"] == "live"
     assert list(doc["policies"]) == ["pard", "naive"]

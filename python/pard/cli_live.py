@@ -351,6 +351,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     live_info: dict[str, Any] = {}
     all_batches: list[dict[str, np.ndarray]] = []
     total = float(args.duration) * len(args.policies)
+    drain_limit_s = max(2.0, 5.0 * spec.slo)  # how long close() may drain after the last arrival
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                   TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("live", total=total)
@@ -368,7 +369,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 t_drain = time.perf_counter()
                 # what is still queued this long after the last arrival cannot finish on time any
                 # more; it is cancelled (counted as dropped, reason "cancelled") to bound the run
-                rt.close(drain=True, timeout_s=max(2.0, 5.0 * spec.slo))
+                rt.close(drain=True, timeout_s=drain_limit_s)
                 drain_s = time.perf_counter() - t_drain
             finally:
                 rt.close(drain=False)
@@ -409,9 +410,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     for name, (rt, t_rep, _) in runs.items():
         live_info[name]["bound_capacity"] = rt.bound_capacity()
         reports[name] = rt.report(t0_s=t_rep, duration_s=float(args.duration))
+        by_reason = reports[name].dropped_by_reason
+        live_info[name]["dropped_by_reason"] = {r: int(by_reason.get(r, 0)) for r in _drop_reasons(by_reason)}
+        live_info[name]["drain_limit_s"] = drain_limit_s
     title = f"{spec.name} LIVE / {label} / load {args.load:g} / {cores} cores"
     console.print(comparison_table(reports, title=title))
     console.print(_bound_line(live_info))
+    console.print(_reasons_line(live_info, drain_limit_s))
     agree = Table(title="live vs simulated (same arrivals, measured profile)")
     for col in ("policy", "live goodput/s", "simulated", "difference", "simulated, profile refit to run",
                 "difference", "scheduler share of latency"):
@@ -459,6 +464,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     plot_reports(reports, plot_path, title=title)
     err.print(f"wrote {json_path} and {plot_path} ({time.perf_counter() - t_all:.0f} s in all)")
     return 0
+
+
+def _drop_reasons(by_reason: dict[str, int]) -> list[str]:
+    """Every drop reason code of the core (so ``cancelled`` always shows), then any other seen."""
+    from . import _core
+
+    names = list(_core.REASONS)
+    return names + sorted(r for r in by_reason if r not in names)
+
+
+def _reasons_line(live_info: dict[str, Any], drain_limit_s: float) -> str:
+    """One line with each run's drops by reason, saying what ``cancelled`` means in a live run."""
+    parts = []
+    for name, info in live_info.items():
+        seen = ", ".join(f"{r} {c}" for r, c in info["dropped_by_reason"].items() if c) or "none"
+        parts.append(f"{name}: {seen}")
+    return (f"drops by reason: {'; '.join(parts)}. (\"cancelled\": still in flight {drain_limit_s:g} s after the "
+            f"last arrival, when the run stopped draining -- end-of-run cancellations, not policy drops; "
+            f"\"rejected\": a full ingress ring.)")
 
 
 def _bound_line(live_info: dict[str, Any]) -> str:
