@@ -628,3 +628,24 @@ def test_model_options_unknown_key_named() -> None:
     """An unknown model option raises TypeError naming model_options and the key."""
     with pytest.raises(TypeError, match=r"model_options.*\['bogus'\].*scale"):
         Runtime("tm", model_options={"bogus": 1}, start=False)
+
+
+def test_planner_survives_system_exit() -> None:
+    """A planner update raising SystemExit is recorded in planner_errors and the planner thread keeps running."""
+    rt = Runtime(_chain(n=1), {"s0": _identity}, sync_interval_s=0.01)
+    raised = threading.Event()
+
+    def update(*args: Any, **kwargs: Any) -> Any:
+        raised.set()
+        raise SystemExit("planner bailed out")
+
+    rt._planner.update = update  # type: ignore[method-assign]
+    assert raised.wait(5)
+    for _ in range(500):  # until the error is recorded (the thread appends it right after raising)
+        if rt.planner_errors:
+            break
+        time.sleep(0.01)
+    assert rt.planner_errors and isinstance(rt.planner_errors[0], SystemExit)
+    assert rt._planner_thread is not None and rt._planner_thread.is_alive()
+    assert rt.submit(2).result(timeout=5) == 2
+    _close_or_fail(rt, "a planner raising SystemExit")

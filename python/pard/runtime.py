@@ -1106,7 +1106,7 @@ class Runtime:
                 for st, term in zip(self._stages, terms):
                     st.sched.publish(**term.publish_kwargs())
                 self._terms_log.append((now, terms))
-            except Exception as e:  # noqa: BLE001 - keep serving with the last published terms
+            except BaseException as e:  # noqa: BLE001 - keep serving with the last published terms (SystemExit too)
                 self.planner_errors.append(e)
             clock.planner_ns += time.thread_time_ns() - t0
 
