@@ -146,7 +146,7 @@ class RunRecorder:
         return cut(self._qsum), cut(self._qcnt), w
 
     def report(self, *, policy: str, outcomes: Mapping[str, Any], t0_s: float, n_bins: int,
-               slo_s: Any, capacity_req_s: float | None = None) -> Report:
+               slo_s: Any, capacity_req_s: float | None = None, duration_s: float | None = None) -> Report:
         """The run's Report from ``outcomes`` (the ``Simulator.outcomes()`` form: ``send_s``, ``state``,
         ``finish_s``, ``drop_stage``, ``reason``, ``compute_s``) and what was recorded.
 
@@ -165,5 +165,5 @@ class RunRecorder:
             drop_stage=outcomes["drop_stage"], reason=outcomes["reason"], compute_s=outcomes["compute_s"],
             reasons=list(REASONS), stage_submitted=self.submitted, stage_executed=self.executed,
             stage_compute_s=self.compute_s, t0_s=t0_s, qdelay_sum_s=qsum, qdelay_count=qcnt,
-            workers=workers, capacity=capacity, slo_s=slo_s,
+            workers=workers, capacity=capacity, slo_s=slo_s, duration_s=duration_s,
         )
