@@ -308,7 +308,7 @@ def simulate(
     headroom: float = 1.2,
     workers: Sequence[int] | None = None,
     sync_interval_s: float = 1.0,
-    lam: float = 0.1,
+    lam: float | None = None,
     window_s: float = 5.0,
     adapt_window: bool = True,
     samples: int = 10_000,
@@ -366,7 +366,7 @@ def simulate(
     cold_start_s = _check_float("cold_start_s", cold_start_s, low=0.0)
     headroom = _check_float("headroom", headroom, low=1.0)
     sync = _check_float("sync_interval_s", sync_interval_s, low=MIN_SYNC_INTERVAL_S)
-    lam = _check_float("lam", lam, low=0.0, high=1.0)
+    lam = None if lam is None else _check_float("lam", lam, low=0.0, high=1.0)
     window_s = _check_float("window_s", window_s, low=0.0, low_open=True)
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
         raise ValueError(f"seed must be an int in 0..2**64-1, got {_show(seed)}")
@@ -388,8 +388,9 @@ def simulate(
     tier = _tiers(tiers, n, spec)
 
     stages = core_stages(spec, workers)
+    tier_weights = [float(w) for w in spec.tiers.values()]
     sim = _core.Simulator(stages=stages, policy=pol.core(), arrivals_s=arr, slo_s=slo_s, tier=tier,
-                          jitter_cv=jitter_cv, seed=int(seed), cold_start_s=cold_start_s)
+                          jitter_cv=jitter_cv, seed=int(seed), cold_start_s=cold_start_s, tier_weights=tier_weights)
     planner = Planner(planner_stages(spec), policy=pol, lam=lam, window_s=window_s,
                       adapt_window=adapt_window, samples=int(samples), seed=int(seed) + 1)
 
@@ -450,7 +451,9 @@ def simulate(
                     sim.publish(k, **term.publish_kwargs())
                 if autoscale:
                     for k, term in enumerate(terms):
-                        sim.set_workers(k, min(MAX_WORKERS, max(1, math.ceil(term.in_rate / per_worker[k] * headroom))))
+                        # demand_rate: the stage's input without rate-aware shedding at the entry (= in_rate
+                        # otherwise), so that shedding for a short stage does not stop it being scaled up
+                        sim.set_workers(k, min(MAX_WORKERS, max(1, math.ceil(term.demand_rate / per_worker[k] * headroom))))
             bar.update(t - t0)
             if not more and t >= end_arrivals:
                 break
@@ -476,6 +479,7 @@ def simulate(
         reason=out["reason"], compute_s=out["compute_s"], reasons=list(_core.REASONS),
         stage_submitted=submitted, stage_executed=executed, stage_compute_s=compute,
         t0_s=t0, qdelay_sum_s=qsum, qdelay_count=qcnt, workers=workers_s, capacity=capacity, slo_s=slo_s,
+        tier=tier, tier_names=list(spec.tiers), tier_weights=tier_weights,
     )
 
 
@@ -487,8 +491,8 @@ def compare(
 ) -> dict[str, Report]:
     """Simulate each policy on the same pipeline and arrivals; ``params`` as :func:`simulate`.
 
-    ``tiers`` (in ``params``) is validated and carried through as in :func:`simulate`, but does not yet
-    influence drop decisions or the reports.
+    ``tiers`` (in ``params``): per-request tier codes as in :func:`simulate`; tier-aware policies
+    (``pard``) serve and shed by the tiers' weights, and every report has per-tier results.
 
     ``policies``: policy names or PolicySpecs (a single name or spec is one policy).  Returns policy
     name -> Report, in the order given.  Raises as :func:`simulate`; ValueError for an empty or
