@@ -73,6 +73,8 @@ from typing import Any, Deque, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from . import profile as _profile
+from .errors import PardValueError
 from .policies import PolicySpec, get_policy
 
 __all__ = ["PlannerStage", "StageTerms", "Planner", "window_for_cv", "downstream_wait_quantile", "MAX_SAMPLES",
@@ -118,21 +120,9 @@ class PlannerStage:
     entry: bool = False
 
     def duration(self, batch: float | F64) -> Any:
-        """``d(b)`` in seconds for a (possibly fractional) batch size ``b``.
-
-        Piecewise-linear through the profile's points; below the first point the first duration (a
-        smaller batch is never assumed faster than measured); past the last point the last segment's
-        slope continues (one point: ``d`` grows in proportion to ``b``) -- as ``pard.config.StageSpec``.
-        """
-        bs, ds = self._points
-        b = np.asarray(batch, dtype=np.float64)
-        if bs.size == 1:
-            out = np.where(b > bs[0], ds[0] * b / bs[0], ds[0])
-        else:
-            out = np.interp(b, bs, ds)  # flat below the first point
-            slope = (ds[-1] - ds[-2]) / (bs[-1] - bs[-2])
-            out = np.where(b > bs[-1], ds[-1] + slope * (b - bs[-1]), out)
-        return out if out.ndim else float(out)
+        """``d(b)`` in seconds for a (possibly fractional) batch size ``b``: :func:`pard.profile.duration`
+        (the one rule, as ``pard._core.Profile``; a single-point profile is constant)."""
+        return _profile.duration(*self._points, batch)
 
     @cached_property
     def _points(self) -> tuple[F64, F64]:
@@ -194,7 +184,7 @@ def window_for_cv(cv: float) -> float:
         ValueError: ``cv`` negative or not finite.
     """
     if not np.isfinite(cv) or cv < 0:
-        raise ValueError(f"cv must be a finite number >= 0, got {cv!r}")
+        raise PardValueError(f"cv must be a finite number >= 0, got {cv!r}")
     if cv < 0.5:
         return 7.0 - 4.0 * cv
     if cv < 1.0:
@@ -283,21 +273,21 @@ class Planner:
         min_cv_intervals: int = 10,
     ) -> None:
         if not stages:
-            raise ValueError("stages must hold at least one PlannerStage, got an empty sequence")
+            raise PardValueError("stages must hold at least one PlannerStage, got an empty sequence")
         pol = get_policy(policy)
         if lam is None:
             lam = pol.lam if pol.lam is not None else 0.1
         if not (0.0 <= lam <= 1.0):
-            raise ValueError(f"lam must be in [0, 1], got {lam!r}")
+            raise PardValueError(f"lam must be in [0, 1], got {lam!r}")
         if not (window_s > 0 and np.isfinite(window_s)):
-            raise ValueError(f"window_s must be a positive finite number of seconds, got {window_s!r}")
+            raise PardValueError(f"window_s must be a positive finite number of seconds, got {window_s!r}")
         if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or not 1 <= samples <= MAX_SAMPLES:
-            raise ValueError(f"samples must be an int in 1..{MAX_SAMPLES}, got {samples!r}")
+            raise PardValueError(f"samples must be an int in 1..{MAX_SAMPLES}, got {samples!r}")
         n = len(stages)
         for k, st in enumerate(stages):
             for path in st.paths:
                 if not path or any(not (0 <= i < n) or i == k for i in path):
-                    raise ValueError(f"stage {st.name!r}: bad downstream path {path!r} for {n} stages")
+                    raise PardValueError(f"stage {st.name!r}: bad downstream path {path!r} for {n} stages")
         self._stages = list(stages)
         self._policy = get_policy(policy)
         self._lam = float(lam)
@@ -377,11 +367,11 @@ class Planner:
         """
         n = len(self._stages)
         if len(stats) != n or len(workers) != n:
-            raise ValueError(f"stats and workers must have one entry per stage ({n}), "
+            raise PardValueError(f"stats and workers must have one entry per stage ({n}), "
                              f"got {len(stats)} and {len(workers)}")
         prev = self._last_now
         if prev is not None and not now_s > prev:
-            raise ValueError(f"now_s must increase between updates: {now_s!r} after {prev!r}")
+            raise PardValueError(f"now_s must increase between updates: {now_s!r} after {prev!r}")
         dt = (now_s - prev) if prev is not None else max(now_s, 1e-9)
         self._last_now = float(now_s)
 

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, Mapping, get_args
 
+from .errors import PardValueError, PardTypeError
+
 if TYPE_CHECKING:  # pragma: no cover
     from . import _core
 
@@ -112,33 +114,33 @@ class PolicySpec:
     def __post_init__(self) -> None:
         """Validate every field (ValueError / TypeError naming the field, its value and the valid choices)."""
         if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError(f"PolicySpec.name must be a non-empty str, got {self.name!r}")
+            raise PardValueError(f"PolicySpec.name must be a non-empty str, got {self.name!r}")
         for field, choices in (("order", get_args(Order)), ("drop", get_args(Drop)),
                                ("downstream", tuple(DOWNSTREAM_MODES))):
             value = getattr(self, field)
             if not isinstance(value, str) or value not in choices:
-                raise ValueError(f"PolicySpec.{field} must be one of {', '.join(map(repr, choices))}, "
+                raise PardValueError(f"PolicySpec.{field} must be one of {', '.join(map(repr, choices))}, "
                                  f"got {value!r}")
         for field in ("instant", "tiered", "reactive", "shed", "correct_durations", "tune_lam", "rate_admission",
                       "max_queue_entry_only"):
             if not isinstance(getattr(self, field), bool):
-                raise TypeError(f"PolicySpec.{field} must be True or False, got {getattr(self, field)!r}")
+                raise PardTypeError(f"PolicySpec.{field} must be True or False, got {getattr(self, field)!r}")
         if isinstance(self.max_queue, bool) or not isinstance(self.max_queue, int):
-            raise TypeError(f"PolicySpec.max_queue must be an int, got {self.max_queue!r}")
+            raise PardTypeError(f"PolicySpec.max_queue must be an int, got {self.max_queue!r}")
         if not 0 <= self.max_queue <= 2**62:
-            raise ValueError(f"PolicySpec.max_queue must be >= 0 (0 = no bound), got {self.max_queue!r}")
+            raise PardValueError(f"PolicySpec.max_queue must be >= 0 (0 = no bound), got {self.max_queue!r}")
         for field, low, high in (("dagor_threshold_s", 0.0, math.inf), ("dagor_alpha", 0.0, 1.0)):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"PolicySpec.{field} must be a real number, got {value!r}")
+                raise PardTypeError(f"PolicySpec.{field} must be a real number, got {value!r}")
             if not (math.isfinite(value) and low <= value <= high):
                 rng = "finite and >= 0 (seconds)" if field == "dagor_threshold_s" else "in [0, 1]"
-                raise ValueError(f"PolicySpec.{field} must be {rng}, got {value!r}")
+                raise PardValueError(f"PolicySpec.{field} must be {rng}, got {value!r}")
         if self.lam is not None and (isinstance(self.lam, bool) or not isinstance(self.lam, (int, float))
                                      or not 0.0 <= self.lam <= 1.0):
-            raise ValueError(f"PolicySpec.lam must be None or a number in [0, 1], got {self.lam!r}")
+            raise PardValueError(f"PolicySpec.lam must be None or a number in [0, 1], got {self.lam!r}")
         if not isinstance(self.description, str):
-            raise TypeError(f"PolicySpec.description must be a str, got {self.description!r}")
+            raise PardTypeError(f"PolicySpec.description must be a str, got {self.description!r}")
 
     def core(self) -> "_core.Policy":
         """The ``pard._core.Policy`` value the C++ stage schedulers take."""
@@ -158,8 +160,10 @@ class PolicySpec:
 
     @property
     def uses_planner_terms(self) -> bool:
-        """True when the stage schedulers read the planner's downstream term (the PARD drop rule)."""
-        return self.drop == "pard"
+        """True when the stage schedulers read any term the planner publishes: the downstream term
+        (the PARD drop rule), ``mu``/``eps`` (the adaptive order) or the queueing delay (dagor).
+        FCFS with the naive, clipper or nexus rule reads none, so the simulator may skip the planner."""
+        return self.order == "adaptive" or self.drop in ("pard", "dagor")
 
 
 def _specs() -> dict[str, PolicySpec]:
@@ -214,8 +218,8 @@ def get_policy(policy: str | PolicySpec) -> PolicySpec:
     if isinstance(policy, PolicySpec):
         return policy
     if not isinstance(policy, str):
-        raise TypeError(f"policy must be a name (str) or a PolicySpec, got {type(policy).__name__}: {policy!r}")
+        raise PardTypeError(f"policy must be a name (str) or a PolicySpec, got {type(policy).__name__}: {policy!r}")
     spec = POLICIES.get(policy.strip().lower())
     if spec is None:
-        raise ValueError(f"unknown policy {policy!r}; valid policies: {', '.join(POLICIES)}")
+        raise PardValueError(f"unknown policy {policy!r}; valid policies: {', '.join(POLICIES)}")
     return spec

@@ -15,6 +15,8 @@ from typing import Any, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from .errors import PardValueError
+
 __all__ = ["TierResult", "tier_results", "weighted_goodput"]
 
 # Outcome state codes, as pard._core and pard.report number them.
@@ -60,20 +62,20 @@ def tier_results(state: npt.ArrayLike, tier: npt.ArrayLike, names: Sequence[str]
     st = np.asarray(state, dtype=np.int64)
     tr = np.asarray(tier, dtype=np.int64)
     if st.shape != tr.shape:
-        raise ValueError(f"tier must have the shape of state {st.shape}, got {tr.shape}")
+        raise PardValueError(f"tier must have the shape of state {st.shape}, got {tr.shape}")
     names = list(names) or ["default"]
     weights = list(weights) or [1.0]
     if len(names) != len(weights):
-        raise ValueError(f"tier names ({len(names)}) and weights ({len(weights)}) must match")
+        raise PardValueError(f"tier names ({len(names)}) and weights ({len(weights)}) must match")
     if tr.size and (tr.min() < 0 or tr.max() >= len(names)):
-        raise ValueError(f"tier codes must be in 0..{len(names) - 1}, got {int(tr.min())}..{int(tr.max())}")
+        raise PardValueError(f"tier codes must be in 0..{len(names) - 1}, got {int(tr.min())}..{int(tr.max())}")
     out = []
     for t, (name, w) in enumerate(zip(names, weights)):
         c = np.bincount(st[tr == t], minlength=6)
         res = TierResult(str(name), float(w), int(c.sum()), int(c[_ON_TIME]), int(c[_LATE]), int(c[_DROPPED]),
                          int(c[_REJECTED]), int(c[_FAILED]))
         if res.submitted != res.on_time + res.late + res.dropped + res.rejected + res.failed:
-            raise ValueError(f"conservation violated for tier {name!r}: {res}")
+            raise PardValueError(f"conservation violated for tier {name!r}: {res}")
         out.append(res)
     return out
 
