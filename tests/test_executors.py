@@ -103,7 +103,8 @@ def test_cupy_path_matches_numpy() -> None:
     """On a GPU, the reference model run through ArrayExecutor matches the NumPy result, per worker stream."""
     import cupy
 
-    from pard.models import _build, sample_inputs
+    from pard.models import sample_inputs
+    from pard.models.reference import _build
 
     m = _build("s0", (32, 32, 3), np.random.default_rng(0), 0.25)
     gpu = ArrayExecutor(m, device="gpu")

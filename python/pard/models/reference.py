@@ -1,4 +1,4 @@
-"""Reference models: real array computations that stand in for a pipeline's DNN stages.
+"""NumPy reference models: real array computations that stand in for a pipeline's DNN stages.
 
 The live runtime (:mod:`pard.runtime`) needs stages that do real work, whose cost grows with the batch
 size, so that ``pard run`` exercises batching, queueing and dropping the way a GPU deployment does.
@@ -216,7 +216,7 @@ def _graph(pipeline: Any) -> tuple[list[str], dict[str, list[str]], dict[str, fl
     such time in the pipeline (1.0 for every stage when the stages carry no profile).
     """
     if isinstance(pipeline, str):
-        from .config import builtin  # noqa: PLC0415 - pard.config is loaded only when needed
+        from ..config import builtin  # noqa: PLC0415 - pard.config is loaded only when needed
 
         pipeline = builtin(pipeline)
     order = [s if isinstance(s, str) else s.name for s in pipeline.topological_order()]

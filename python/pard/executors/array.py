@@ -1,4 +1,4 @@
-"""Stage executors: what a worker of the live runtime calls to run one batch.
+"""Array and callable executors: NumPy/CuPy models and plain Python callables.
 
 An *executor* is any object with ``__call__(payloads: list) -> Sequence`` that takes a batch's
 payloads (one per request, in the batch's service order) and returns one output per request, in the
@@ -16,7 +16,9 @@ Two executors ship here:
   or per request (``fn(payload) -> output``).
 
 A plain callable handed to the runtime as a stage is wrapped in ``CallableExecutor(fn)`` (batched).
-Neighbours: :mod:`pard.models` provides array models; :mod:`pard.runtime` owns the worker threads.
+Neighbours: :mod:`.base` (the base class and the stacking rule every executor shares),
+:mod:`.onnx` and :mod:`.triton` (real engines); :mod:`pard.models` provides array models;
+:mod:`pard.runtime` owns the worker threads.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from .base import BatchExecutor, check_shapes, split_rows
 
 __all__ = [
     "Executor",
@@ -62,7 +66,7 @@ def gpu_available() -> bool:
     return _GPU
 
 
-class ArrayExecutor:
+class ArrayExecutor(BatchExecutor):
     """Run an array function on a whole batch: stack, compute once, split.
 
     Args:
@@ -153,32 +157,15 @@ class ArrayExecutor:
         else:
             batch = np.stack([np.asarray(p, dtype=self.dtype) for p in payloads])
             out = self.fn(batch)
-        shape = getattr(out, "shape", None)
-        if shape is None or len(shape) == 0 or int(shape[0]) != n:
-            raise ValueError(
-                f"ArrayExecutor: fn returned {type(out).__name__} of shape {shape}, expected first axis {n}"
-            )
-        return [out[i] for i in range(n)]
+        return split_rows(out, n, "ArrayExecutor: fn")
 
 
     def _check_shapes(self, payloads: list[Any]) -> None:
         """ValueError naming the first payload whose shape differs (from ``payload_shape``, else payload 0)."""
-        want = self.payload_shape
-        for i, p in enumerate(payloads):
-            shape = getattr(p, "shape", None)
-            got = tuple(int(d) for d in shape) if shape is not None else np.shape(p)
-            if want is None:
-                want = got
-                continue
-            if got != want:
-                what = "payload_shape" if self.payload_shape is not None else "payload 0's shape"
-                raise ValueError(
-                    f"ArrayExecutor: payload {i} of the batch has shape {got}, expected {what} {want}: "
-                    f"a batch's payloads are stacked, so they must share one shape"
-                )
+        check_shapes(payloads, self.payload_shape, "ArrayExecutor")
 
 
-class CallableExecutor:
+class CallableExecutor(BatchExecutor):
     """Wrap a plain Python callable as a stage executor.
 
     Args:
@@ -232,12 +219,14 @@ def _shape_arg(value: Any, name: str) -> tuple[int, ...]:
 
 
 def as_executor(stage: Any) -> Any:
-    """The executor for a stage: an ``ArrayExecutor``/``CallableExecutor`` as is, else ``CallableExecutor(stage)``.
+    """The executor for a stage: a pard executor (a :class:`~pard.executors.base.BatchExecutor`:
+    ``ArrayExecutor``, ``CallableExecutor``, ``OnnxExecutor``, ``TritonExecutor``) as is, else
+    ``CallableExecutor(stage)``.
 
     Raises:
         TypeError: if ``stage`` is not callable.
     """
-    if isinstance(stage, (ArrayExecutor, CallableExecutor)):
+    if isinstance(stage, BatchExecutor):
         return stage
     if not callable(stage):
         raise TypeError(f"a stage executor must be callable, got {type(stage).__name__}: {stage!r}")
