@@ -8,9 +8,8 @@ by pard or pytest.  Usage: ``python pytriton_server.py SPEC.json``; the spec is
 * ``{"name", "kind": "onnx", "path", "max_batch", "delay_us"}`` -- runs the ONNX file with
   onnxruntime (one CPU thread) on each batch Triton hands over;
 * ``{"name", "kind": "flaky", "shape", "max_batch", "delay_us"}`` -- returns its input times 2, but
-  raises (a server error for the whole request) when any request's first value is negative;
-* ``{"name", "kind": "sleep", "shape", "max_batch", "delay_us", "sleep_s"}`` -- sleeps, then
-  returns its input.
+  raises (a server error for the whole request) when any request's first value is negative, and
+  sleeps ``sleep_s`` (default 2 s) first when any request's first value is >= 1000.
 
 ``delay_us`` is the dynamic batcher's ``max_queue_delay_microseconds`` (0 for pard: pard forms the
 batches).  Inputs are named ``x`` and outputs ``y``, float32, batch axis first.
@@ -46,21 +45,15 @@ def _onnx_fn(path: str) -> tuple[Any, tuple[int, ...], tuple[int, ...]]:
     return infer, tuple(inp.shape[1:]), tuple(out.shape[1:])
 
 
-def _flaky_fn() -> Any:
+def _flaky_fn(sleep_s: float) -> Any:
     @batch
     def infer(x: np.ndarray) -> dict[str, np.ndarray]:
-        if (x.reshape(x.shape[0], -1)[:, 0] < 0).any():
+        first = x.reshape(x.shape[0], -1)[:, 0]
+        if (first < 0).any():
             raise ValueError("flaky model: a negative first value in the batch")
+        if (first >= 1000).any():
+            time.sleep(sleep_s)
         return {"y": x * np.float32(2.0)}
-
-    return infer
-
-
-def _sleep_fn(sleep_s: float) -> Any:
-    @batch
-    def infer(x: np.ndarray) -> dict[str, np.ndarray]:
-        time.sleep(sleep_s)
-        return {"y": x}
 
     return infer
 
@@ -81,9 +74,7 @@ def main(spec_path: str) -> None:
             if kind == "onnx":
                 fn, in_shape, out_shape = _onnx_fn(m["path"])
             elif kind == "flaky":
-                fn, in_shape, out_shape = _flaky_fn(), tuple(m["shape"]), tuple(m["shape"])
-            elif kind == "sleep":
-                fn, in_shape, out_shape = _sleep_fn(float(m["sleep_s"])), tuple(m["shape"]), tuple(m["shape"])
+                fn, in_shape, out_shape = _flaky_fn(float(m.get("sleep_s", 2.0))), tuple(m["shape"]), tuple(m["shape"])
             else:
                 raise SystemExit(f"unknown model kind {kind!r}")
             triton.bind(

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import itertools
 import os
 import threading
 import time
@@ -49,6 +50,7 @@ instance_group [{ count: 1 }]  # or one per pard worker of the stage
 """
 
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
+_REGION_IDS = itertools.count()  # region names stay unique in this process, disposed ones included
 # extra seconds the worker waits beyond the client timeout before it gives up on the gRPC call
 _GRACE_S = 1.0
 
@@ -246,9 +248,7 @@ class TritonExecutor(BatchExecutor):
     # ------------------------------------------------------------------ shared memory
     def _new_region(self, nbytes: int) -> tuple[str, Any, int]:
         shm = self._shm()
-        with self._lock:
-            count = len(self._regions)
-        region = f"pard-{os.getpid()}-{id(self):x}-{threading.get_ident():x}-{count}"
+        region = f"pard-{os.getpid()}-{id(self):x}-{next(_REGION_IDS)}"
         handle = shm.create_shared_memory_region(region, f"/{region}", nbytes)
         try:
             self._sync.register_system_shared_memory(region, f"/{region}", nbytes, headers=self._headers)
