@@ -190,7 +190,13 @@ class OnnxExecutor(BatchExecutor):
 
     def __repr__(self) -> str:
         return (f"OnnxExecutor({self.name}, providers={self.providers}, intra_op_threads={self.intra_op_threads}, "
-                f"sessions={len(self._sessions)}, payload_shape={self.payload_shape})")
+                f"sessions={self.sessions}, payload_shape={self.payload_shape})")
+
+    @property
+    def sessions(self) -> int:
+        """How many sessions exist now (one per worker thread that has called, or bound ahead)."""
+        with self._lock:
+            return len(self._sessions)
 
     @property
     def device(self) -> str:
