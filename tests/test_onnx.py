@@ -179,3 +179,20 @@ def test_cuda_provider_matches_cpu(tmp_path: Path) -> None:
     assert gpu.device == "gpu"
     np.testing.assert_allclose(np.stack(gpu(xs)), np.stack(OnnxExecutor(m.path, providers="cpu")(xs)),
                                rtol=1e-2, atol=1e-3)
+
+
+def test_stage_set_builds_either_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """stage_set gives one executor per stage of the kind asked, with the entry shape; a bad kind is a ConfigError."""
+    monkeypatch.setenv("PARD_CACHE_DIR", str(tmp_path))
+    from pard.executors import ArrayExecutor
+    from pard.models import INPUT_SHAPE, stage_set
+
+    onnx_set = stage_set("tm", "onnx", scale=0.02)
+    assert list(onnx_set.executors) == ["vehicle_detect", "vehicle_classify", "plate_ocr"]
+    assert all(isinstance(e, OnnxExecutor) for e in onnx_set.executors.values())
+    assert onnx_set.entry_shape == ONNX_INPUT_SHAPE
+    numpy_set = stage_set("tm", "numpy", scale=0.1)
+    assert all(isinstance(e, ArrayExecutor) for e in numpy_set.executors.values())
+    assert numpy_set.entry_shape == INPUT_SHAPE
+    with pytest.raises(pard.ConfigError, match="models must be one of onnx, numpy, got 'torch'"):
+        stage_set("tm", "torch")

@@ -14,6 +14,7 @@ Weights are random (seeded): no weights can be downloaded, and pard measures cos
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import Any
 
 from .reference import INPUT_SHAPE, StageModel, array_module, join_inputs, reference_models, sample_inputs
@@ -29,6 +30,8 @@ __all__ = [
     "onnx_models",
     "ONNX_INPUT_SHAPE",
     "MODEL_KINDS",
+    "StageSet",
+    "stage_set",
 ]
 
 _LAZY = {"OnnxStageModel": "pard.models.onnx", "onnx_models": "pard.models.onnx",
@@ -36,6 +39,73 @@ _LAZY = {"OnnxStageModel": "pard.models.onnx", "onnx_models": "pard.models.onnx"
 
 #: The model sets ``pard run --models`` accepts.
 MODEL_KINDS = ("onnx", "numpy")
+
+
+@dataclass
+class StageSet:
+    """A pipeline's stage executors of one model kind, ready for :class:`pard.Runtime` and the profiler.
+
+    Attributes:
+        kind: ``"onnx"`` or ``"numpy"`` (:data:`MODEL_KINDS`).
+        executors: stage name -> executor.
+        input_shapes: stage name -> one request's input shape at that stage.
+        join: the DAG join (:func:`join_inputs`).
+        engine: what runs the models, in words (for ``pard run``'s sizing line).
+    """
+
+    kind: str
+    executors: dict[str, Any]
+    input_shapes: dict[str, tuple[int, ...]]
+    join: Any
+    engine: str
+
+    @property
+    def entry_shape(self) -> tuple[int, ...]:
+        """The input shape of the first stage (a request's payload)."""
+        return next(iter(self.input_shapes.values()))
+
+
+def stage_set(pipeline: Any, kind: str = "onnx", *, scale: float = 1.0, seed: int = 0) -> StageSet:
+    """The built-in stage models of ``kind`` for ``pipeline``, each in its executor.
+
+    ``"onnx"``: :func:`onnx_models` in :class:`pard.executors.OnnxExecutor` (CUDA provider where
+    present); ``"numpy"``: :func:`reference_models` in :class:`pard.executors.ArrayExecutor` (CuPy
+    on a GPU).  ``pipeline`` is a PipelineSpec or a built-in name; an exit stage's outputs come
+    back to the host.
+
+    Raises:
+        pard.ConfigError: ``kind`` is not one of :data:`MODEL_KINDS`, or a bad ``scale``.
+        ImportError: ``"onnx"`` without the onnx/onnxruntime packages (``pip install 'pard[onnx]'``).
+    """
+    from ..errors import ConfigError
+
+    if kind not in MODEL_KINDS:
+        raise ConfigError(f"models must be one of {', '.join(MODEL_KINDS)}, got {kind!r}")
+    if isinstance(pipeline, str):
+        from ..config import builtin
+
+        pipeline = builtin(pipeline)
+    if kind == "onnx":
+        from ..executors.onnx import OnnxExecutor
+        from .onnx import onnx_models
+
+        models = onnx_models(pipeline, scale=scale, seed=seed)
+        executors: dict[str, Any] = {n: OnnxExecutor(m.path, payload_shape=m.input_shape, name=n)
+                                     for n, m in models.items()}
+        shapes = {n: tuple(m.input_shape) for n, m in models.items()}
+        first = next(iter(executors.values()))
+        engine = "ONNX Runtime " + ("with the CUDA provider, one session per worker" if first.device == "gpu"
+                                    else "on the CPU, one session per worker")
+    else:
+        from ..executors import ArrayExecutor, gpu_available
+
+        ref = reference_models(pipeline, scale=scale, seed=seed)
+        entries = set(pipeline.entry_stages())
+        executors = {n: ArrayExecutor(m, payload_shape=m.input_shape if n in entries else None,
+                                      to_host=not pipeline.stage(n).successors) for n, m in ref.items()}
+        shapes = {n: tuple(m.input_shape) for n, m in ref.items()}
+        engine = "CuPy on the GPU, one CUDA stream per worker" if gpu_available() else "NumPy on the CPU"
+    return StageSet(kind, executors, shapes, join_inputs, engine)
 
 
 def __getattr__(name: str) -> Any:
