@@ -151,6 +151,9 @@ def test_stage_models_are_seeded_cached_and_batch_independent(tmp_path: Path) ->
         np.testing.assert_allclose(batched[i], ex([xi])[0], rtol=1e-4, atol=1e-5)
     with pytest.raises(pard.ConfigError, match="scale"):
         onnx_models("tm", scale=0.0, directory=tmp_path)
+    with pytest.raises(pard.ConfigError, match="past MAX_MODEL_BYTES"):  # refused before any weight exists
+        onnx_models("tm", scale=1000.0, directory=tmp_path / "huge")
+    assert not (tmp_path / "huge").exists()
 
 
 def test_tm_on_onnx_runtime_through_pard(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
-from .reference import _graph, _join_shape
+from .reference import MAX_MODEL_BYTES, _graph, _join_shape
 
 __all__ = ["OnnxStageModel", "onnx_models", "stage_kind", "ONNX_INPUT_SHAPE", "BUILDER_VERSION"]
 
@@ -270,11 +270,17 @@ def onnx_models(
     """
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (math.isfinite(scale) and scale > 0):
         raise ConfigError(f"onnx_models: scale must be a finite number > 0, got {scale!r}")
+    order, preds, cost = _graph(pipeline)
+    # the context gate dominates the weights: C*H*W x G floats, both C and G ~ sqrt(scale)
+    nbytes = len(order) * _CHANNELS * _SIDE * _SIDE * _GATE * 4 * float(scale) * 1.25
+    if nbytes > MAX_MODEL_BYTES:
+        raise ConfigError(f"onnx_models: scale={scale!r} needs about {nbytes / 2**30:.1f} GiB of weights, past "
+                          f"MAX_MODEL_BYTES = {MAX_MODEL_BYTES / 2**30:g} GiB; use a smaller scale (up to about "
+                          f"{MAX_MODEL_BYTES / (nbytes / float(scale)):.0f} for {len(order)} stages)")
     try:
         import onnx  # noqa: F401, PLC0415
     except ImportError as exc:
         raise ImportError(f"the ONNX stage models need the onnx package: pip install 'pard[onnx]' ({exc})") from exc
-    order, preds, cost = _graph(pipeline)
     exits = {n for n in order if not any(n in preds[m] for m in order)}
     key = json.dumps({"order": order, "preds": preds, "cost": cost, "seed": int(seed), "scale": float(scale),
                       "input": ONNX_INPUT_SHAPE, "builder": BUILDER_VERSION}, sort_keys=True)

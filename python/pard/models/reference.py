@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = [
     "INPUT_SHAPE",
