@@ -7,10 +7,17 @@ keeps working.  Messages quote the offending value and say what was expected.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "PardError",
+    "PardValueError",
+    "PardTypeError",
     "ConfigError",
     "TraceError",
+    "UsageError",
+    "TooManyArrivalsError",
+    "MissingExtraError",
     "Dropped",
     "Rejected",
     "ExecutorError",
@@ -22,12 +29,48 @@ class PardError(Exception):
     """Base class of every exception raised by pard."""
 
 
-class ConfigError(PardError, ValueError):
+class PardValueError(PardError, ValueError):
+    """An argument has the right type but a bad value (the message names the argument and the value)."""
+
+
+class PardTypeError(PardError, TypeError):
+    """An argument has the wrong type (the message names the argument, its type and the value)."""
+
+
+class ConfigError(PardValueError):
     """A pipeline or stage specification is invalid (names the field and the value)."""
 
 
-class TraceError(PardError, ValueError):
+class TraceError(PardValueError):
     """An arrival trace cannot be read (names the file, the line or column, and the problem)."""
+
+
+class UsageError(PardValueError):
+    """Bad command-line input; the message names the option and the value (``pard`` exits 2)."""
+
+
+class TooManyArrivalsError(PardValueError):
+    """A request for more arrivals (or simulator state) than a stated limit, refused before allocating.
+
+    Attributes:
+        expected: the size asked for (arrivals, or request-stage visits).  limit: the limit.
+    """
+
+    def __init__(self, message: str, *, expected: float, limit: float) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.limit = limit
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_too_many, (str(self), self.expected, self.limit))
+
+
+def _rebuild_too_many(message: str, expected: float, limit: float) -> TooManyArrivalsError:
+    return TooManyArrivalsError(message, expected=expected, limit=limit)
+
+
+class MissingExtraError(PardError, ImportError):
+    """An optional dependency is not installed; the message names the extra that provides it."""
 
 
 class Dropped(PardError):
@@ -36,7 +79,7 @@ class Dropped(PardError):
     Attributes:
         request_id: the request's id (int).
         stage: name of the stage that dropped it (str).
-        reason: drop reason, one of ``pard.DROP_REASONS`` (e.g. ``"infeasible"``).
+        reason: drop reason, one of :data:`pard.outcomes.REASONS` (e.g. ``"infeasible"``).
         retry_after_s: when the caller may retry with a fair chance (seconds), or None when pard
             has no estimate.
     """
