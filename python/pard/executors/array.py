@@ -29,6 +29,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..errors import PardTypeError, PardValueError
+
 from .base import BatchExecutor, check_shapes, split_rows
 
 __all__ = [
@@ -104,9 +106,9 @@ class ArrayExecutor(BatchExecutor):
         dtype: Any = np.float32,
     ) -> None:
         if not callable(fn):
-            raise TypeError(f"ArrayExecutor: fn must be callable, got {type(fn).__name__}")
+            raise PardTypeError(f"ArrayExecutor: fn must be callable, got {type(fn).__name__}")
         if device not in ("auto", "cpu", "gpu"):
-            raise ValueError(f"ArrayExecutor: device must be 'auto', 'cpu' or 'gpu', got {device!r}")
+            raise PardValueError(f"ArrayExecutor: device must be 'auto', 'cpu' or 'gpu', got {device!r}")
         if device == "gpu" and not gpu_available():
             raise RuntimeError("ArrayExecutor(device='gpu'): CuPy is not installed or no CUDA device is available")
         self.fn = fn
@@ -180,7 +182,7 @@ class CallableExecutor(BatchExecutor):
 
     def __init__(self, fn: Callable[..., Any], *, per_request: bool = False) -> None:
         if not callable(fn):
-            raise TypeError(f"CallableExecutor: fn must be callable, got {type(fn).__name__}")
+            raise PardTypeError(f"CallableExecutor: fn must be callable, got {type(fn).__name__}")
         self.fn = fn
         self.per_request = bool(per_request)
 
@@ -195,12 +197,12 @@ class CallableExecutor(BatchExecutor):
         try:
             length = len(out)
         except TypeError:
-            raise ValueError(
+            raise PardValueError(
                 f"CallableExecutor: batched fn returned {type(out).__name__}, expected a sequence of "
                 f"{len(payloads)} outputs"
             ) from None
         if length != len(payloads):
-            raise ValueError(
+            raise PardValueError(
                 f"CallableExecutor: batched fn returned {length} outputs for {len(payloads)} payloads"
             )
         return list(out)
@@ -209,12 +211,12 @@ class CallableExecutor(BatchExecutor):
 def _shape_arg(value: Any, name: str) -> tuple[int, ...]:
     """``value`` as a shape tuple; TypeError/ValueError naming ``name`` and the value otherwise."""
     if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-        raise TypeError(f"{name} must be a sequence of ints >= 0 (e.g. (32, 32, 3)), got {value!r}")
+        raise PardTypeError(f"{name} must be a sequence of ints >= 0 (e.g. (32, 32, 3)), got {value!r}")
     dims = list(value)
     if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims):
-        raise TypeError(f"{name} must be a sequence of ints >= 0 (e.g. (32, 32, 3)), got {value!r}")
+        raise PardTypeError(f"{name} must be a sequence of ints >= 0 (e.g. (32, 32, 3)), got {value!r}")
     if any(d < 0 for d in dims):
-        raise ValueError(f"{name} must be a sequence of ints >= 0, got {value!r}")
+        raise PardValueError(f"{name} must be a sequence of ints >= 0, got {value!r}")
     return tuple(int(d) for d in dims)
 
 
@@ -229,5 +231,5 @@ def as_executor(stage: Any) -> Any:
     if isinstance(stage, BatchExecutor):
         return stage
     if not callable(stage):
-        raise TypeError(f"a stage executor must be callable, got {type(stage).__name__}: {stage!r}")
+        raise PardTypeError(f"a stage executor must be callable, got {type(stage).__name__}: {stage!r}")
     return CallableExecutor(stage)

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import PardValueError
+
 __all__ = ["BatchExecutor", "stack_payloads", "split_rows"]
 
 
@@ -85,7 +87,7 @@ def check_shapes(payloads: Sequence[Any], payload_shape: tuple[int, ...] | None,
             continue
         if got != want:
             what = "payload_shape" if payload_shape is not None else "payload 0's shape"
-            raise ValueError(
+            raise PardValueError(
                 f"{who}: payload {i} of the batch has shape {got}, expected {what} {want}: "
                 f"a batch's payloads are stacked, so they must share one shape"
             )
@@ -95,5 +97,5 @@ def split_rows(out: Any, n: int, who: str) -> list[Any]:
     """``out``'s ``n`` rows as a list; ValueError when ``out``'s first axis is not ``n``."""
     shape = getattr(out, "shape", None)
     if shape is None or len(shape) == 0 or int(shape[0]) != n:
-        raise ValueError(f"{who}: the model returned {type(out).__name__} of shape {shape}, expected first axis {n}")
+        raise PardValueError(f"{who}: the model returned {type(out).__name__} of shape {shape}, expected first axis {n}")
     return [out[i] for i in range(n)]

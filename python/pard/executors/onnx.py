@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from .._extras import require
+from ..errors import ConfigError, PardTypeError
 from .base import BatchExecutor, split_rows, stack_payloads
 
 __all__ = ["OnnxExecutor", "onnx_available", "cuda_provider_available"]
@@ -39,14 +40,7 @@ _ORT_TYPES = {
 
 
 def _ort() -> Any:
-    try:
-        import onnxruntime  # noqa: PLC0415 - optional dependency (pard[onnx])
-    except ImportError as exc:
-        raise ImportError(
-            "OnnxExecutor needs onnxruntime: pip install 'pard[onnx]' (or onnxruntime-gpu for the "
-            f"CUDA provider); original error: {exc}"
-        ) from exc
-    return onnxruntime
+    return require("onnxruntime", "onnx", "OnnxExecutor (or onnxruntime-gpu for the CUDA provider)")
 
 
 def onnx_available() -> bool:
@@ -75,7 +69,7 @@ def _model_bytes(model: Any) -> tuple[bytes, str]:
     if hasattr(model, "SerializeToString"):
         name = getattr(getattr(model, "graph", None), "name", "") or "<ModelProto>"
         return bytes(model.SerializeToString()), name
-    raise TypeError(f"OnnxExecutor: model must be a path, bytes or an onnx.ModelProto, got {type(model).__name__}")
+    raise PardTypeError(f"OnnxExecutor: model must be a path, bytes or an onnx.ModelProto, got {type(model).__name__}")
 
 
 def _providers(providers: Any) -> list[str]:
@@ -120,7 +114,7 @@ class OnnxExecutor(BatchExecutor):
     process compute in parallel.
 
     Raises:
-        ImportError: onnxruntime is not installed (``pip install 'pard[onnx]'``).
+        pard.errors.MissingExtraError (an ImportError): onnxruntime is not installed (``pip install 'pard[onnx]'``).
         pard.ConfigError: a bad model (unreadable, several inputs and no ``input_name``, a fixed
             batch axis), unknown ``input_name``/``output_name``, unavailable providers, a bad
             ``intra_op_threads``.

@@ -35,7 +35,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from ..errors import ConfigError, ExecutorError
+from .._extras import require
+from ..errors import ConfigError, ExecutorError, PardValueError
 from .base import BatchExecutor, split_rows, stack_payloads
 
 __all__ = ["TritonExecutor", "MODEL_CONFIG_EXAMPLE"]
@@ -56,13 +57,8 @@ _GRACE_S = 1.0
 
 
 def _client_modules() -> tuple[Any, Any, Any]:
-    try:
-        import tritonclient.grpc as grpc  # noqa: PLC0415 - optional dependency (pard[triton])
-        import tritonclient.grpc.aio as aio  # noqa: PLC0415
-        import tritonclient.utils as utils  # noqa: PLC0415
-    except ImportError as exc:
-        raise ImportError(f"TritonExecutor needs tritonclient: pip install 'pard[triton]'; original error: {exc}") from exc
-    return grpc, aio, utils
+    return tuple(require(m, "triton", "TritonExecutor")  # type: ignore[return-value]
+                 for m in ("tritonclient.grpc", "tritonclient.grpc.aio", "tritonclient.utils"))
 
 
 def _host(url: str) -> str:
@@ -98,7 +94,7 @@ class TritonExecutor(BatchExecutor):
     min_timeout_s))``.
 
     Raises:
-        ImportError: tritonclient is not installed.
+        pard.errors.MissingExtraError (an ImportError): tritonclient is not installed.
         pard.ConfigError (at construction or :meth:`bind`): the server or model is not ready in
             time, the model does not batch (``max_batch_size`` 0), its config delays batches
             (``max_queue_delay_microseconds`` > 0), ``max_batch_size`` differs from the stage's
@@ -270,9 +266,7 @@ class TritonExecutor(BatchExecutor):
         self._shm().destroy_shared_memory_region(handle)
 
     def _shm(self) -> Any:
-        import tritonclient.utils.shared_memory as shm  # noqa: PLC0415
-
-        return shm
+        return require("tritonclient.utils.shared_memory", "triton", "TritonExecutor's shared memory")
 
     def _region(self, nbytes: int, capacity: int) -> tuple[str, Any, int]:
         """This worker thread's region, (re)made with ``capacity`` bytes when it holds fewer than ``nbytes``."""
@@ -292,7 +286,7 @@ class TritonExecutor(BatchExecutor):
         if self._closed:
             raise ExecutorError(f"TritonExecutor({self.name}) is closed")
         if n > self.max_batch_size:
-            raise ValueError(f"TritonExecutor({self.name}): a batch of {n} exceeds the model's max_batch_size "
+            raise PardValueError(f"TritonExecutor({self.name}): a batch of {n} exceeds the model's max_batch_size "
                              f"{self.max_batch_size}")
         batch = stack_payloads(payloads, dtype=self.dtype, payload_shape=self.payload_shape,
                                who=f"TritonExecutor({self.name})")

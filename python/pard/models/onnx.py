@@ -23,7 +23,7 @@ map (the next stage's input); only exit stages apply their head.  Weights are ra
 seeded): nothing can be downloaded, and pard measures cost, not accuracy.
 
 Each model is built once per (pipeline graph, seed, scale) and cached as a ``.onnx`` file under
-``<pard cache>/models/`` (see :func:`pard.profiling.cache_dir`), where a Triton server can load it
+``<pard cache>/models/`` (see :func:`pard.profiling.cache_dir`: ``$PARD_CACHE_DIR`` or ``~/.cache/pard``), where a Triton server can load it
 too.  Sizes: at ``scale=1`` a ``tm`` stage's batch of 1 takes about 1-5 ms on one core of a 2020s x86
 server and a batch of 16 about 10-40 ms (``pard profile`` measures them on the machine at hand).
 
@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from .._cache import cache_dir
+from .._extras import require
 from ..errors import ConfigError
 from .reference import MAX_MODEL_BYTES, _graph, _join_shape
 
@@ -98,9 +100,8 @@ class _Graph:
     """A tiny builder over onnx.helper: nodes, initializers and shape bookkeeping in NCHW."""
 
     def __init__(self, rng: np.random.Generator) -> None:
-        import onnx  # noqa: PLC0415 - optional dependency (pard[onnx])
-
-        self.onnx = onnx
+        self.onnx = require("onnx", "onnx", "the ONNX stage models")
+        require("onnx.numpy_helper", "onnx", "the ONNX stage models")
         self.rng = rng
         self.nodes: list[Any] = []
         self.inits: list[Any] = []
@@ -243,8 +244,6 @@ def _shape_const(g: _Graph, dims: list[int]) -> str:
 def _models_root(directory: Path | None) -> Path:
     if directory is not None:
         return Path(directory)
-    from ..profiling import cache_dir  # noqa: PLC0415 - the one home of pard's cache location
-
     return cache_dir() / "models"
 
 
@@ -265,7 +264,7 @@ def onnx_models(
         :data:`ONNX_INPUT_SHAPE`; others their predecessor's output (a join: :func:`join_inputs`'s
         shape of its predecessors' outputs).
     Raises:
-        ImportError: the ``onnx`` package is missing (``pip install 'pard[onnx]'``).
+        pard.errors.MissingExtraError (an ImportError): the ``onnx`` package is missing (``pip install 'pard[onnx]'``).
         pard.ConfigError: ``scale`` is not a finite number > 0, or an unknown pipeline name.
     """
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (math.isfinite(scale) and scale > 0):
@@ -277,10 +276,7 @@ def onnx_models(
         raise ConfigError(f"onnx_models: scale={scale!r} needs about {nbytes / 2**30:.1f} GiB of weights, past "
                           f"MAX_MODEL_BYTES = {MAX_MODEL_BYTES / 2**30:g} GiB; use a smaller scale (up to about "
                           f"{MAX_MODEL_BYTES / (nbytes / float(scale)):.0f} for {len(order)} stages)")
-    try:
-        import onnx  # noqa: F401, PLC0415
-    except ImportError as exc:
-        raise ImportError(f"the ONNX stage models need the onnx package: pip install 'pard[onnx]' ({exc})") from exc
+    require("onnx", "onnx", "the ONNX stage models")
     exits = {n for n in order if not any(n in preds[m] for m in order)}
     key = json.dumps({"order": order, "preds": preds, "cost": cost, "seed": int(seed), "scale": float(scale),
                       "input": ONNX_INPUT_SHAPE, "builder": BUILDER_VERSION}, sort_keys=True)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._cache import cache_dir
 from .._version import __version__
 from ..config import resolve_pipeline
 
@@ -25,15 +26,6 @@ __all__ = ["cache_dir", "cached_profile", "mark_stale", "MAX_AGE_S"]
 
 #: A cached profile older than this (s) is measured afresh by :func:`cached_profile` (12 hours).
 MAX_AGE_S = 12 * 3600.0
-
-
-def cache_dir() -> Path:
-    """``$PARD_CACHE_DIR``, else ``$XDG_CACHE_HOME/pard``, else ``~/.cache/pard``."""
-    env = os.environ.get("PARD_CACHE_DIR")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "pard"
 
 
 def _meta_path(path: Path) -> Path:
