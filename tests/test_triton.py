@@ -136,7 +136,9 @@ def _triton_stages(url: str, **kw: Any) -> dict[str, TritonExecutor]:
 
 def test_tm_through_pard_on_triton_conservation_and_drops(server: Any) -> None:
     """tm profiled on Triton, then overloaded: conservation exact, Triton ran exactly pard's batches, outputs right."""
-    stages = _triton_stages(server.url)
+    # budget_timeout=False: a batch that overruns its deadlines ends late (not failed), so every
+    # request sent is executed by the server and the counts below are exact
+    stages = _triton_stages(server.url, budget_timeout=False)
     try:
         shapes = {n: tuple(m.input_shape) for n, m in server.onnx.items()}
 
@@ -225,6 +227,24 @@ def test_runtime_fails_exactly_the_batches_the_server_failed(server: Any) -> Non
         assert [o[0] for o in outcomes] == ["failed", "ok", "ok", "failed", "ok", "ok"]
         assert c["failed"] == 2 and c["on_time"] + c["late"] == 4
         assert c["submitted"] == c["on_time"] + c["late"] + c["dropped"] + c["rejected"] + c["failed"]
+    finally:
+        ex.close()
+
+
+def test_runtime_turns_a_batch_past_its_budget_into_failed_requests(server: Any) -> None:
+    """Through the runtime the client timeout is the batch's remaining budget: a slow call fails its batch, bounded."""
+    spec = pard.PipelineSpec(name="one", slo=0.3, stages=[
+        pard.StageSpec(name="flaky", profile={1: 0.005, 8: 0.01}, max_batch=8, workers=1)])
+    ex = TritonExecutor(server.url, "flaky")
+    try:
+        with pard.Runtime(spec, {"flaky": ex}, policy="naive") as rt:
+            slow = rt.submit(np.full(4, 1000.0, np.float32))  # the model sleeps 2 s on this one
+            with pytest.raises(pard.ExecutorError, match="remaining budget"):
+                slow.result(timeout=60)
+            fine = rt.submit(np.full(4, 1.0, np.float32), slo=30.0)
+            np.testing.assert_array_equal(fine.result(timeout=60), np.full(4, 2.0, np.float32))
+        c = rt.counts()
+        assert c["failed"] == 1 and c["on_time"] == 1 and c["submitted"] == 2
     finally:
         ex.close()
 

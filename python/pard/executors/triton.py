@@ -80,6 +80,9 @@ class TritonExecutor(BatchExecutor):
             largest one used (s, > 0; default 30).
         min_timeout_s: the smallest client timeout (s, > 0; default 1 ms): a batch whose requests
             are all past their deadline still gets this long.
+        budget_timeout: use the batch's remaining budget as the client timeout (default True);
+            False: always ``timeout_s``, so a batch that overruns its deadlines ends ``late``
+            instead of ``failed`` (e.g. to count late results).
         shared_memory: ``"auto"`` (default: system shared memory for the input when the URL is a
             loopback address, falling back to the socket if the server refuses it), ``"on"``
             (required; ConfigError if the server refuses), ``"off"``.
@@ -116,6 +119,7 @@ class TritonExecutor(BatchExecutor):
         output_name: str | None = None,
         timeout_s: float = 30.0,
         min_timeout_s: float = 0.001,
+        budget_timeout: bool = True,
         shared_memory: str = "auto",
         headers: Mapping[str, str] | None = None,
         startup_timeout_s: float = 30.0,
@@ -133,6 +137,7 @@ class TritonExecutor(BatchExecutor):
         self.url, self.model, self.model_version = url, str(model), str(model_version)
         self.name = name or self.model
         self.timeout_s, self.min_timeout_s = float(timeout_s), float(min_timeout_s)
+        self.accepts_budget = bool(budget_timeout)
         self._headers = dict(headers or {})
         self._sync = grpc.InferenceServerClient(url)
         self._wait_ready(float(startup_timeout_s))

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..config import PipelineSpec
     from ..policies import PolicySpec
 
-__all__ = ["options_arg", "executors_arg", "worker_counts", "build_stages", "PayloadShape", "positive_seconds"]
+__all__ = ["options_arg", "executors_arg", "worker_counts", "bind_executors", "build_stages", "PayloadShape", "positive_seconds"]
 
 
 def positive_seconds(name: str, value: Any, *, allow_zero: bool = False) -> float:
@@ -100,6 +100,20 @@ def worker_counts(spec: PipelineSpec, workers: Mapping[str, int] | Sequence[int]
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
             raise ConfigError(f"workers for stage {n!r} must be an int >= 1, got {c!r}")
     return [int(c) for c in counts]
+
+
+def bind_executors(spec: PipelineSpec, executors: Mapping[str, Any], counts: Sequence[int],
+                   threads: int | None) -> None:
+    """Tell each executor that has a ``bind`` hook (:class:`pard.executors.BatchExecutor`) its stage,
+    worker count and cores per worker (``threads``, the runtime's ``blas_threads``), before any batch.
+
+    An engine executor creates its per-worker sessions here, or checks that its server's model config
+    matches the stage (raising :class:`pard.ConfigError`).
+    """
+    for st, count in zip(spec.stages, counts):
+        bind = getattr(executors[st.name], "bind", None)
+        if callable(bind):
+            bind(st, workers=int(count), threads=threads)
 
 
 def build_stages(spec: PipelineSpec, policy: PolicySpec, executors: Mapping[str, Any], counts: Sequence[int],
