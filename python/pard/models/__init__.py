@@ -32,6 +32,8 @@ __all__ = [
     "MODEL_KINDS",
     "StageSet",
     "stage_set",
+    "engine_description",
+    "onnx_installed",
 ]
 
 _LAZY = {"OnnxStageModel": "pard.models.onnx", "onnx_models": "pard.models.onnx",
@@ -65,6 +67,25 @@ class StageSet:
         return next(iter(self.input_shapes.values()))
 
 
+def onnx_installed() -> bool:
+    """True when the ONNX stage models can be built and run (onnx and onnxruntime import)."""
+    from .._extras import available
+
+    return available("onnx") and available("onnxruntime")
+
+
+def engine_description(kind: str) -> str:
+    """What runs the built-in models of ``kind`` on this machine, in words (``pard run``'s sizing line)."""
+    if kind == "onnx":
+        from ..executors.onnx import cuda_provider_available
+
+        where = "with the CUDA provider" if cuda_provider_available() else "on the CPU"
+        return f"ONNX Runtime {where}, one session per worker"
+    from ..executors import gpu_available
+
+    return "CuPy on the GPU, one CUDA stream per worker" if gpu_available() else "NumPy on the CPU"
+
+
 def stage_set(pipeline: Any, kind: str = "onnx", *, scale: float = 1.0, seed: int = 0) -> StageSet:
     """The built-in stage models of ``kind`` for ``pipeline``, each in its executor.
 
@@ -93,19 +114,15 @@ def stage_set(pipeline: Any, kind: str = "onnx", *, scale: float = 1.0, seed: in
         executors: dict[str, Any] = {n: OnnxExecutor(m.path, payload_shape=m.input_shape, name=n)
                                      for n, m in models.items()}
         shapes = {n: tuple(m.input_shape) for n, m in models.items()}
-        first = next(iter(executors.values()))
-        engine = "ONNX Runtime " + ("with the CUDA provider, one session per worker" if first.device == "gpu"
-                                    else "on the CPU, one session per worker")
     else:
-        from ..executors import ArrayExecutor, gpu_available
+        from ..executors import ArrayExecutor
 
         ref = reference_models(pipeline, scale=scale, seed=seed)
         entries = set(pipeline.entry_stages())
         executors = {n: ArrayExecutor(m, payload_shape=m.input_shape if n in entries else None,
                                       to_host=not pipeline.stage(n).successors) for n, m in ref.items()}
         shapes = {n: tuple(m.input_shape) for n, m in ref.items()}
-        engine = "CuPy on the GPU, one CUDA stream per worker" if gpu_available() else "NumPy on the CPU"
-    return StageSet(kind, executors, shapes, join_inputs, engine)
+    return StageSet(kind, executors, shapes, join_inputs, engine_description(kind))
 
 
 def __getattr__(name: str) -> Any:

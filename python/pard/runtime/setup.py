@@ -117,8 +117,10 @@ def bind_executors(spec: PipelineSpec, executors: Mapping[str, Any], counts: Seq
 
 
 def build_stages(spec: PipelineSpec, policy: PolicySpec, executors: Mapping[str, Any], counts: Sequence[int],
-                 ring_capacity: int) -> list[Stage]:
-    """One :class:`Stage` per spec stage, each with its C++ scheduler, linked to successors and predecessors."""
+                 ring_capacity: int, threads: int | None = None) -> list[Stage]:
+    """One :class:`Stage` per spec stage, each with its C++ scheduler, linked to successors and predecessors;
+    the executors bound first (:func:`bind_executors`, ``threads`` = cores per worker)."""
+    bind_executors(spec, executors, counts, threads)
     core_policy = policy.core()
     fractions = budget_fractions(spec)
     index = {st.name: k for k, st in enumerate(spec.stages)}
