@@ -160,26 +160,28 @@ def test_tm_through_pard_on_triton_conservation_and_drops(server: Any) -> None:
             ds = [st.profile[b] for b in sorted(st.profile)]
             assert ds[0] > 0 and ds == sorted(ds)
         before = {n: _stats(server.url, n) for n in stages}
-        n_req = 300
-        # everything at once with an SLO of a third of the time the pipeline needs for all of it:
-        # pard must drop a large share, and decide where
-        slo = max(0.05, spec.stages[0].duration(16) * n_req / 16 / 3)
+        n_req, n_easy = 300, 8
+        # a burst of everything at once with an SLO of about a third of the time the pipeline needs
+        # for it: pard must drop a large share, and decide where; first a few with a generous SLO,
+        # whose outputs are checked below
+        slo = 2 * sum(st.duration(st.max_batch) for st in spec.stages) + n_req / spec.capacity().pipeline / 3
         rng = np.random.default_rng(3)
         xs = rng.random((n_req, *shapes["vehicle_detect"]), dtype=np.float32)
         with pard.Runtime(spec, stages, policy="pard", workers=[1, 1, 1]) as rt:
-            futs = [rt.submit(x, slo=slo) for x in xs]
-            results: dict[int, Any] = {}
+            easy = [rt.submit(x, slo=60.0) for x in xs[:n_easy]]
+            results = {i: f.result(timeout=120) for i, f in enumerate(easy)}
+            futs = [rt.submit(x, slo=slo) for x in xs[n_easy:]]
             drops: dict[int, tuple[str, str]] = {}
-            for i, f in enumerate(futs):
+            for i, f in enumerate(futs, start=n_easy):
                 try:
-                    results[i] = f.result(timeout=120)
+                    f.result(timeout=120)
                 except pard.Dropped as d:
                     drops[i] = (d.stage, d.reason)
         c = rt.counts()
         assert c["submitted"] == n_req
         assert c["submitted"] == c["on_time"] + c["late"] + c["dropped"] + c["rejected"] + c["failed"]
         assert c["failed"] == 0 and c["rejected"] == 0 and c["pending"] == 0
-        assert c["dropped"] == len(drops) > 0 and c["on_time"] > 0
+        assert c["dropped"] == len(drops) > 0 and c["on_time"] >= n_easy
         assert {stage for stage, _ in drops.values()} <= {st.name for st in TM.stages}
         # Triton executed exactly the requests and batches pard sent to each stage, nothing else
         b = rt.batches()
@@ -198,7 +200,7 @@ def test_tm_through_pard_on_triton_conservation_and_drops(server: Any) -> None:
             entered -= dropped_here
         # the answers are the tm chain's, run locally by ONNX Runtime
         local = {n: OnnxExecutor(m.path, providers="cpu") for n, m in server.onnx.items()}
-        some = sorted(results)[:8]
+        some = sorted(results)
         want = [xs[i] for i in some]
         for name in stages:
             want = local[name](want)
