@@ -13,7 +13,7 @@ import pytest
 import pard
 from pard.config import PipelineSpec, StageSpec
 from pard.errors import Dropped, ExecutorError
-from pard.runtime_async import DeadlineError, retry_after_s
+from pard.runtime.aio import DeadlineError, retry_after_s
 
 
 def _chain(slo: float = 5.0, d: float = 0.001, workers: int = 1, max_batch: int = 4) -> PipelineSpec:

@@ -10,6 +10,9 @@ import argparse
 import sys
 from typing import Any
 
+from .._extras import require
+from ..errors import PardError
+
 __all__ = ["add_parser", "run", "main"]
 
 
@@ -32,14 +35,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``pard serve`` for parsed ``args``; returns the exit status (2 for a bad file or option)."""
-    from ..errors import PardError
-
-    try:
-        from .config import load_serve_config
-        from .server import serve
-    except ImportError as exc:
-        print(f"pard serve needs the serve extra: pip install 'pard[serve]' ({exc})", file=sys.stderr)
-        return 2
+    for module in ("starlette", "uvicorn", "prometheus_client", "yaml"):
+        require(module, "serve", "pard serve")  # MissingExtraError: one line naming pard[serve]
+    from .config import load_serve_config  # noqa: PLC0415 - after the extra is known to be there
+    from .server import serve  # noqa: PLC0415
     if args.port is not None and not 0 <= args.port <= 65535:
         print(f"pard serve: --port must be in [0, 65535], got {args.port}", file=sys.stderr)
         return 2
@@ -56,4 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pard")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["serve", *(sys.argv[1:] if argv is None else argv)])
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except PardError as exc:  # a missing extra
+        print(f"pard serve: error: {exc}", file=sys.stderr)
+        return 1

@@ -43,13 +43,16 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ConfigError
+from ..config import PipelineSpec
+from ..config import load as load_pipeline
+from .._extras import require
+from ..errors import ConfigError, MissingExtraError
+from .protocol import DATATYPES
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
-from .protocol import DATATYPES
 
 __all__ = [
     "ServeConfigError",
@@ -130,16 +133,14 @@ class ServeConfig(_Strict):
     # ------------------------------------------------------------------ derived
     def pipeline_spec(self) -> Any:
         """The :class:`pard.PipelineSpec` served.  Raises ServeConfigError naming ``pipeline``."""
-        from .. import config as pconfig
-
         if isinstance(self.pipeline, dict):
             try:
-                return pconfig.PipelineSpec.from_dict(self.pipeline, source="pipeline")
+                return PipelineSpec.from_dict(self.pipeline, source="pipeline")
             except ConfigError as exc:
                 raise ServeConfigError(f"pipeline: {exc}") from None
         path = Path(self.base_dir) / self.pipeline
         try:
-            return pconfig.load(path if path.is_file() else self.pipeline)
+            return load_pipeline(path if path.is_file() else self.pipeline)
         except ConfigError as exc:
             raise ServeConfigError(f"pipeline: {self.pipeline!r}: {exc}") from None
 
@@ -265,16 +266,14 @@ def load_serve_config(path: str | Path) -> ServeConfig:
     suffix = p.suffix.lower()
     try:
         if suffix in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text)
+            data = require("yaml", "serve", "served-pipeline YAML files").safe_load(text)
         elif suffix == ".toml":
             data = tomllib.loads(text)
         elif suffix == ".json":
             data = json.loads(text)
         else:
             raise ServeConfigError(f"{p}: unknown suffix {p.suffix!r}; expected .yaml, .yml, .toml or .json")
-    except ServeConfigError:
+    except (ServeConfigError, MissingExtraError):
         raise
     except Exception as exc:  # noqa: BLE001 - yaml/toml/json syntax errors of each parser
         raise ServeConfigError(f"{p}: not valid {suffix[1:].upper()}: {exc}") from None

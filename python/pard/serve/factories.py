@@ -15,6 +15,8 @@ import time
 from typing import Any
 
 from ..errors import ConfigError
+from ..executors import ArrayExecutor
+from ..models import INPUT_SHAPE, reference_models
 
 __all__ = ["reference_model", "sleep_profile"]
 
@@ -28,9 +30,6 @@ def reference_model(*, stage: Any, pipeline: Any, scale: float = 1.0, seed: int 
     Entry stages declare :data:`pard.models.INPUT_SHAPE` as their payload shape; exit stages copy
     their outputs to the host.  The models of one pipeline are built once per ``(scale, seed)``.
     """
-    from ..executors import ArrayExecutor
-    from ..models import INPUT_SHAPE, reference_models
-
     key = (str(pipeline.name), float(scale), int(seed))
     with _MODELS_LOCK:
         models = _MODELS.get(key)

@@ -36,7 +36,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import Dropped, ExecutorError, PardError, Rejected
+from ..models import INPUT_SHAPE, join_inputs
+from ..runtime import Runtime
+from ..runtime.aio import retry_after_s
 from .config import ServeConfig, TensorSpec, sample_payload
+from .factories import reference_model
 from .protocol import InferRequest, ProtocolError, datatype_of, decode_request, encode_response
 
 __all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "retry_after_header"]
@@ -102,8 +106,6 @@ class ServedPipeline:
 
         Raises: ServeConfigError for a bad factory; whatever a warm-up batch raises.
         """
-        from .. import Runtime
-
         executors, join = await asyncio.to_thread(self._executors)
         warm: dict[str, Any] = {}
         if self.config.warmup:
@@ -125,13 +127,9 @@ class ServedPipeline:
         self.ready = True
 
     def _executors(self) -> tuple[dict[str, Any], Any]:
-        from .factories import reference_model
-
         built = self.config.build_executors(self.spec)
         if built is not None:
             return built, None
-        from ..models import INPUT_SHAPE, join_inputs
-
         if not self.inputs:  # the reference models take images of INPUT_SHAPE
             self.inputs = [TensorSpec(name="INPUT0", datatype="FP32", shape=list(INPUT_SHAPE))]
 
@@ -229,17 +227,11 @@ class ServedPipeline:
             tier = self._tier(req, headers)
         except ProtocolError as exc:
             return _error(400, "invalid", str(exc))
-        rt = self.runtime
-        limit = self.config.queue.max_queue_size
-        entry = self.spec.entry_stages()[0]
-        if limit and rt.queued(entry) >= limit:
-            from ..runtime_async import retry_after_s
-
-            return _error(429, "queue_full", f"{limit} requests already wait at stage {entry!r} "
-                          f"(queue.max_queue_size)", stage=entry, reason="queue_full",
-                          retry_after_s=retry_after_s(rt))
         try:
-            result = await self._run(rt.infer(payload, slo=slo, tier=tier, deadline=deadline), disconnected)
+            result = await self._run(self._admit(payload, slo, tier, deadline), disconnected)
+        except _QueueFull as e:
+            return _error(429, "queue_full", str(e), stage=e.stage, reason="queue_full",
+                          retry_after_s=e.retry_after_s)
         except Dropped as e:
             return _error(503, "dropped", str(e), request_id=e.request_id, stage=e.stage, reason=e.reason,
                           retry_after_s=e.retry_after_s)
@@ -257,6 +249,18 @@ class ServedPipeline:
         except (PardError, ValueError, TypeError) as e:  # a payload submit refused (shape, tier)
             return _error(400, "invalid", str(e))
         return self._encode(req, result)
+
+    async def _admit(self, payload: Any, slo: float, tier: int, deadline: float | None) -> Any:
+        """``queue.max_queue_size`` checked, then ``await rt.infer``: the check and the submit run
+        in one step of the event loop (``infer`` submits before it first suspends), so no other
+        request slips in between."""
+        rt = self.runtime
+        limit = self.config.queue.max_queue_size
+        entry = self.spec.entry_stages()[0]
+        if limit and rt.queued(entry) >= limit:
+            raise _QueueFull(f"{limit} requests already wait at stage {entry!r} (queue.max_queue_size)",
+                             entry, retry_after_s(rt))
+        return await rt.infer(payload, slo=slo, tier=tier, deadline=deadline)
 
     async def _run(self, infer: Awaitable[Any], disconnected: Callable[[], Awaitable[Any]] | None) -> Any:
         """Await ``infer``; if the client disconnects first, cancel it (the request is cancelled in the pipeline)."""
@@ -385,6 +389,15 @@ def _described(output: Any) -> dict[str, Any]:
         return {"datatype": datatype_of(arr), "shape": list(arr.shape)}
     except (ProtocolError, TypeError, ValueError):
         return {}
+
+
+class _QueueFull(Exception):
+    """``queue.max_queue_size`` requests already wait at the entry stage."""
+
+    def __init__(self, message: str, stage: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.retry_after_s = retry_after_s
 
 
 class _ClientClosed(Exception):

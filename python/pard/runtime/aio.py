@@ -26,10 +26,10 @@ import asyncio
 import math
 from typing import TYPE_CHECKING, Any
 
-from .errors import Dropped, ExecutorError, PardError, Rejected
+from ..errors import Dropped, ExecutorError, PardError, Rejected
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runtime import Runtime
+    from .facade import Runtime
 
 __all__ = ["AsyncRuntimeMixin", "retry_after_s", "DeadlineError"]
 
@@ -75,7 +75,11 @@ class AsyncRuntimeMixin:
 
     async def infer(self, payload: Any, slo: float | None = None, tier: int | None = None,
                     deadline: float | None = None) -> Any:
-        """Serve one request and return the pipeline's output (a dict by exit stage for several exits).
+        """Serve one request: ``await rt.infer(x)`` returns the pipeline's output.
+
+        The request is submitted when the coroutine starts, before its first suspension, so code
+        that runs right before ``await rt.infer(...)`` in the same task (an admission check) sees
+        the pipeline as the request finds it.
 
         Args:
             payload: the entry stage's input (as :meth:`Runtime.submit`).
@@ -93,7 +97,7 @@ class AsyncRuntimeMixin:
             pard.Dropped: a stage's policy dropped it (``stage``, ``reason``, ``retry_after_s``).
             pard.Rejected: refused at admission (``stage``, ``reason``, ``retry_after_s``,
                 ``request_id``).
-            pard.ExecutorError: a stage's executor raised on its batch (``__cause__``).
+            pard.ExecutorError: a stage's executor raised on its batch (``request_id``, ``__cause__``).
             asyncio.CancelledError: the awaiting task was cancelled; the request is then cancelled
                 inside the pipeline (terminal at once, dropped with reason ``cancelled``).
             ValueError / TypeError / RuntimeError: bad arguments or a closed runtime, as
