@@ -30,7 +30,9 @@ from ..policies import get_policy
 from ..recorder import RunRecorder
 from ..wiring import planner_stages
 from . import lifecycle, results
+from .aio import AsyncRuntimeMixin
 from .clock import RunClock
+from .monitor import MonitorMixin
 from .planner_loop import PlannerLoop
 from .replay import replay
 from .requests import Ledger, RequestFuture
@@ -64,7 +66,7 @@ if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class Runtime:
+class Runtime(AsyncRuntimeMixin, MonitorMixin):
     """Serve a pipeline live: worker threads per stage around the C++ stage schedulers.
 
     Args:

@@ -42,7 +42,8 @@ __all__ = ["Stage", "WorkerPool", "BATCH_HISTORY"]
 
 _REJECTED_CODE = reason_code("rejected")
 _TOP_UPS = 4  #: form_batch calls per batch at most: the first, then top-ups while ghosts took places
-#: How many of each stage's most recent batches ``Runtime.batches()`` returns.
+#: How many of each stage's most recent batches (``Runtime.batches()``) and queueing delays
+#: (``Runtime.stage_stats()``) are kept.
 BATCH_HISTORY = 10_000
 
 
@@ -71,8 +72,9 @@ class Stage:
         self.arrivals: list[float] = []
         self.queue_delays: list[tuple[float, float]] = []  # (taken into a batch at, queueing delay)
         self.batches: list[tuple[float, float, int, float]] = []  # (start, duration, size, wait)
-        #: the most recent batches, for ``Runtime.batches()`` (bounded)
+        #: the most recent batches and queueing delays, for ``Runtime.batches()`` and monitoring (bounded)
         self.recent: deque[tuple[float, float, int, float]] = deque(maxlen=BATCH_HISTORY)
+        self.recent_delays: deque[float] = deque(maxlen=BATCH_HISTORY)
         self.drops = 0
         self.threads: list[threading.Thread] = []
         #: (thread name, exception) once one of this stage's workers died outside the executor call
@@ -172,6 +174,7 @@ class WorkerPool:
                 break
         for r in batch:
             st.queue_delays.append((now, now - r.arrival_s[k]))
+            st.recent_delays.append(now - r.arrival_s[k])
         return batch
 
     # ------------------------------------------------------------------ the worker thread
