@@ -221,3 +221,12 @@ def test_models_option_defaults_to_onnx_and_falls_back_with_a_note(monkeypatch: 
     assert len(notes) == 1 and "pip install 'pard[onnx]'" in notes[0]
     with pytest.raises(pard.errors.UsageError, match="--models onnx needs the onnx and onnxruntime packages"):
         models_arg(argparse.Namespace(models="onnx"), Err())
+
+
+def test_engine_executors_are_public_names() -> None:
+    """pard.OnnxExecutor and pard.TritonExecutor resolve lazily to the executors package's classes."""
+    assert pard.OnnxExecutor is OnnxExecutor
+    from pard.executors.triton import TritonExecutor
+
+    assert pard.TritonExecutor is TritonExecutor
+    assert {"OnnxExecutor", "TritonExecutor"} <= set(dir(pard))
