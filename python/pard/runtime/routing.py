@@ -42,8 +42,9 @@ class Router:
         With ``pushed``, the stage's workers are not woken here: the count is added to
         ``pushed[stage]`` and :meth:`wake` wakes them once for the whole upstream batch.
         """
-        if st.pending >= st.max_queue:  # read without the lock: a bound to within the concurrent pushes
-            return f"its queue is full ({st.pending} queued, max_queue_size {st.max_queue})"
+        queued = st.queued_live()  # read without the lock: a bound to within the concurrent pushes
+        if queued >= st.max_queue:
+            return f"its queue is full ({queued} queued, max_queue_size {st.max_queue})"
         k = st.index
         r.inputs[k] = payload
         r.arrival_s[k] = arrival_s
