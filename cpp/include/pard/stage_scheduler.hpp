@@ -85,6 +85,9 @@ struct StageKeyLess {
     bool operator()(const Request& a, const Request& b) const noexcept {
         return by_arrival ? ByArrival{}(a, b) : ByDeadline{}(a, b);
     }
+    // The same order as a split key, so the DEPQ sifts 16-byte nodes (pard/depq.hpp).
+    std::int64_t primary(const Request& r) const noexcept { return by_arrival ? r.arrival_ns : r.deadline_ns; }
+    static std::uint64_t tiebreak(const Request& r) noexcept { return r.id; }
 };
 
 struct NeverCancelled {
