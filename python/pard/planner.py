@@ -46,6 +46,7 @@ from typing import Any, Deque, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from . import profile as _profile
 from .policies import PolicySpec, get_policy
 
 __all__ = ["PlannerStage", "StageTerms", "Planner", "window_for_cv", "downstream_wait_quantile", "MAX_SAMPLES"]
@@ -79,21 +80,9 @@ class PlannerStage:
     entry: bool = False
 
     def duration(self, batch: float | F64) -> Any:
-        """``d(b)`` in seconds for a (possibly fractional) batch size ``b``.
-
-        Piecewise-linear through the profile's points; below the first point the first duration (a
-        smaller batch is never assumed faster than measured); past the last point the last segment's
-        slope continues (one point: ``d`` grows in proportion to ``b``) -- as ``pard.config.StageSpec``.
-        """
-        bs, ds = self._points
-        b = np.asarray(batch, dtype=np.float64)
-        if bs.size == 1:
-            out = np.where(b > bs[0], ds[0] * b / bs[0], ds[0])
-        else:
-            out = np.interp(b, bs, ds)  # flat below the first point
-            slope = (ds[-1] - ds[-2]) / (bs[-1] - bs[-2])
-            out = np.where(b > bs[-1], ds[-1] + slope * (b - bs[-1]), out)
-        return out if out.ndim else float(out)
+        """``d(b)`` in seconds for a (possibly fractional) batch size ``b``: :func:`pard.profile.duration`
+        (the one rule, as ``pard._core.Profile``; a single-point profile is constant)."""
+        return _profile.duration(*self._points, batch)
 
     @cached_property
     def _points(self) -> tuple[F64, F64]:

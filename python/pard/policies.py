@@ -103,8 +103,10 @@ class PolicySpec:
 
     @property
     def uses_planner_terms(self) -> bool:
-        """True when the stage schedulers read the planner's downstream term (the PARD drop rule)."""
-        return self.drop == "pard"
+        """True when the stage schedulers read any term the planner publishes: the downstream term
+        (the PARD drop rule), ``mu``/``eps`` (the adaptive order) or the queueing delay (dagor).
+        FCFS with the naive, clipper or nexus rule reads none, so the simulator may skip the planner."""
+        return self.order == "adaptive" or self.drop in ("pard", "dagor")
 
 
 def _specs() -> dict[str, PolicySpec]:
