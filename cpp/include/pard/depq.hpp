@@ -466,8 +466,8 @@ public:
 
 private:
     // The slab layout's node order: primary key first, the elements' tiebreak only on equality.
-    // Written as `<` || (`==` && ...): the form `if (!=) return <;` measured ~30 % slower per
-    // push + pop (GCC 12 lays out the sift loops worse around it).
+    // Written as `<` || (`==` && ...): the form `if (!=) return <;` measured 20-30 % slower per
+    // push + pop with GCC 12 (bench/RESULTS.md, issue 15).
     struct EntryLess {
         const T* slab;
         const Less* less;
