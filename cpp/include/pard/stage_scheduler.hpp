@@ -133,10 +133,10 @@ public:
           ring_(cfg_.ring_capacity),
           heap_(StageKeyLess{cfg_.policy.keyed_by_arrival()},
                 cfg_.policy.tiered ? cfg_.tier_weights : std::vector<double>{}),
-          order_(cfg_.policy.order == Order::kAdaptive ? Order::kLbf : cfg_.policy.order),
           tier_throttle_(heap_.tiers()),
           tier_seen_(heap_.tiers(), 0.0),
-          tier_fraction_(heap_.tiers(), 1.0) {
+          tier_fraction_(heap_.tiers(), 1.0),
+          order_(cfg_.policy.order == Order::kAdaptive ? Order::kLbf : cfg_.policy.order) {
         heap_.reserve(1024);
         scratch_.reserve(static_cast<std::size_t>(cfg_.max_batch) * 2);
     }
