@@ -108,6 +108,9 @@ struct StageKeyLess {
     bool operator()(const Request& a, const Request& b) const noexcept {
         return by_arrival ? ByArrival{}(a, b) : ByDeadline{}(a, b);
     }
+    // The same order as a split key, so the DEPQ sifts 16-byte nodes (pard/depq.hpp).
+    std::int64_t primary(const Request& r) const noexcept { return by_arrival ? r.arrival_ns : r.deadline_ns; }
+    static std::uint64_t tiebreak(const Request& r) noexcept { return r.id; }
 };
 
 struct NeverCancelled {
@@ -132,10 +135,10 @@ public:
           ring_(cfg_.ring_capacity),
           heap_(StageKeyLess{cfg_.policy.keyed_by_arrival()},
                 cfg_.policy.tiered ? cfg_.tier_weights : std::vector<double>{}),
-          order_(cfg_.policy.order == Order::kAdaptive ? Order::kLbf : cfg_.policy.order),
           tier_throttle_(heap_.tiers()),
           tier_seen_(heap_.tiers(), 0.0),
-          tier_fraction_(heap_.tiers(), 1.0) {
+          tier_fraction_(heap_.tiers(), 1.0),
+          order_(cfg_.policy.order == Order::kAdaptive ? Order::kLbf : cfg_.policy.order) {
         heap_.reserve(1024);
         scratch_.reserve(static_cast<std::size_t>(cfg_.max_batch) * 2);
     }
