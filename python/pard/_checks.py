@@ -28,7 +28,10 @@ def real_number(name: str, value: object, bound: str) -> float:
     """``value`` as a float, or TypeError naming ``name`` when it is not a real number."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise PardTypeError(f"{name} must be a real number {bound}, got {type(value).__name__}: {show(value)}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int past float's range (10**400): infinite, so every range check refuses it
+        return math.inf if value > 0 else -math.inf  # type: ignore[operator]
 
 
 def check_positive(name: str, value: float) -> float:

@@ -267,6 +267,9 @@ def simulate(
     progress = check_bool("progress", progress)
     ns = len(spec.stages)
     if workers is not None:
+        if isinstance(workers, (str, bytes)) or not isinstance(workers, collections.abc.Iterable):
+            raise PardTypeError(f"workers must be a sequence of one int per stage ({ns}), got "
+                                f"{type(workers).__name__}: {show(workers)}")
         workers = list(workers)
         if len(workers) != ns or any(isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1
                                      or w > MAX_WORKERS for w in workers):
