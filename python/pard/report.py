@@ -31,6 +31,7 @@ from .outcomes import LATE as _LATE
 from .outcomes import ON_TIME as _ON_TIME
 from .outcomes import REASONS, STATES
 from .outcomes import REJECTED as _REJECTED
+from .tiers import tier_results, weighted_goodput
 
 __all__ = [
     "STATES",
@@ -221,6 +222,9 @@ class Report:
         workers: npt.ArrayLike,
         capacity: npt.ArrayLike,
         slo_s: float | npt.ArrayLike | None = None,
+        tier: npt.ArrayLike | None = None,
+        tier_names: Sequence[str] = (),
+        tier_weights: Sequence[float] = (),
     ) -> None:
         self.policy = policy
         self.pipeline = pipeline
@@ -304,11 +308,20 @@ class Report:
         with np.errstate(invalid="ignore", divide="ignore"):
             self.queue_delay_per_s = np.where(self.qdelay_count > 0, self.qdelay_sum_s / self.qdelay_count, np.nan)
 
+        # ---- per service tier (DESIGN §3.7): counts, conservation per tier, weighted goodput
+        self.tier = np.zeros(n, dtype=np.int32) if tier is None else np.asarray(tier, dtype=np.int32)
+        self.tiers = tier_results(self.state, self.tier, tier_names, tier_weights)
+
     # ------------------------------------------------------------------ metrics
     @property
     def goodput(self) -> float:
         """Requests finished within their SLO per second of the run (req/s)."""
         return self.on_time / self.duration_s if self.duration_s else 0.0
+
+    @property
+    def weighted_goodput(self) -> float:
+        """Summed tier weight of on-time requests per second of the run (= goodput without tiers)."""
+        return weighted_goodput(self.tiers, self.duration_s)
 
     @property
     def offered_load(self) -> float:
@@ -417,7 +430,8 @@ class Report:
 
         Keys: submitted, on_time, late, dropped, rejected, failed, goodput (req/s), drop_rate,
         invalid_rate, drop_share_by_stage {stage: share}, p99_latency (s, None when nothing finished on
-        time), goodput_bound (req/s).  With ``detail``: per-stage figures, drops by reason, transient
+        time), goodput_bound (req/s), weighted_goodput (summed tier weight of on-time requests per
+        second), tiers {tier: {weight, submitted, on_time, late, dropped, rejected, failed}}.  With ``detail``: per-stage figures, drops by reason, transient
         drop rates, latency percentiles and the per-second series.
         """
         lat = self.latency_percentiles()
@@ -427,6 +441,8 @@ class Report:
             "goodput": self.goodput, "drop_rate": self.drop_rate, "invalid_rate": self.invalid_rate,
             "drop_share_by_stage": self.drop_share_by_stage, "p99_latency": lat["p99"],
             "goodput_bound": self.goodput_bound,
+            "weighted_goodput": self.weighted_goodput,
+            "tiers": {t.name: {k: v for k, v in t.to_dict().items() if k != "name"} for t in self.tiers},
         }
         if detail:
             out.update({

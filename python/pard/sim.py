@@ -199,7 +199,7 @@ def simulate(
     headroom: float = 1.2,
     workers: Sequence[int] | None = None,
     sync_interval_s: float = 1.0,
-    lam: float = 0.1,
+    lam: float | None = None,
     window_s: float = 5.0,
     adapt_window: bool = True,
     samples: int = 10_000,
@@ -217,9 +217,8 @@ def simulate(
         slo: end-to-end SLO in seconds, a scalar or one per request ``(n,)``; default the pipeline's.
         tiers: service tier code per request, a scalar or shape ``(n,)``: an int in ``0 ..
             len(spec.tiers) - 1`` (the tier's index in the spec's ``tiers``), or 0 when the spec has no
-            tiers; default 0.  Tiers are validated and carried into the simulator, but they do **not yet
-            influence drop decisions or the report** (no tier-weighted goodput): today every tier is
-            treated alike.
+            tiers; default 0.  Tier-aware policies (``pard``) serve and shed by the tiers' weights; the
+            report gives per-tier counts and the weighted goodput.
         jitter_cv: CV of the lognormal execution-time factor (mean 1); 0 = deterministic (§5a).
         autoscale: resize each stage's workers every sync to ``ceil(rate / per-worker throughput *
             headroom)`` (at least 1), new workers serving after ``cold_start_s``; otherwise fixed.
@@ -229,7 +228,8 @@ def simulate(
         sync_interval_s: planner period (s), at least :data:`MIN_SYNC_INTERVAL_S` (1 ms); the paper's
             default is 1 s.
         lam, window_s, adapt_window, samples: the planner's parameters (:class:`pard.planner.Planner`);
-            ``samples`` is an int in ``1 ..`` :data:`MAX_SAMPLES`.
+            ``samples`` is an int in ``1 ..`` :data:`MAX_SAMPLES`; ``lam`` None (default) is the policy's
+            own quantile (``PolicySpec.lam``), else the paper's 0.1.
         seed: seeds execution jitter and the planner's Monte Carlo; an int in ``0 ..`` :data:`MAX_SEED`;
             same seed => identical report.
         progress: show a progress bar (rich) when the run lasts more than 2 s of wall time.
@@ -255,7 +255,7 @@ def simulate(
     cold_start_s = check_float("cold_start_s", cold_start_s, low=0.0)
     headroom = check_float("headroom", headroom, low=1.0)
     sync = check_float("sync_interval_s", sync_interval_s, low=MIN_SYNC_INTERVAL_S)
-    lam = check_float("lam", lam, low=0.0, high=1.0)
+    lam = None if lam is None else check_float("lam", lam, low=0.0, high=1.0)
     window_s = check_float("window_s", window_s, low=0.0, low_open=True)
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
         raise PardValueError(f"seed must be an int in 0..2**64-1, got {show(seed)}")
@@ -280,8 +280,9 @@ def simulate(
     tier = _tiers(tiers, n, spec)
 
     stages = core_stages(spec, workers)
+    tier_weights = [float(w) for w in spec.tiers.values()]
     sim = _core.Simulator(stages=stages, policy=pol.core(), arrivals_s=arr, slo_s=slo_s, tier=tier,
-                          jitter_cv=jitter_cv, seed=int(seed), cold_start_s=cold_start_s)
+                          jitter_cv=jitter_cv, seed=int(seed), cold_start_s=cold_start_s, tier_weights=tier_weights)
     planner = Planner(planner_stages(spec), policy=pol, lam=lam, window_s=window_s,
                       adapt_window=adapt_window, samples=int(samples), seed=int(seed) + 1)
 
@@ -311,7 +312,9 @@ def simulate(
                     sim.publish(k, **term.publish_kwargs())
                 if autoscale:
                     for k, term in enumerate(terms):
-                        sim.set_workers(k, min(MAX_WORKERS, max(1, math.ceil(term.in_rate / per_worker[k] * headroom))))
+                        # demand_rate: the stage's input without rate-aware shedding at the entry (= in_rate
+                        # otherwise), so that shedding for a short stage does not stop it being scaled up
+                        sim.set_workers(k, min(MAX_WORKERS, max(1, math.ceil(term.demand_rate / per_worker[k] * headroom))))
             bar.update(t - t0)
             if not more and t >= end_arrivals:
                 break
@@ -319,6 +322,7 @@ def simulate(
         bar.close()
     out = sim.outcomes()
     out["send_s"] = arr
+    out["tier"] = tier
     return recorder.report(policy=pol.name, outcomes=out, t0_s=t0, n_bins=nb, slo_s=slo_s)
 
 
@@ -330,8 +334,8 @@ def compare(
 ) -> dict[str, Report]:
     """Simulate each policy on the same pipeline and arrivals; ``params`` as :func:`simulate`.
 
-    ``tiers`` (in ``params``) is validated and carried through as in :func:`simulate`, but does not yet
-    influence drop decisions or the reports.
+    ``tiers`` (in ``params``): per-request tier codes as in :func:`simulate`; tier-aware policies
+    (``pard``) serve and shed by the tiers' weights, and every report has per-tier results.
 
     ``policies``: policy names or PolicySpecs (a single name or spec is one policy).  Returns policy
     name -> Report, in the order given.  Raises as :func:`simulate`; ValueError for an empty or

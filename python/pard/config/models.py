@@ -249,8 +249,9 @@ class PipelineSpec(_Spec):
         slo: end-to-end latency SLO of a request, seconds (finite, > 0).
         stages: the stages (at least one), names unique, ``successors`` naming stages of this
             pipeline, no cycle, at least one entry stage (a stage that no other stage lists).
-        tiers: service tier name -> weight (finite, > 0), meant for weighted goodput; may be empty.
-            Not yet used: simulate() validates tier codes against it, but drops and reports ignore tiers.
+        tiers: service tier name -> weight (finite, > 0); may be empty.  A request's tier code is the
+            index of its tier in this mapping's order.  Tier-aware policies (``pard``) serve and shed by
+            weight; every report gives per-tier counts and the weighted goodput.
         description: free text; optional.
 
     Raises:

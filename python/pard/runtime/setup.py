@@ -133,7 +133,9 @@ def build_stages(spec: PipelineSpec, policy: PolicySpec, executors: Mapping[str,
     for k, st in enumerate(spec.stages):
         sched = _core.StageScheduler(stage=k, profile=core_profile(st), max_batch=int(st.max_batch),
                                      policy=core_policy, budget_fraction=float(fractions[k]),
-                                     ring_capacity=int(ring_capacity))
+                                     ring_capacity=int(ring_capacity),
+                                     tier_weights=[float(w) for w in spec.tiers.values()],
+                                     entry=not spec.predecessors(st.name))
         stage = Stage(k, st, sched, executors[st.name], int(counts[k]))
         stage.successors = [index[s] for s in st.successors]
         stage.preds = [index[p] for p in sorted(spec.predecessors(st.name), key=order.index)]
