@@ -208,6 +208,20 @@ def test_submit_with_an_integer_past_floats_range_is_a_pard_error() -> None:
     assert rt.counts()["submitted"] == 0
 
 
+@pytest.mark.parametrize("kwargs,field", [
+    ({"sync_interval_s": 1.3e9}, "sync_interval_s"),    # was a 14.8 GiB MemoryError (per-second series)
+    ({"sync_interval_s": 3.5e16}, "sync_interval_s"),   # was the C++ core's bare ValueError
+    ({"cold_start_s": 2.0**40}, "cold_start_s"),        # likewise
+    ({"slo": 10**400}, "slo"),                          # was an OverflowError
+    ({"arrivals": [3.4e38]}, "arrivals"),               # one finite arrival past the core's time range
+])
+def test_simulate_arguments_past_the_cores_range_are_pard_errors(kwargs: dict[str, Any], field: str) -> None:
+    """simulate() refuses times past the C++ core's range with a PardError naming the argument, before allocating."""
+    arrivals = kwargs.pop("arrivals", [0.0, 0.1])
+    with deadline(30.0), pytest.raises(pard.PardError, match=field):
+        pard.simulate("tm", arrivals, **kwargs)
+
+
 # ---------------------------------------------------------------------------------------- graphs
 
 
