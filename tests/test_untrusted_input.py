@@ -305,3 +305,20 @@ def test_pard_run_huge_scale_is_a_clear_error(scale: str, capsys: pytest.Capture
         assert cli.main(["run", "--scale", scale]) == 2
     err = capsys.readouterr().err
     assert "scale" in err and "MAX_MODEL_BYTES" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("path", [("slo",), ("stages", 0, "max_batch"), ("stages", 0, "workers"),
+                                  ("stages", 0, "profile", 1)])
+def test_booleans_are_not_numbers(path: tuple[Any, ...]) -> None:
+    """YAML's `yes`/`true` in a numeric field is a ConfigError naming the field, not silently 1."""
+    d = tm()
+    node: Any = d
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = True
+    with pytest.raises(pard.ConfigError, match=str(path[-1] if path[-1] != 1 else "profile")):
+        pard.PipelineSpec.from_dict(d)
+    text = json.dumps({"name": "x", "slo_ms": True, "modules": [
+        {"name": "a", "id": 0, "subs": [-1], "profile_ms": {"1": 5.0}}]})
+    with pytest.raises(pard.ConfigError, match="slo_ms"):
+        pard.config.loads(text, format="json")

@@ -81,6 +81,18 @@ def warn_unreachable_slo(spec: "PipelineSpec", slo: float) -> None:
             PardWarning, stacklevel=2)
 
 
+def _refuse_bools(field: str, value: Any) -> Any:
+    """YAML reads ``yes``/``true`` as a bool, and pydantic would take it as 1: refuse it for a number."""
+    items = value.items() if isinstance(value, Mapping) else [(None, value)]
+    for k, v in items:
+        for x in (k, v):
+            if isinstance(x, bool):
+                what = f"{field} keys and values must be numbers, got a boolean in" if k is not None else \
+                    f"{field} must be a number, got the boolean"
+                raise PardValueError(f"{what} {value!r}")
+    return value
+
+
 def _check_count(field: str, value: int) -> int:
     if value < 1:
         raise PardValueError(f"{field} must be >= 1, got {value!r}")
@@ -129,6 +141,11 @@ class StageSpec(_Spec):
     workers: int = 1
     successors: list[str] = []
     description: str = ""
+
+    @field_validator("max_batch", "workers", "profile", mode="before")
+    @classmethod
+    def _v_no_bools(cls, v: Any, info: Any) -> Any:
+        return _refuse_bools(info.field_name, v)
 
     @field_validator("max_batch")
     @classmethod
@@ -269,6 +286,11 @@ class PipelineSpec(_Spec):
     stages: list[StageSpec]
     tiers: dict[str, float] = {}
     description: str = ""
+
+    @field_validator("slo", "tiers", mode="before")
+    @classmethod
+    def _v_no_bools(cls, v: Any, info: Any) -> Any:
+        return _refuse_bools(info.field_name, v)
 
     @field_validator("slo")
     @classmethod

@@ -57,6 +57,8 @@ def from_module_json(
             slo = meta["slo"]
         elif "slo_ms" in meta:
             try:
+                if isinstance(meta["slo_ms"], bool):
+                    raise TypeError("a boolean is not a number")
                 slo = float(meta["slo_ms"]) / 1000.0
             except (TypeError, ValueError):
                 raise ConfigError(f"{source}: slo_ms must be a number, got {meta['slo_ms']!r}") from None
@@ -125,6 +127,9 @@ def from_module_json(
             )
         raw = m[keys[0]]
         try:
+            values = raw if isinstance(raw, list) else list(raw.values()) if isinstance(raw, dict) else []
+            if any(isinstance(x, bool) for x in values):
+                raise PardTypeError(f"{keys[0]} durations must be numbers, not booleans")
             if keys[0] == "durations_ms":
                 if not isinstance(raw, list):
                     raise PardTypeError("durations_ms must be a list")
