@@ -27,7 +27,9 @@ from ..planner import Planner
 from ..policies import get_policy
 from ..recorder import RunRecorder
 from ..wiring import planner_stages
+from .aio import AsyncRuntimeMixin
 from .clock import RunClock
+from .monitor import MonitorMixin
 from .planner_loop import PlannerLoop
 from .requests import CANCELLED, Ledger, RequestFuture
 from .replay import replay
@@ -48,7 +50,7 @@ _INT32_MAX = 2**31 - 1
 _MAX_SLO_S = 1e9
 
 
-class Runtime:
+class Runtime(AsyncRuntimeMixin, MonitorMixin):
     """Serve a pipeline live: worker threads per stage around the C++ stage schedulers.
 
     Args:
