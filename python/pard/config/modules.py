@@ -58,7 +58,7 @@ def from_module_json(
         elif "slo_ms" in meta:
             try:
                 if isinstance(meta["slo_ms"], bool):
-                    raise TypeError("a boolean is not a number")
+                    raise PardTypeError("a boolean is not a number")
                 slo = float(meta["slo_ms"]) / 1000.0
             except (TypeError, ValueError):
                 raise ConfigError(f"{source}: slo_ms must be a number, got {meta['slo_ms']!r}") from None
