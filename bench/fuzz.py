@@ -22,7 +22,7 @@ address-space limit, so a runaway allocation is a MemoryError (a crash), not a d
 
 Usage::
 
-    python bench/fuzz.py --cases 100000            # split over the targets by their weights
+    python bench/fuzz.py --cases 100000 --jobs 8   # split over the targets by their weights
     python bench/fuzz.py --cases 2000 --target yaml --deadline-s 5 --json out.json
 
 Exit status 1 if any case crashed or hung. ``tests/test_fuzz.py`` runs the same targets in-process
@@ -32,6 +32,7 @@ with a small budget.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import copy
 import json
 import math
@@ -468,7 +469,7 @@ def _worker(target: str, cases: int, deadline_s: float, seed: int, out: Path) ->
 
 
 def _spawn(target: str, cases: int, deadline_s: float, seed: int, tmp: Path) -> Tally:
-    out = tmp / f"{target}.json"
+    out = tmp / f"{target}-{seed}.json"
     cmd = [sys.executable, __file__, "--worker", target, "--cases", str(cases), "--deadline-s", str(deadline_s),
            "--seed", str(seed), "--json", str(out)]
     # Outer bound: every case at its full deadline plus start-up; past it the worker is hung in C.
@@ -493,7 +494,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", type=int, default=100_000, help="total cases over the chosen targets")
     ap.add_argument("--target", choices=sorted(TARGETS), action="append", help="only these targets (repeatable)")
     ap.add_argument("--deadline-s", type=float, default=10.0, help="per-case deadline (s)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="seed of the first chunk of each target (then +1, ...)")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes at a time")
+    ap.add_argument("--chunk", type=int, default=5000, help="most cases per worker process")
     ap.add_argument("--json", type=Path, help="write the per-target tallies here")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -504,10 +507,21 @@ def main(argv: list[str] | None = None) -> int:
     weight = sum(TARGETS[t] for t in targets)
     total = Tally()
     results = {}
-    with tempfile.TemporaryDirectory(prefix="pard-fuzz-out-") as d:
+    wall0 = time.perf_counter()
+    # each target's budget in chunks of at most --chunk cases (seeds seed, seed+1, ...), run --jobs at a time
+    jobs: list[tuple[str, int, int]] = []
+    for t in targets:
+        n = max(1, round(args.cases * TARGETS[t] / weight))
+        for i, start in enumerate(range(0, n, args.chunk)):
+            jobs.append((t, min(args.chunk, n - start), args.seed + i))
+    with tempfile.TemporaryDirectory(prefix="pard-fuzz-out-") as d, \
+            concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        done = list(pool.map(lambda j: (j[0], _spawn(j[0], j[1], args.deadline_s, j[2], Path(d))), jobs))
         for t in targets:
-            n = max(1, round(args.cases * TARGETS[t] / weight))
-            tally = _spawn(t, n, args.deadline_s, args.seed, Path(d))
+            tally = Tally()
+            for name, part in done:
+                if name == t:
+                    tally.merge(part)
             results[t] = tally.__dict__
             total.merge(tally)
             print(f"{t:12s} cases {tally.cases:7d}  ok {tally.ok:7d}  PardError {tally.error:7d}  "
@@ -518,8 +532,11 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"    {kind}: {x}")
     print(f"{'total':12s} cases {total.cases:7d}  ok {total.ok:7d}  PardError {total.error:7d}  "
           f"crash {total.crash:4d}  hang {total.hang:3d}  unnamed {total.unnamed:4d}  {total.seconds:7.1f} s")
+    wall = time.perf_counter() - wall0
+    print(f"wall time {wall:.1f} s with --jobs {args.jobs} (the seconds above are summed over worker processes)")
     if args.json:
-        args.json.write_text(json.dumps({"total": total.__dict__, "targets": results}, indent=2))
+        args.json.write_text(json.dumps({"total": total.__dict__, "targets": results, "wall_s": wall,
+                                         "jobs": args.jobs}, indent=2))
     return 1 if total.crash or total.hang else 0
 
 
