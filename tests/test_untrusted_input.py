@@ -322,3 +322,20 @@ def test_booleans_are_not_numbers(path: tuple[Any, ...]) -> None:
         {"name": "a", "id": 0, "subs": [-1], "profile_ms": {"1": 5.0}}]})
     with pytest.raises(pard.ConfigError, match="slo_ms"):
         pard.config.loads(text, format="json")
+
+
+@pytest.mark.parametrize("slo_ms", [0, -5, 2**40, 10**400, "x"])
+def test_module_json_slo_ms_out_of_range_names_slo_ms(slo_ms: Any) -> None:
+    """The module format's slo_ms out of range (or 10**400) is a ConfigError naming slo_ms, not OverflowError."""
+    mod = {"name": "x", "slo_ms": 0, "modules": [{"name": "a", "id": 0, "subs": [-1], "profile_ms": {"1": 5.0}}]}
+    text = json.dumps(mod).replace('"slo_ms": 0', f'"slo_ms": {json.dumps(slo_ms)}')
+    with pytest.raises(pard.ConfigError, match="slo_ms"):
+        pard.config.loads(text, format="json")
+
+
+def test_module_json_huge_duration_is_a_config_error() -> None:
+    """A profile_ms duration of 10**400 is a ConfigError naming the module's field, not OverflowError."""
+    text = '{"name": "x", "slo_ms": 100, "modules": [{"name": "a", "id": 0, "subs": [-1], "profile_ms": {"1": 1' \
+        + "0" * 400 + "}}]}"
+    with pytest.raises(pard.ConfigError, match="profile_ms"):
+        pard.config.loads(text, format="json")
