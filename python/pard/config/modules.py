@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigError, PardTypeError
+from ..errors import ConfigError, PardTypeError, PardValueError
 from .models import MAX_SLO_S, PipelineSpec
 
 __all__ = ["from_module_json", "is_module_format"]
@@ -61,7 +61,7 @@ def from_module_json(
                     raise PardTypeError("a boolean is not a number")
                 slo = float(meta["slo_ms"]) / 1000.0
                 if not 0.0 < slo <= MAX_SLO_S:  # say slo_ms, the field the file has, not slo
-                    raise ValueError("out of range")
+                    raise PardValueError("out of range")
             except (TypeError, ValueError, OverflowError):
                 raise ConfigError(f"{source}: slo_ms must be a number of milliseconds in (0, {MAX_SLO_S * 1e3:g}], "
                                   f"got {meta['slo_ms']!r}") from None
