@@ -269,8 +269,8 @@ class WorkerPool:
                 r.inputs[k] = None
             if err is not None:
                 for r in batch:
-                    failure = ExecutorError(f"stage {st.name!r}: executor raised {type(err).__name__}: {err}")
-                    failure.__cause__ = err
+                    failure = ExecutorError(f"stage {st.name!r}: executor raised {type(err).__name__}: {err}",
+                                            request_id=r.id, stage=st.name, cause=err)
                     self._ledger.finish(r, FAILED, k, -1, end, failure)
                 continue
             pushed: dict[int, int] = {}
