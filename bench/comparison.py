@@ -1,18 +1,25 @@
-"""The policy comparison grid of issue 4 item 8, recorded in bench/RESULTS.md.
+"""The policy comparison grid of issue 9 item 8, recorded in bench/RESULTS.md.
 
-Grid: {tm, lv} x {bundled Azure conversation trace amplified, bursty MMPP with CV 1.5}
-x {bottleneck at the entry stage (the built-in spec), bottleneck downstream (entry stage + 1 worker)}
-x load {0.9, 1.2} (mean arrival rate over that spec's capacity) x {fixed workers with execution jitter
-CV 0.3, autoscaling with 10 s cold starts and jitter CV 0.1}, for pard, pard-upper, nexus, clipper++ and
-naive.  Every policy runs on the same arrivals with the same seed; pard runs as the paper is written
-(lambda 0.1, window 5 s resized by the input's CV, sync 1 s); nothing is tuned per workload.
+Grid (144 scenarios): pipeline {tm, lv, ga, da} x trace {bundled Azure conversation trace amplified
+(10 s envelope, Poisson inside), bursty MMPP with CV 1.5 of per-second counts, flash crowd x5 for 10 s
+(Poisson elsewhere)} x bottleneck {entry, downstream} x load {0.8, 1.0, 1.3} (mean arrival rate over that
+spec's capacity) x dynamics {fixed workers with execution jitter CV 0.3, autoscaling every sync to
+``ceil(rate / per-worker throughput x 1.2)`` with 10 s cold starts and jitter CV 0.1}; policies pard,
+pard-paper, nexus, clipper++, triton, ray-serve, naive.  Every policy runs on the same arrivals with the
+same seed and the same parameters (``pard.simulate``'s defaults); nothing is tuned per row.
+
+Bottleneck: "entry" makes an entry stage the pipeline's bottleneck, "downstream" a later stage, by adding
+one worker at a time to the current bottleneck stage of the built-in spec until the kind matches (e.g.
+``tm`` downstream: vehicle_detect 3 -> 4 workers, so vehicle_classify sets the capacity; ``ga`` entry:
+action_recognize 5 -> 6).  A built-in spec whose stages tie keeps the tie (lv/da's entry rows).
 
 Usage::
 
     PYTHONPATH=python python bench/comparison.py --duration 300 --jobs 2 --markdown bench/comparison.md
 
-Prints (and optionally writes) a markdown table: one row per scenario, per policy its goodput as a share
-of the goodput bound, its drop rate and its invalid rate, and where pard's drops happen.
+Prints (and optionally writes) a markdown table, one row per scenario, and a summary: the median and
+worst of pard - best baseline, the rows where pard trails a baseline by more than 0.3 points, where it
+trails pard-paper, where it is below 0.90 of the bound, and where its invalid rate exceeds nexus's.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -28,37 +36,66 @@ from typing import Any
 
 import numpy as np
 
-POLICIES = ["pard", "pard-upper", "nexus", "clipper++", "naive"]
-PIPELINES = ["tm", "lv"]
-TRACES = ["azure-conv", "bursty"]
+POLICIES = ["pard", "pard-paper", "nexus", "clipper++", "triton", "ray-serve", "naive"]
+BASELINES = ["nexus", "clipper++", "triton", "ray-serve", "naive"]
+PIPELINES = ["tm", "lv", "ga", "da"]
+TRACES = ["azure-conv", "bursty", "flash"]
 BOTTLENECKS = ["entry", "downstream"]
-LOADS = [0.9, 1.2]
+LOADS = [0.8, 1.0, 1.3]
 DYNAMICS = ["fixed-j0.3", "autoscale"]
+FLASH_FACTOR, FLASH_LENGTH_S = 5.0, 10.0
 
 
 def scenario_spec(pipeline: str, bottleneck: str) -> Any:
+    """The built-in spec with workers added until the bottleneck is at an entry / downstream stage."""
     from pard import config
 
     spec = config.builtin(pipeline)
-    if bottleneck == "downstream":
-        entry = spec.entry_stages()[0]
-        spec = spec.with_workers({entry: spec.stage(entry).workers + 1})
+    entries = set(spec.entry_stages())
+    for _ in range(8):
+        b = spec.capacity().bottleneck
+        if (b in entries) == (bottleneck == "entry"):
+            break
+        spec = spec.with_workers({b: spec.stage(b).workers + 1})
     return spec
 
 
+def flash_window(duration: float) -> tuple[float, float]:
+    """Start and length (s) of the flash crowd: 10 s, a third of the way in."""
+    return duration / 3.0, FLASH_LENGTH_S
+
+
 def arrivals_for(trace: str, rate: float, duration: float, start: float, seed: int) -> np.ndarray:
+    """Arrival times (s) of ``trace`` at mean rate ``rate`` over ``duration`` seconds."""
     from pard import workloads as wl
 
     if trace == "bursty":
         return np.asarray(wl.bursty(rate, duration, 1.5, seed=seed), dtype=np.float64)
+    if trace == "flash":
+        t0, length = flash_window(duration)
+        base = rate / (1.0 + (FLASH_FACTOR - 1.0) * length / duration)  # mean over the run = rate
+        return np.asarray(wl.flash_crowd(base, FLASH_FACTOR, t0, length, duration=duration, seed=seed),
+                          dtype=np.float64)
     raw = wl.azure_llm_conv()
     sel = wl.window(raw - raw[0], start, duration)
     arr = wl.scale(sel, rate, mode="amplify", seed=seed)
     return np.asarray(arr[arr < duration], dtype=np.float64)
 
 
-def run_scenario(key: tuple[str, str, str, float, str], duration: float, start: float, seed: int) -> dict[str, Any]:
-    from pard.sim import compare
+def crowd_ratio(report: Any, duration: float) -> float:
+    """On-time requests sent during the flash crowd over the fluid bound of those requests alone."""
+    from pard.report import fluid_goodput_bound
+
+    t0, length = flash_window(duration)
+    sel = (report.send_s >= t0) & (report.send_s < t0 + length)
+    slo = report.slo_s[sel] if report.slo_s is not None else None
+    bound = fluid_goodput_bound(report.send_s[sel], slo, report.capacity, report.t0_s)
+    return float(np.count_nonzero(report.state[sel] == 1) / bound) if bound else float("nan")
+
+
+def run_scenario(key: tuple[str, str, str, float, str], duration: float, start: float, seed: int,
+                 policies: list[str]) -> dict[str, Any]:
+    from pard import compare
 
     pipeline, trace, bottleneck, load, dyn = key
     spec = scenario_spec(pipeline, bottleneck)
@@ -70,7 +107,7 @@ def run_scenario(key: tuple[str, str, str, float, str], duration: float, start: 
     else:
         params.update(autoscale=False, jitter_cv=0.3)
     t0 = time.perf_counter()
-    reports = compare(spec, arr, POLICIES, **params)
+    reports = compare(spec, arr, policies, **params)
     wall = time.perf_counter() - t0
     out: dict[str, Any] = {
         "pipeline": pipeline, "trace": trace, "bottleneck": bottleneck, "load": load, "dynamics": dyn,
@@ -79,49 +116,77 @@ def run_scenario(key: tuple[str, str, str, float, str], duration: float, start: 
     }
     for name, r in reports.items():
         d = r.to_dict(detail=False)
-        d.update(goodput_ratio=r.goodput_ratio, transient_1s=r.transient_drop_rate(1),
-                 dropped_by_reason=r.dropped_by_reason)
+        d.update(goodput_ratio=r.goodput_ratio, dropped_by_reason=r.dropped_by_reason)
+        if trace == "flash":
+            d["crowd_ratio"] = crowd_ratio(r, duration)
         out["policies"][name] = d
     return out
 
 
-BASELINES = ["nexus", "clipper++", "naive"]
+def _g(row: dict[str, Any], p: str) -> float:
+    return float(row["policies"][p]["goodput_ratio"])
 
 
-def note(row: dict[str, Any]) -> str:
-    """Which analysed mechanism (bench/RESULTS.md, notes A and B) a row where pard trails a baseline falls under.
-
-    The assignment is by the row's regime; each regime's mechanism was checked on representative rows
-    with the ablations and parameter changes recorded in RESULTS.md.
-    """
-    pol = row["policies"]
-    best = max(pol[b]["goodput_ratio"] for b in BASELINES)
-    if pol["pard"]["goodput_ratio"] >= best:
-        return ""
-    return "A" if row["trace"] == "bursty" else "B"
+def best_baseline(row: dict[str, Any], among: list[str] = BASELINES) -> tuple[str, float]:
+    name = max((b for b in among if b in row["policies"]), key=lambda b: _g(row, b))
+    return name, _g(row, name)
 
 
-def markdown(rows: list[dict[str, Any]]) -> str:
+def markdown(rows: list[dict[str, Any]], policies: list[str]) -> str:
     head = ("| pipeline | trace | bottleneck | load | dynamics | "
-            + " | ".join(f"{p} g/bound" for p in POLICIES) + " | pard − best baseline | "
-            + " | ".join(f"{p} drop / invalid" for p in POLICIES) + " | pard drops by stage | note |")
-    sep = "|" + "---|" * (5 + 2 * len(POLICIES) + 3)
+            + " | ".join(f"{p}" for p in policies)
+            + " | pard − best baseline | pard − pard-paper | invalid pard / nexus | drop pard / nexus | "
+              "weighted goodput pard / best (req/s) | crowd g/bound pard / nexus |")
+    sep = "|" + "---|" * (5 + len(policies) + 6)
     lines = [head, sep]
     for row in rows:
         pol = row["policies"]
-        best = max(pol[p]["goodput_ratio"] for p in POLICIES)
-        ratios = []
-        for p in POLICIES:
-            v = pol[p]["goodput_ratio"]
-            cell = f"{v:.3f}"
-            ratios.append(f"**{cell}**" if v == best else cell)
-        delta = pol["pard"]["goodput_ratio"] - max(pol[b]["goodput_ratio"] for b in BASELINES)
-        rates = [f"{pol[p]['drop_rate']:.1%} / {pol[p]['invalid_rate']:.1%}" for p in POLICIES]
-        shares = ", ".join(f"{s} {v:.0%}" for s, v in pol["pard"]["drop_share_by_stage"].items() if v > 0.005) or "-"
+        best = max(_g(row, p) for p in policies)
+        cells = [f"**{_g(row, p):.3f}**" if _g(row, p) == best else f"{_g(row, p):.3f}" for p in policies]
+        bname, bval = best_baseline(row)
+        delta = (_g(row, "pard") - bval) * 100
+        dpaper = (_g(row, "pard") - _g(row, "pard-paper")) * 100 if "pard-paper" in pol else float("nan")
+        inv = f"{pol['pard']['invalid_rate']:.1%} / {pol['nexus']['invalid_rate']:.1%}"
+        drp = f"{pol['pard']['drop_rate']:.1%} / {pol['nexus']['drop_rate']:.1%}"
+        wg = f"{pol['pard']['weighted_goodput']:.0f} / {pol[bname]['weighted_goodput']:.0f} ({bname})"
+        crowd = (f"{pol['pard']['crowd_ratio']:.3f} / {pol['nexus']['crowd_ratio']:.3f}"
+                 if "crowd_ratio" in pol["pard"] else "–")
         lines.append(f"| {row['pipeline']} | {row['trace']} | {row['bottleneck']} ({row['bottleneck_stage']}) | "
-                     f"{row['load']} | {row['dynamics']} | " + " | ".join(ratios) + f" | {delta * 100:+.1f} pp | "
-                     + " | ".join(rates) + f" | {shares} | {note(row)} |")
+                     f"{row['load']} | {row['dynamics']} | " + " | ".join(cells)
+                     + f" | {delta:+.1f} pp ({bname}) | {dpaper:+.1f} pp | {inv} | {drp} | {wg} | {crowd} |")
     return "\n".join(lines)
+
+
+def summary(rows: list[dict[str, Any]]) -> str:
+    """The issue-9 "Done when" figures over the rows."""
+    def label(r: dict[str, Any]) -> str:
+        return f"{r['pipeline']}/{r['trace']}/{r['bottleneck']}/{r['load']}/{r['dynamics']}"
+
+    lead = [(_g(r, "pard") - best_baseline(r)[1]) * 100 for r in rows]
+    lead_nc = [(_g(r, "pard") - best_baseline(r, ["nexus", "clipper++"])[1]) * 100 for r in rows]
+    worst = min(range(len(rows)), key=lambda i: lead[i])
+    behind = [label(r) + f" ({lead[i]:+.1f} pp vs {best_baseline(r)[0]})"
+              for i, r in enumerate(rows) if lead[i] < -0.3]
+    below_paper = [label(r) + f" ({(_g(r, 'pard') - _g(r, 'pard-paper')) * 100:+.2f} pp)"
+                   for r in rows if "pard-paper" in r["policies"] and _g(r, "pard") < _g(r, "pard-paper")]
+    below_bound = [label(r) + f" ({_g(r, 'pard'):.3f})" for r in rows if _g(r, "pard") < 0.90]
+    inv = [label(r) + f" ({r['policies']['pard']['invalid_rate']:.2%} vs {r['policies']['nexus']['invalid_rate']:.2%})"
+           for r in rows if r["policies"]["pard"]["invalid_rate"] > r["policies"]["nexus"]["invalid_rate"]]
+    crowd = [r["policies"]["pard"]["crowd_ratio"] for r in rows if "crowd_ratio" in r["policies"]["pard"]]
+    out = [
+        f"rows: {len(rows)}",
+        f"median pard − best baseline: {statistics.median(lead):+.2f} pp; over nexus/clipper++ only: "
+        f"{statistics.median(lead_nc):+.2f} pp",
+        f"worst row: {label(rows[worst])} {lead[worst]:+.2f} pp (vs {best_baseline(rows[worst])[0]})",
+        f"rows with pard < best baseline − 0.3 pp: {len(behind)}" + "".join(f"\n  - {x}" for x in behind),
+        f"rows with pard < pard-paper: {len(below_paper)}" + "".join(f"\n  - {x}" for x in below_paper),
+        f"rows with pard < 0.90 of the bound: {len(below_bound)}" + "".join(f"\n  - {x}" for x in below_bound),
+        f"rows with pard's invalid rate above nexus's: {len(inv)}" + "".join(f"\n  - {x}" for x in inv),
+    ]
+    if crowd:
+        out.append(f"flash crowd rows: pard on-time / bound during the crowd: min {min(crowd):.3f}, "
+                   f"median {statistics.median(crowd):.3f}")
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,26 +195,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start", type=float, default=600.0, help="offset into the bundled trace (s)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2, help="worker processes")
-    ap.add_argument("--markdown", type=Path, default=None, help="write the table here")
+    ap.add_argument("--markdown", type=Path, default=None, help="write the table and summary here")
     ap.add_argument("--json", type=Path, default=None, help="write every figure here")
-    ap.add_argument("--only", default=None, help="comma-separated filter on pipeline/trace/bottleneck/dynamics")
+    ap.add_argument("--only", default=None,
+                    help="comma-separated filter: a scenario runs when every term names one of its fields")
+    ap.add_argument("--policies", default=",".join(POLICIES), help="comma-separated policies (pard and nexus needed)")
     args = ap.parse_args(argv)
+    policies = args.policies.split(",")
     keys = list(itertools.product(PIPELINES, TRACES, BOTTLENECKS, LOADS, DYNAMICS))
     if args.only:
         want = set(args.only.split(","))
         keys = [k for k in keys if want <= {str(x) for x in k}]
     t0 = time.perf_counter()
+    n = len(keys)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        rows = list(pool.map(run_scenario, keys, [args.duration] * len(keys), [args.start] * len(keys),
-                             [args.seed] * len(keys)))
+        rows = list(pool.map(run_scenario, keys, [args.duration] * n, [args.start] * n, [args.seed] * n,
+                             [policies] * n))
     total = time.perf_counter() - t0
-    table = markdown(rows)
+    table = markdown(rows, policies)
+    summ = summary(rows)
     print(table)
-    n_req = sum(r["requests"] for r in rows) * len(POLICIES)
-    print(f"\n{len(rows)} scenarios x {len(POLICIES)} policies, {n_req} simulated requests in {total:.0f} s wall",
+    print()
+    print(summ)
+    n_req = sum(r["requests"] for r in rows) * len(policies)
+    print(f"\n{len(rows)} scenarios x {len(policies)} policies, {n_req} simulated requests in {total:.0f} s wall",
           file=sys.stderr)
     if args.markdown:
-        args.markdown.write_text(table + "\n")
+        args.markdown.write_text(table + "\n\n" + summ + "\n")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

@@ -32,7 +32,7 @@ def _rate(benchmark: Any, n: int) -> float:
     return n / benchmark.stats.stats.mean
 
 
-@pytest.mark.parametrize("policy", ["naive", "pard"])
+@pytest.mark.parametrize("policy", ["naive", "pard-paper", "pard"])
 @pytest.mark.parametrize("scale", [1, 10])
 def test_simulated_requests_per_second_lv(benchmark: Any, policy: str, scale: int) -> None:
     """Requests simulated per wall second on lv at load 0.9 (workers x scale), planner included."""

@@ -1,16 +1,22 @@
-// C++-side timings for bench/: the cost of the core structures without the binding in the way.
+// C++-side timings for bench/: the cost of the core structures without the binding in the way
+// (DEPQ, ring, the Eq. 3b drop decision, a StageScheduler submit + form_batch cycle).
 // Each call releases the GIL and returns nanoseconds per operation pair.
 #include <pybind11/pybind11.h>
 
 #include <chrono>
 #include <cstdint>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "pard/depq.hpp"
 #include "pard/mpmc_ring.hpp"
+#include "pard/estimator.hpp"
+#include "pard/policy.hpp"
+#include "pard/profile.hpp"
 #include "pard/request.hpp"
+#include "pard/stage_scheduler.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -70,6 +76,67 @@ double bench_ring(std::int64_t ops, std::int64_t capacity) {
     return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(ops);
 }
 
+// Times the Eq. 3b decision over n requests whose deadlines straddle the threshold (half drop):
+// one compare per request, as in the pop loop. Returns ns per decision.
+double bench_drop_decision(std::int64_t n) {
+    if (n < 1) throw std::invalid_argument("n=" + std::to_string(n) + " must be >= 1");
+    std::vector<Request> reqs(static_cast<std::size_t>(n));
+    std::uint64_t x = 88172645463325252ULL;  // xorshift: deterministic deadlines
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        reqs[i] = Request{i, 0, static_cast<std::int64_t>(x % 2'000'000), 0, 0, 0};
+    }
+    const std::int64_t threshold = pard_threshold(400'000, 300'000, 300'000);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::uint64_t drops = 0;
+    for (const Request& r : reqs) drops += pard_drops(r, threshold) ? 1U : 0U;
+    const auto t1 = std::chrono::steady_clock::now();
+    volatile std::uint64_t sink = drops;
+    (void)sink;
+    return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) /
+           static_cast<double>(n);
+}
+
+// Times a full StageScheduler cycle: submit `queue` requests, then form batches of max_batch until
+// the queue is empty, under `policy` (nothing dropped: deadlines are far away). Returns ns per
+// request (submit + drain + pop + decision).
+double bench_form_batch(std::int64_t queue, std::int64_t max_batch, const Policy& policy, std::int64_t rounds) {
+    if (queue < 1 || max_batch < 1 || rounds < 1) throw std::invalid_argument("queue, max_batch and rounds must be >= 1");
+    StageConfig cfg;
+    cfg.profile = Profile({1}, {1000});
+    cfg.max_batch = max_batch;
+    cfg.policy = policy;
+    std::size_t cap = 2;
+    while (cap < static_cast<std::size_t>(queue)) cap *= 2;
+    cfg.ring_capacity = cap;
+    StageScheduler s(cfg);
+    PublishedTerms terms;
+    terms.service_rate = 1e12;  // a reactive policy runs its overload test on every batch (never firing)
+    s.publish(terms);
+    BatchResult out;
+    out.batch.reserve(static_cast<std::size_t>(max_batch));
+    std::uint64_t x = 88172645463325252ULL;
+    std::uint64_t id = 0;
+    std::uint64_t kept = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::int64_t round = 0; round < rounds; ++round) {
+        for (std::int64_t i = 0; i < queue; ++i) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            const auto dl = static_cast<std::int64_t>(x % 1'000'000'000) + 10'000'000'000;
+            s.submit(Request{id++, 0, dl, i, 0, 0});
+        }
+        while (s.queued() > 0) {
+            s.form_batch(0, 0, out);
+            kept += out.batch.size();
+        }
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    volatile std::uint64_t sink = kept;
+    (void)sink;
+    return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) /
+           static_cast<double>(queue * rounds);
+}
+
 }  // namespace
 
 void register_bench(py::module_& m) {
@@ -77,6 +144,10 @@ void register_bench(py::module_& m) {
           "Nanoseconds per (push + pop_<end>) pair on a C++ RequestDepq holding n requests (GIL released).");
     m.def("bench_ring", &bench_ring, py::arg("ops"), py::arg("capacity"),
           "Nanoseconds per (try_push + try_pop) pair on a C++ MpmcRing<uint64>, one thread (GIL released).");
+    m.def("bench_drop_decision", &bench_drop_decision, py::arg("n"),
+          "ns per Eq. 3b drop decision over n requests, timed in C++.");
+    m.def("bench_form_batch", &bench_form_batch, py::arg("queue"), py::arg("max_batch"), py::arg("policy"),
+          py::arg("rounds") = 1, "ns per request of submit + form_batch cycles, timed in C++.");
 }
 
 }  // namespace pard::bind

@@ -1,5 +1,5 @@
 // pard._core.MpmcRing (the lock-free ring of cpp/include/pard/mpmc_ring.hpp, of uint64 items) and
-// ring_stress, the checked many-thread run of cpp/include/pard/ring_stress.hpp. try_push/try_pop
+// ring_stress, the checked many-thread run of cpp/testing/ring_stress.hpp. try_push/try_pop
 // are O(1) and keep the GIL; ring_stress releases it while its C++ threads run.
 #include <pybind11/pybind11.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "pard/mpmc_ring.hpp"
-#include "pard/ring_stress.hpp"
+#include "ring_stress.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;

@@ -1,10 +1,9 @@
-// Bindings for the stage scheduler: Profile, Policy, StageScheduler, REASONS and the C++ timing
-// helpers bench_drop_decision / bench_form_batch. Thin: validation and logic live in
-// cpp/include/pard/{profile,policy,stage_scheduler}.hpp; this file converts seconds <-> ns.
+// Bindings for the stage scheduler: Profile, Policy, StageScheduler and REASONS. Thin: validation
+// and logic live in cpp/include/pard/{profile,policy,snapshot,stage_scheduler}.hpp (published terms
+// are checked once, by PublishedTerms::from_seconds); this file converts seconds <-> ns.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,81 +22,6 @@ namespace {
 
 // form_batch keeps the GIL below this many queued requests (see the comment at its binding).
 constexpr std::size_t kReleaseGilAbove = 4096;
-
-PublishedTerms make_terms(double downstream_s, double mu, double eps, double queue_delay_s, double admit_fraction) {
-    PublishedTerms t;
-    t.downstream_ns = to_ns(downstream_s, "downstream_s");
-    if (t.downstream_ns < 0) throw std::invalid_argument("downstream_s=" + std::to_string(downstream_s) + " must be >= 0");
-    if (!std::isfinite(mu) || mu < 0.0) throw std::invalid_argument("mu=" + std::to_string(mu) + " must be finite and >= 0");
-    if (!std::isfinite(eps) || eps < 0.0) throw std::invalid_argument("eps=" + std::to_string(eps) + " must be finite and >= 0");
-    t.mu = mu;
-    t.eps = eps;
-    t.queue_delay_ns = to_ns(queue_delay_s, "queue_delay_s");
-    if (t.queue_delay_ns < 0) throw std::invalid_argument("queue_delay_s=" + std::to_string(queue_delay_s) + " must be >= 0");
-    if (!(admit_fraction >= 0.0 && admit_fraction <= 1.0)) {
-        throw std::invalid_argument("admit_fraction=" + std::to_string(admit_fraction) + " must be in [0, 1]");
-    }
-    t.admit_fraction = admit_fraction;
-    return t;
-}
-
-// Times the Eq. 3b decision over n requests whose deadlines straddle the threshold (half drop):
-// one compare per request, as in the pop loop. Returns ns per decision.
-double bench_drop_decision(std::int64_t n) {
-    if (n < 1) throw std::invalid_argument("n=" + std::to_string(n) + " must be >= 1");
-    std::vector<Request> reqs(static_cast<std::size_t>(n));
-    std::uint64_t x = 88172645463325252ULL;  // xorshift: deterministic deadlines
-    for (std::size_t i = 0; i < reqs.size(); ++i) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        reqs[i] = Request{i, 0, static_cast<std::int64_t>(x % 2'000'000), 0, 0, 0};
-    }
-    const std::int64_t threshold = pard_threshold(400'000, 300'000, 300'000);
-    const auto t0 = std::chrono::steady_clock::now();
-    std::uint64_t drops = 0;
-    for (const Request& r : reqs) drops += pard_drops(r, threshold) ? 1U : 0U;
-    const auto t1 = std::chrono::steady_clock::now();
-    volatile std::uint64_t sink = drops;
-    (void)sink;
-    return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) /
-           static_cast<double>(n);
-}
-
-// Times a full StageScheduler cycle: submit `queue` requests, then form batches of max_batch until
-// the queue is empty, under `policy` (nothing dropped: deadlines are far away). Returns ns per
-// request (submit + drain + pop + decision).
-double bench_form_batch(std::int64_t queue, std::int64_t max_batch, const Policy& policy, std::int64_t rounds) {
-    if (queue < 1 || max_batch < 1 || rounds < 1) throw std::invalid_argument("queue, max_batch and rounds must be >= 1");
-    StageConfig cfg;
-    cfg.profile = Profile({1}, {1000});
-    cfg.max_batch = max_batch;
-    cfg.policy = policy;
-    std::size_t cap = 2;
-    while (cap < static_cast<std::size_t>(queue)) cap *= 2;
-    cfg.ring_capacity = cap;
-    StageScheduler s(cfg);
-    BatchResult out;
-    out.batch.reserve(static_cast<std::size_t>(max_batch));
-    std::uint64_t x = 88172645463325252ULL;
-    std::uint64_t id = 0;
-    std::uint64_t kept = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (std::int64_t round = 0; round < rounds; ++round) {
-        for (std::int64_t i = 0; i < queue; ++i) {
-            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-            const auto dl = static_cast<std::int64_t>(x % 1'000'000'000) + 10'000'000'000;
-            s.submit(Request{id++, 0, dl, i, 0, 0});
-        }
-        while (s.queued() > 0) {
-            s.form_batch(0, 0, out);
-            kept += out.batch.size();
-        }
-    }
-    const auto t1 = std::chrono::steady_clock::now();
-    volatile std::uint64_t sink = kept;
-    (void)sink;
-    return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) /
-           static_cast<double>(queue * rounds);
-}
 
 }  // namespace
 
@@ -129,10 +53,16 @@ void register_scheduler(py::module_& m) {
         });
 
     py::class_<Policy>(m, "Policy", "A policy value: order x drop rule x parameters (DESIGN 3.6).")
-        .def(py::init([](const std::string& order, const std::string& drop, double thr_s, double alpha) {
+        .def(py::init([](const std::string& order, const std::string& drop, double thr_s, double alpha,
+                         bool tiered, bool reactive, std::int64_t max_queue, bool max_queue_entry_only, bool shed) {
                  Policy p;
                  p.order = parse_order(order);
                  p.drop = parse_drop(drop);
+                 p.tiered = tiered;
+                 p.reactive = reactive;
+                 p.shed = shed;
+                 p.max_queue = max_queue;
+                 p.max_queue_entry_only = max_queue_entry_only;
                  if (!std::isfinite(thr_s) || thr_s < 0.0) {
                      throw std::invalid_argument("Policy: dagor_threshold_s=" + std::to_string(thr_s) + " must be finite and >= 0");
                  }
@@ -142,24 +72,34 @@ void register_scheduler(py::module_& m) {
                  return p;
              }),
              py::kw_only(), py::arg("order"), py::arg("drop"), py::arg("dagor_threshold_s") = 0.02,
-             py::arg("dagor_alpha") = 0.4)
+             py::arg("dagor_alpha") = 0.4, py::arg("tiered") = false, py::arg("reactive") = false,
+             py::arg("max_queue") = 0, py::arg("max_queue_entry_only") = false, py::arg("shed") = true)
         .def_property_readonly("order", [](const Policy& p) { return std::string(order_name(p.order)); })
         .def_property_readonly("drop", [](const Policy& p) { return std::string(drop_name(p.drop)); })
         .def_property_readonly("dagor_threshold_s", [](const Policy& p) { return to_s(p.dagor_threshold_ns); })
         .def_property_readonly("dagor_alpha", [](const Policy& p) { return p.dagor_alpha; })
+        .def_property_readonly("tiered", [](const Policy& p) { return p.tiered; })
+        .def_property_readonly("reactive", [](const Policy& p) { return p.reactive; })
+        .def_property_readonly("shed", [](const Policy& p) { return p.shed; })
+        .def_property_readonly("max_queue", [](const Policy& p) { return p.max_queue; })
+        .def_property_readonly("max_queue_entry_only", [](const Policy& p) { return p.max_queue_entry_only; })
         .def("__eq__", [](const Policy& a, const Policy& b) {
             return a.order == b.order && a.drop == b.drop && a.dagor_threshold_ns == b.dagor_threshold_ns &&
-                   a.dagor_alpha == b.dagor_alpha;
+                   a.dagor_alpha == b.dagor_alpha && a.tiered == b.tiered && a.reactive == b.reactive && a.shed == b.shed &&
+                   a.max_queue == b.max_queue && a.max_queue_entry_only == b.max_queue_entry_only;
         })
         .def("__repr__", [](const Policy& p) {
             return std::string("Policy(order='") + order_name(p.order) + "', drop='" + drop_name(p.drop) +
                    "', dagor_threshold_s=" + std::to_string(to_s(p.dagor_threshold_ns)) +
-                   ", dagor_alpha=" + std::to_string(p.dagor_alpha) + ")";
+                   ", dagor_alpha=" + std::to_string(p.dagor_alpha) + ", tiered=" + (p.tiered ? "True" : "False") +
+                   ", reactive=" + (p.reactive ? "True" : "False") + ", shed=" + (p.shed ? "True" : "False") + ", max_queue=" + std::to_string(p.max_queue) +
+                   ", max_queue_entry_only=" + (p.max_queue_entry_only ? "True" : "False") + ")";
         });
 
     py::class_<StageScheduler>(m, "StageScheduler", "One stage's ingress ring, DEPQ, order and drop rule.")
         .def(py::init([](int stage, const Profile& profile, std::int64_t max_batch, const Policy& policy,
-                         double budget_fraction, std::int64_t ring_capacity) {
+                         double budget_fraction, std::int64_t ring_capacity, const std::vector<double>& tier_weights,
+                         bool entry) {
                  if (ring_capacity < 2) {
                      throw std::invalid_argument("StageScheduler: ring_capacity=" + std::to_string(ring_capacity) +
                                                  " must be a power of two >= 2");
@@ -171,10 +111,13 @@ void register_scheduler(py::module_& m) {
                  c.policy = policy;
                  c.budget_fraction = budget_fraction;
                  c.ring_capacity = static_cast<std::size_t>(ring_capacity);
+                 c.tier_weights = tier_weights;
+                 c.entry = entry;
                  return std::make_unique<StageScheduler>(std::move(c));
              }),
              py::kw_only(), py::arg("stage"), py::arg("profile"), py::arg("max_batch"), py::arg("policy"),
-             py::arg("budget_fraction"), py::arg("ring_capacity") = 65536)
+             py::arg("budget_fraction"), py::arg("ring_capacity") = 65536,
+             py::arg("tier_weights") = std::vector<double>{}, py::arg("entry") = true)
         .def("submit", [](StageScheduler& s, std::uint64_t id, double send_s, double deadline_s, double arrival_s,
                           std::int32_t tier) {
                  return s.submit(Request{id, to_ns(send_s, "send_s"), to_ns(deadline_s, "deadline_s"),
@@ -184,11 +127,12 @@ void register_scheduler(py::module_& m) {
              "Offer a request to the stage's ingress ring (any thread, lock-free). Times in seconds. "
              "Returns False when the ring is full (back-pressure: the caller must reject the request).")
         .def("publish", [](StageScheduler& s, double downstream_s, double mu, double eps, double queue_delay_s,
-                           double admit_fraction) {
-                 s.publish(make_terms(downstream_s, mu, eps, queue_delay_s, admit_fraction));
+                           double admit_fraction, double service_rate, double duration_scale) {
+                 s.publish(PublishedTerms::from_seconds(downstream_s, mu, eps, queue_delay_s, admit_fraction,
+                                                        service_rate, duration_scale));
              },
              py::kw_only(), py::arg("downstream_s"), py::arg("mu"), py::arg("eps"), py::arg("queue_delay_s"),
-             py::arg("admit_fraction") = 1.0,
+             py::arg("admit_fraction") = 1.0, py::arg("service_rate") = 0.0, py::arg("duration_scale") = 1.0,
              "Publish the planner's terms (DESIGN 3.2, 3.5) as one snapshot and step the adaptive order "
              "(3.3: mu > 1+eps -> HBF, mu < 1-eps -> LBF, else keep). ValueError for negative or non-finite "
              "values or admit_fraction outside [0, 1].")
@@ -227,10 +171,6 @@ void register_scheduler(py::module_& m) {
         .def_property_readonly("max_batch", [](const StageScheduler& s) { return s.config().max_batch; })
         .def("queued", &StageScheduler::queued);
 
-    m.def("bench_drop_decision", &bench_drop_decision, py::arg("n"),
-          "ns per Eq. 3b drop decision over n requests, timed in C++.");
-    m.def("bench_form_batch", &bench_form_batch, py::arg("queue"), py::arg("max_batch"), py::arg("policy"),
-          py::arg("rounds") = 1, "ns per request of submit + form_batch cycles, timed in C++.");
 }
 
 }  // namespace pard::bind

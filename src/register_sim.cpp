@@ -103,7 +103,7 @@ void register_sim(py::module_& m) {
     py::class_<Simulator>(m, "Simulator", "Deterministic discrete-event simulation over StageSchedulers.")
         .def(py::init([](const py::list& stages, const Policy& policy, const F64In& arrivals_s, const F64In& slo_s,
                          const I32In& tier, double jitter_cv, std::uint64_t seed, double cold_start_s,
-                         std::int64_t ring_capacity) {
+                         std::int64_t ring_capacity, const std::vector<double>& tier_weights) {
                  SimConfig cfg;
                  for (std::size_t i = 0; i < stages.size(); ++i) cfg.stages.push_back(parse_stage(stages[i], i));
                  cfg.policy = policy;
@@ -116,11 +116,12 @@ void register_sim(py::module_& m) {
                  cfg.cold_start_ns = to_ns(cold_start_s, "cold_start_s");
                  if (ring_capacity < 2) throw std::invalid_argument("ring_capacity=" + std::to_string(ring_capacity) + " must be a power of two >= 2");
                  cfg.ring_capacity = static_cast<std::size_t>(ring_capacity);
+                 cfg.tier_weights = tier_weights;
                  return std::make_unique<Simulator>(std::move(cfg));
              }),
              py::kw_only(), py::arg("stages"), py::arg("policy"), py::arg("arrivals_s"), py::arg("slo_s"),
              py::arg("tier"), py::arg("jitter_cv") = 0.1, py::arg("seed") = 0, py::arg("cold_start_s") = 10.0,
-             py::arg("ring_capacity") = 1024,
+             py::arg("ring_capacity") = 1024, py::arg("tier_weights") = std::vector<double>{},
              "Build a simulation; see cpp/include/pard/simulator.hpp for the model. ValueError on bad input.")
         .def("run_until", [](Simulator& s, double t_s) {
                  const std::int64_t t = to_ns(t_s, "t_s");
@@ -133,24 +134,14 @@ void register_sim(py::module_& m) {
         .def_property_readonly("num_stages", &Simulator::num_stages)
         .def_property_readonly("num_requests", &Simulator::num_requests)
         .def("publish", [](Simulator& s, std::int64_t stage, double downstream_s, double mu, double eps,
-                           double queue_delay_s, double admit_fraction) {
-                 PublishedTerms t;
-                 t.downstream_ns = to_ns(downstream_s, "downstream_s");
-                 t.queue_delay_ns = to_ns(queue_delay_s, "queue_delay_s");
-                 if (t.downstream_ns < 0) throw std::invalid_argument("downstream_s=" + std::to_string(downstream_s) + " must be >= 0");
-                 if (t.queue_delay_ns < 0) throw std::invalid_argument("queue_delay_s=" + std::to_string(queue_delay_s) + " must be >= 0");
-                 if (!std::isfinite(mu) || mu < 0.0) throw std::invalid_argument("mu=" + std::to_string(mu) + " must be finite and >= 0");
-                 if (!std::isfinite(eps) || eps < 0.0) throw std::invalid_argument("eps=" + std::to_string(eps) + " must be finite and >= 0");
-                 if (!(admit_fraction >= 0.0 && admit_fraction <= 1.0)) {
-                     throw std::invalid_argument("admit_fraction=" + std::to_string(admit_fraction) + " must be in [0, 1]");
-                 }
-                 t.mu = mu;
-                 t.eps = eps;
-                 t.admit_fraction = admit_fraction;
-                 s.publish(stage_index(s, stage), t);
+                           double queue_delay_s, double admit_fraction, double service_rate, double duration_scale) {
+                 s.publish(stage_index(s, stage),
+                           PublishedTerms::from_seconds(downstream_s, mu, eps, queue_delay_s, admit_fraction,
+                                                        service_rate, duration_scale));
              },
              py::arg("stage"), py::kw_only(), py::arg("downstream_s"), py::arg("mu"), py::arg("eps"),
-             py::arg("queue_delay_s"), py::arg("admit_fraction") = 1.0)
+             py::arg("queue_delay_s"), py::arg("admit_fraction") = 1.0, py::arg("service_rate") = 0.0,
+             py::arg("duration_scale") = 1.0)
         .def("set_workers", [](Simulator& s, std::int64_t stage, int n) { s.set_workers(stage_index(s, stage), n); },
              py::arg("stage"), py::arg("n"),
              "Set a stage's target worker count (>= 1): new workers serve after cold_start_s; removal takes "
@@ -176,6 +167,7 @@ void register_sim(py::module_& m) {
                 d["batch_wait_s"] = ns_to_seconds(st.batch_wait);
                 d["batch_duration_s"] = ns_to_seconds(st.batch_duration);
                 d["dropped"] = scalar_array(st.dropped);
+                d["late"] = scalar_array(st.late);
                 d["queued"] = scalar_array(static_cast<std::int64_t>(s.queued(k)));
                 out.append(d);
             }

@@ -78,7 +78,7 @@ def test_simulate_end_to_end_json(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert doc["pipeline"] == "tm" and doc["load"] == 1.2 and "azure-conv" in doc["trace"]
     assert list(doc["policies"]) == ["pard", "nexus", "naive"]
     keys = {"submitted", "on_time", "late", "dropped", "rejected", "failed", "goodput", "drop_rate",
-            "invalid_rate", "drop_share_by_stage", "p99_latency", "goodput_bound"}
+            "invalid_rate", "drop_share_by_stage", "p99_latency", "goodput_bound", "weighted_goodput", "tiers"}
     for name, p in doc["policies"].items():
         assert set(p) == keys
         assert p["submitted"] == p["on_time"] + p["late"] + p["dropped"] + p["rejected"] + p["failed"]

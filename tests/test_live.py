@@ -118,7 +118,7 @@ class _Rep:
 
 def test_verdict_tie_within_noise() -> None:
     """A goodput difference under 2 % reads "about equal (within 2 %)"; larger ones say beat / did NOT beat."""
-    from pard.cli_live import _verdict
+    from pard.cli.compare import verdict as _verdict
 
     tie = _verdict({"pard": _Rep(100.0), "nexus": _Rep(100.0), "naive": _Rep(50.0)})
     assert "about equal" in tie and "within 2 %" in tie and "NOT" not in tie and "nexus" in tie
@@ -135,7 +135,7 @@ def test_cores_beyond_machine_warns() -> None:
     from rich.console import Console
 
     from pard.cli import UsageError
-    from pard.cli_live import _cores
+    from pard.cli.parsers import cores as _cores
 
     have = len(os.sched_getaffinity(0))
     buf = io.StringIO()
@@ -158,7 +158,7 @@ def test_profile_check_marks_cache_stale(tmp_path: Any) -> None:
     """Bottleneck batches 60 % slower than profiled: a warning naming --refresh-profile, and the cache entry marked stale."""
     import json
 
-    from pard.cli_live import _check_profile
+    from pard.cli.compare import check_profile as _check_profile
 
     spec = _spec()  # first stage is the bottleneck: d(8) = 0.02 vs 0.015
     entry = tmp_path / "sleepy-abc.yaml"

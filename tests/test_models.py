@@ -198,3 +198,27 @@ def test_bad_inputs() -> None:
         sample_inputs(0)
     with pytest.raises(ValueError, match="at least one part"):
         join_inputs([])
+
+
+@pytest.mark.parametrize("scale", [1000.0, 1e9, 1e300])
+def test_huge_scale_refused_before_allocating(scale: float) -> None:
+    """A scale whose weights exceed MAX_MODEL_BYTES is a PardError naming scale, raised before any weight is allocated."""
+    import tracemalloc
+
+    import pard
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(pard.PardError, match="scale"):
+            reference_models("lv", scale=scale)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
+
+
+def test_weights_at_a_moderate_scale_match_the_plan() -> None:
+    """At scale 10 the weights are allocated, and their bytes stay far under MAX_MODEL_BYTES."""
+    ms = reference_models("tm", scale=10.0)
+    nbytes = sum(p.nbytes for m in ms.values() for p in m.params)
+    assert 0 < nbytes < models.MAX_MODEL_BYTES

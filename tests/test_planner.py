@@ -51,7 +51,7 @@ def test_design_constants_match_irwin_hall() -> None:
 def test_w_worked_example_before_any_wait_is_observed() -> None:
     """With no observed waits, w for 4,3,2,1 downstream stages of duration d is the Irwin-Hall 0.1-quantile (+-0.02d)."""
     d = 0.1
-    planner = Planner(chain(5, d), lam=0.1, seed=1)
+    planner = Planner(chain(5, d), lam=0.1, seed=1, policy="pard-paper")
     terms = planner.update(1.0, empty(5), [1] * 5)
     for k, n_down in enumerate([4, 3, 2, 1]):
         assert abs(terms[k].wait_quantile_s - irwin_hall_quantile(0.1, n_down) * d) <= 0.02 * d
@@ -65,7 +65,7 @@ def test_w_worked_example_from_observed_uniform_waits() -> None:
     d = 0.05
     rng = np.random.default_rng(7)
     stats = [{"batch_wait_s": rng.uniform(0, d, 4000), "batch_size": np.ones(4000)} for _ in range(5)]
-    planner = Planner(chain(5, d), lam=0.1, seed=3)
+    planner = Planner(chain(5, d), lam=0.1, seed=3, policy="pard-paper")
     terms = planner.update(1.0, stats, [1] * 5)
     for k, n_down in enumerate([4, 3, 2, 1]):
         assert abs(terms[k].wait_quantile_s - irwin_hall_quantile(0.1, n_down) * d) <= 0.02 * d
@@ -83,8 +83,8 @@ def test_wait_quantile_extremes() -> None:
 def test_lambda_one_equals_upper_bound_and_zero_lower() -> None:
     """Without observations, lambda=1 reproduces pard-upper's w = sum d and lambda=0 pard-lower's w = 0 (approx)."""
     d = 0.1
-    hi = Planner(chain(3, d), lam=1.0).update(1.0, empty(3), [1] * 3)
-    lo = Planner(chain(3, d), lam=0.0).update(1.0, empty(3), [1] * 3)
+    hi = Planner(chain(3, d), lam=1.0, policy="pard-paper").update(1.0, empty(3), [1] * 3)
+    lo = Planner(chain(3, d), lam=0.0, policy="pard-paper").update(1.0, empty(3), [1] * 3)
     assert hi[0].wait_quantile_s == pytest.approx(2 * d, rel=0.01)
     assert lo[0].wait_quantile_s == pytest.approx(0.0, abs=0.03 * d)  # min of 10^4 sums of 2 U(0,d): ~0.014d
 
@@ -94,7 +94,7 @@ def test_ablation_downstream_modes() -> None:
     d, q = 0.1, 0.02
     stats = [{"qdelay_s": np.full(10, q), "batch_size": np.ones(10), "batch_wait_s": np.zeros(10)} for _ in range(3)]
     expect = {"pard-back": 0.0, "pard-sf": 2 * d, "pard-lower": 2 * q + 2 * d, "pard-upper": 2 * q + 4 * d,
-              "pard": 2 * q + 2 * d}  # observed waits are 0, so w = 0 for full pard
+              "pard-paper": 2 * q + 2 * d}  # observed waits are 0, so w = 0 for full pard-paper
     for name, value in expect.items():
         terms = Planner(chain(3, d), policy=name).update(1.0, stats, [1] * 3)
         assert terms[0].downstream_s == pytest.approx(value), name
@@ -104,7 +104,7 @@ def test_ablation_downstream_modes() -> None:
 def test_linear_weighted_queue_delay() -> None:
     """Queueing delay is the linearly weighted mean over intervals in the window: newer intervals weigh more."""
     st = chain(1)
-    p = Planner(st, window_s=4.0, adapt_window=False)
+    p = Planner(st, window_s=4.0, adapt_window=False, policy="pard-paper")
     # intervals ending at 1,2,3,4 with delays 1,2,3,4 (one sample each); at now=4, start=0 -> weights 1/4..4/4
     for t, qv in zip([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0]):
         terms = p.update(t, [{"qdelay_s": np.array([qv])}], [1])
@@ -118,7 +118,7 @@ def test_linear_weighted_queue_delay() -> None:
 def test_mu_from_rate_and_throughput() -> None:
     """mu = arrival rate / (workers * b / d(b)) with b the weighted recent batch size and d interpolated."""
     st = [PlannerStage("s", (1, 4), (0.010, 0.040), 4, (), True)]  # d(b) = 10 ms * b
-    p = Planner(st, window_s=2.0, adapt_window=False)
+    p = Planner(st, window_s=2.0, adapt_window=False, policy="pard-paper")
     terms = p.update(1.0, [{"arrival_s": np.linspace(0, 1, 300, endpoint=False),
                             "batch_size": np.array([2.0, 2.0])}], [2])
     # rate 300/s; throughput 2 workers * 2 / 0.020 = 200/s
@@ -129,7 +129,7 @@ def test_mu_from_rate_and_throughput() -> None:
 
 def test_eps_closed_form() -> None:
     """eps = sum |T_in - T_s| / sum T_in with T_s the running mean of the window's per-interval rates."""
-    p = Planner(chain(1), window_s=10.0, adapt_window=False)
+    p = Planner(chain(1), window_s=10.0, adapt_window=False, policy="pard-paper")
     counts = [100, 300, 100, 300]
     for t, c in enumerate(counts, start=1):
         terms = p.update(float(t), [{"arrival_s": np.full(c, t - 0.5)}], [1])
@@ -154,7 +154,7 @@ def test_dag_uses_longest_downstream_path() -> None:
     terms = Planner(stages, policy="pard-sf").update(1.0, empty(4), [1] * 4)
     assert terms[0].downstream_s == pytest.approx(0.22)
     assert terms[1].downstream_s == pytest.approx(0.02)
-    full = Planner(stages, policy="pard", lam=1.0).update(1.0, empty(4), [1] * 4)
+    full = Planner(stages, policy="pard-paper", lam=1.0).update(1.0, empty(4), [1] * 4)
     assert full[0].downstream_s == pytest.approx(0.44, rel=0.01)
 
 
@@ -176,8 +176,8 @@ def test_window_mapping() -> None:
 
 def test_window_resizes_with_bursty_input() -> None:
     """A steady input keeps a long window; an on/off input (CV = 1) shrinks it to 3 s."""
-    steady = Planner(chain(1))
-    bursty = Planner(chain(1))
+    steady = Planner(chain(1), policy="pard-paper")
+    bursty = Planner(chain(1), policy="pard-paper")
     for t in range(1, 21):
         steady.update(float(t), [{"arrival_s": np.full(100, t - 0.5)}], [1])
         bursty.update(float(t), [{"arrival_s": np.full(200 if t % 2 else 0, t - 0.5)}], [1])
@@ -187,7 +187,7 @@ def test_window_resizes_with_bursty_input() -> None:
 
 def test_queue_delay_published_and_admission_open() -> None:
     """Every policy publishes the stage's own queueing delay (Dagor's signal) and admits everything."""
-    for name in ["dagor", "pard"]:
+    for name in ["dagor", "pard-paper"]:
         t = Planner(chain(1), policy=name).update(1.0, [{"qdelay_s": np.array([0.05, 0.03])}], [1])[0]
         assert t.queue_delay_s == pytest.approx(0.04)
         assert t.admit_fraction == 1.0
@@ -195,9 +195,9 @@ def test_queue_delay_published_and_admission_open() -> None:
 
 def test_same_seed_same_terms() -> None:
     """Two planners with one seed give identical terms; another seed differs in the Monte Carlo part only."""
-    a = Planner(chain(4), seed=5).update(1.0, empty(4), [1] * 4)
-    b = Planner(chain(4), seed=5).update(1.0, empty(4), [1] * 4)
-    c = Planner(chain(4), seed=6).update(1.0, empty(4), [1] * 4)
+    a = Planner(chain(4), seed=5, policy="pard-paper").update(1.0, empty(4), [1] * 4)
+    b = Planner(chain(4), seed=5, policy="pard-paper").update(1.0, empty(4), [1] * 4)
+    c = Planner(chain(4), seed=6, policy="pard-paper").update(1.0, empty(4), [1] * 4)
     assert a == b
     assert a[0].wait_quantile_s != c[0].wait_quantile_s
 
@@ -205,14 +205,14 @@ def test_same_seed_same_terms() -> None:
 def test_bad_arguments() -> None:
     """Bad arguments raise ValueError naming the parameter."""
     with pytest.raises(ValueError, match="lam"):
-        Planner(chain(2), lam=1.5)
+        Planner(chain(2), lam=1.5, policy="pard-paper")
     with pytest.raises(ValueError, match="window_s"):
-        Planner(chain(2), window_s=0)
+        Planner(chain(2), window_s=0, policy="pard-paper")
     with pytest.raises(ValueError, match="unknown policy"):
         Planner(chain(2), policy="nope")
     with pytest.raises(ValueError, match="path"):
-        Planner([PlannerStage("a", (1,), (0.1,), 1, ((0,),))])
-    p = Planner(chain(2))
+        Planner([PlannerStage("a", (1,), (0.1,), 1, ((0,),))], policy="pard-paper")
+    p = Planner(chain(2), policy="pard-paper")
     with pytest.raises(ValueError, match="one entry per stage"):
         p.update(1.0, empty(1), [1, 1])
     p.update(1.0, empty(2), [1, 1])
@@ -297,5 +297,75 @@ def test_samples_must_be_an_int_within_the_limit() -> None:
 
     for bad in (0, MAX_SAMPLES + 1, 10**12, 1.5, True):
         with pytest.raises(ValueError, match=r"samples must be an int in 1\.\.1000000"):
-            Planner(chain(2, 0.01), samples=bad)  # type: ignore[arg-type]
-    Planner(chain(2, 0.01), samples=MAX_SAMPLES)
+            Planner(chain(2, 0.01), samples=bad, policy="pard-paper")  # type: ignore[arg-type]
+    Planner(chain(2, 0.01), samples=MAX_SAMPLES, policy="pard-paper")
+
+
+# ---------------------------------------------------------------- issue 9: pard's planner levers
+import dataclasses  # noqa: E402
+
+from pard.planner import LAM_DOWN, LAM_MAX, LAM_MIN, LAM_UP  # noqa: E402
+from pard.policies import POLICIES  # noqa: E402
+
+
+def _paper_with(**kw: object) -> object:
+    return dataclasses.replace(POLICIES["pard-paper"], name="variant", **kw)
+
+
+def test_tail_mode_weighs_batch_waits_by_the_requests_that_waited() -> None:
+    """One batch of 9 waited 10 ms, one batch of 1 waited 0: per batch the 0.3-quantile of the next
+    stage's wait is 0 (half the samples are 0); per request it is 10 ms (only a tenth are 0)."""
+    stats = [{}, {"batch_size": np.array([9, 1]), "batch_wait_s": np.array([0.01, 0.0])}]
+    full = Planner(chain(2, 0.1), policy="pard-paper", lam=0.3).update(1.0, stats, [1, 1])
+    tail = Planner(chain(2, 0.1), policy=_paper_with(downstream="tail"), lam=0.3).update(1.0, stats, [1, 1])
+    assert full[0].wait_quantile_s == 0.0
+    assert tail[0].wait_quantile_s == pytest.approx(0.01)
+    assert tail[0].downstream_s == pytest.approx(0.1 + 0.01)
+
+
+def test_correct_durations_scales_d_by_measured_over_profiled() -> None:
+    """Batches that ran twice their profiled time double every d term and publish duration_scale 2;
+    without the lever the scale stays 1."""
+    d = 0.1
+    stats = [{"batch_size": np.array([1, 1]), "batch_duration_s": np.array([2 * d, 2 * d])} for _ in range(3)]
+    on = Planner(chain(3, d), policy=_paper_with(downstream="sf", correct_durations=True)).update(1.0, stats, [1] * 3)
+    off = Planner(chain(3, d), policy="pard-sf").update(1.0, stats, [1] * 3)
+    assert on[0].duration_scale == pytest.approx(2.0) and off[0].duration_scale == 1.0
+    assert on[0].downstream_s == pytest.approx(4 * d) and off[0].downstream_s == pytest.approx(2 * d)
+    # service rate at full batches: workers * B / (d(B) * scale) = 1 * 1 / 0.2
+    assert on[1].service_rate == pytest.approx(5.0) and off[1].service_rate == pytest.approx(10.0)
+
+
+def test_tuned_lambda_moves_with_downstream_losses_within_bounds() -> None:
+    """tune_lam: an interval where more than 1 % of the entry's output was dropped downstream raises
+    lambda by LAM_UP; a clean interval lowers it by LAM_DOWN; it never leaves [LAM_MIN, LAM_MAX]."""
+    p = Planner(chain(2, 0.01), policy=_paper_with(tune_lam=True), lam=0.5, adapt_window=False)
+    lossy = [{"batch_size": np.full(10, 10)}, {"dropped": np.array([5])}]  # 5 of 100 lost downstream
+    clean = [{"batch_size": np.full(10, 10)}, {"dropped": np.array([0])}]
+    p.update(1.0, lossy, [1, 1])
+    assert p.lam == pytest.approx(0.5 + LAM_UP)
+    p.update(2.0, clean, [1, 1])
+    assert p.lam == pytest.approx(0.5 + LAM_UP - LAM_DOWN)
+    for t in range(3, 40):
+        p.update(float(t), lossy, [1, 1])
+    assert p.lam == pytest.approx(LAM_MAX)
+    for t in range(40, 200):
+        p.update(float(t), clean, [1, 1])
+    assert p.lam == pytest.approx(LAM_MIN)
+
+
+def test_rate_aware_admission_cuts_to_the_short_stage_and_grows_back() -> None:
+    """rate_admission: the entry sees 100 req/s, the next stage (service 1 * 1 / 0.02 = 50 req/s) receives
+    100: the entry admits 50 / 100 = 0.5 at once; with the overload gone it grows back 10 % per sync; the
+    short stage's demand_rate is its arrival rate over the admitted share (what an autoscaler sizes for)."""
+    stages = chain(2, 0.02)
+    p = Planner(stages, policy=_paper_with(rate_admission=True), window_s=1.0, adapt_window=False)
+    over = [{"arrival_s": np.full(100, 0.5)}, {"arrival_s": np.full(100, 0.5)}]
+    t = p.update(1.0, over, [1, 1])
+    assert t[0].admit_fraction == pytest.approx(0.5) and t[1].admit_fraction == 1.0
+    assert t[1].demand_rate == pytest.approx(200.0)
+    calm = [{"arrival_s": np.full(100, 1.5)}, {"arrival_s": np.full(40, 1.5)}]
+    t = p.update(2.0, calm, [1, 1])
+    assert t[0].admit_fraction == pytest.approx(0.55)
+    plain = Planner(stages, policy="pard-paper", window_s=1.0, adapt_window=False).update(1.0, over, [1, 1])
+    assert plain[0].admit_fraction == 1.0 and plain[1].demand_rate == pytest.approx(100.0)

@@ -7,7 +7,10 @@ import pytest
 from pard.policies import DOWNSTREAM_MODES, POLICIES, PolicySpec, get_policy, policy_names
 
 EXPECTED = {
-    "pard": ("adaptive", "pard", "full", False),
+    "pard": ("adaptive", "pard", "upper", False),
+    "pard-paper": ("adaptive", "pard", "full", False),
+    "triton": ("fcfs", "triton", "none", False),
+    "ray-serve": ("fcfs", "ray-serve", "none", False),
     "naive": ("fcfs", "none", "none", False),
     "clipper++": ("fcfs", "clipper", "none", False),
     "nexus": ("fcfs", "nexus", "none", False),
@@ -24,7 +27,7 @@ EXPECTED = {
 
 
 def test_every_name_maps_to_its_documented_value() -> None:
-    """Each of the 13 names has the order, drop rule, downstream mode and eps handling of DESIGN §3.6."""
+    """Each of the 16 names has the order, drop rule, downstream mode and eps handling of DESIGN §3.6."""
     assert set(POLICIES) == set(EXPECTED)
     for name, (order, drop, mode, instant) in EXPECTED.items():
         p = get_policy(name)
@@ -67,8 +70,8 @@ def test_specs_are_frozen() -> None:
 
 @pytest.mark.parametrize("field, value, choices", [
     ("order", "lifo", "'fcfs', 'lbf', 'hbf', 'adaptive'"),
-    ("drop", "random", "'none', 'pard', 'clipper', 'nexus', 'dagor'"),
-    ("downstream", "zz", "'full', 'none', 'sf', 'lower', 'upper'"),
+    ("drop", "random", "'none', 'pard', 'clipper', 'nexus', 'dagor', 'triton', 'ray-serve'"),
+    ("downstream", "zz", "'full', 'none', 'sf', 'lower', 'upper', 'tail'"),
 ])
 def test_spec_rejects_unknown_choices(field: str, value: str, choices: str) -> None:
     """An order, drop rule or downstream mode outside its choices raises ValueError naming field, value and choices."""
@@ -94,3 +97,31 @@ def test_spec_rejects_bad_scalar_fields() -> None:
         with pytest.raises(exc, match=f"PolicySpec.{field}"):
             PolicySpec(**args)  # type: ignore[arg-type]
     assert PolicySpec("x", "fcfs", "dagor", dagor_threshold_s=0.0, dagor_alpha=1.0).core().dagor_alpha == 1.0
+
+
+def test_pard_levers_and_that_ablations_are_of_pard_paper() -> None:
+    """pard = pard-paper + tiers, the hot-path overload reaction (with shedding), the tail batch-wait
+    budget and online d(b) correction; the paper's ablations switch none of pard's levers on; the
+    baselines' queue bounds default to none, ray-serve's applies at the entry only."""
+    p = get_policy("pard")
+    assert (p.tiered, p.reactive, p.shed, p.correct_durations) == (True, True, True, True)
+    assert (p.tune_lam, p.rate_admission, p.lam) == (False, False, None)
+    core = p.core()
+    assert (core.tiered, core.reactive, core.shed) == (True, True, True)
+    for name in ["pard-paper", "pard-back", "pard-sf", "pard-lower", "pard-upper", "pard-fcfs", "pard-lbf",
+                 "pard-hbf", "pard-instant"]:
+        a = get_policy(name)
+        assert not (a.tiered or a.reactive or a.correct_durations or a.tune_lam or a.rate_admission), name
+    assert (get_policy("triton").max_queue, get_policy("triton").max_queue_entry_only) == (0, False)
+    assert (get_policy("ray-serve").max_queue, get_policy("ray-serve").max_queue_entry_only) == (0, True)
+
+
+def test_spec_rejects_bad_lever_fields() -> None:
+    """Bad lever flags, queue bounds or lam raise errors naming the field and value."""
+    for kw, exc, field in [
+        ({"tiered": 1}, TypeError, "tiered"), ({"shed": None}, TypeError, "shed"),
+        ({"max_queue": -1}, ValueError, "max_queue"), ({"max_queue": 2.5}, TypeError, "max_queue"),
+        ({"lam": 1.5}, ValueError, "lam"),
+    ]:
+        with pytest.raises(exc, match=f"PolicySpec.{field}"):
+            PolicySpec(**{"name": "x", "order": "fcfs", "drop": "pard", **kw})  # type: ignore[arg-type]

@@ -92,10 +92,11 @@ def test_pending_and_bad_shapes_raise() -> None:
 
 
 def test_json_schema_and_round_trip() -> None:
-    """to_dict carries exactly the issue's keys; the comparison JSON parses back to the same numbers."""
+    """to_dict carries exactly the issue's keys (issue 4, plus issue 9's weighted goodput and per-tier
+    results); the comparison JSON parses back to the same numbers."""
     r = make([1, 1, 2, 3, 1, 3, 1, 1])
     keys = {"submitted", "on_time", "late", "dropped", "rejected", "failed", "goodput", "drop_rate",
-            "invalid_rate", "drop_share_by_stage", "p99_latency", "goodput_bound"}
+            "invalid_rate", "drop_share_by_stage", "p99_latency", "goodput_bound", "weighted_goodput", "tiers"}
     assert set(r.to_dict()) == keys
     doc = json.loads(json.dumps(comparison_dict({"p": r}, pipeline="x", trace="t", load=1.2)))
     assert set(doc) == {"pipeline", "trace", "load", "policies"}
@@ -192,3 +193,20 @@ def test_table_labels_drop_rate_as_including_late_and_json_key_is_unchanged() ->
     console.print(comparison_table({"naive": r}))
     assert "(incl. late)" in console.export_text()
     assert "drop_rate" in json.loads(r.to_json()) and "late" in (Report.drop_rate.__doc__ or "")
+
+
+def test_per_tier_counts_conservation_and_weighted_goodput_by_hand() -> None:
+    """Tiers gold (4) / free (1): 8 requests over 4 s, gold = ids 0-3 (on time 0, 1; late 2; dropped 3),
+    free = ids 4-7 (on time 4, 6, 7; dropped 5): weighted goodput (4 * 2 + 1 * 3) / 4 s = 2.75."""
+    r = make([1, 1, 2, 3, 1, 3, 1, 1], tier=[0, 0, 0, 0, 1, 1, 1, 1], tier_names=["gold", "free"],
+             tier_weights=[4.0, 1.0])
+    gold, free = r.tiers
+    assert (gold.submitted, gold.on_time, gold.late, gold.dropped) == (4, 2, 1, 1)
+    assert (free.submitted, free.on_time, free.late, free.dropped) == (4, 3, 0, 1)
+    assert r.weighted_goodput == pytest.approx(2.75)
+    assert r.to_dict()["tiers"]["gold"] == {"weight": 4.0, "submitted": 4, "on_time": 2, "late": 1, "dropped": 1,
+                                            "rejected": 0, "failed": 0}
+    plain = make([1, 1, 2, 3, 1, 3, 1, 1])  # no tiers: one default tier of weight 1
+    assert plain.weighted_goodput == pytest.approx(plain.goodput)
+    with pytest.raises(ValueError, match="tier codes"):
+        make([1, 1], tier=[0, 2], tier_names=["a", "b"], tier_weights=[1.0, 1.0])

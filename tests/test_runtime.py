@@ -473,7 +473,10 @@ def test_bound_capacity_scaled_by_faster_batches() -> None:
     info = rt.bound_capacity()
     assert info["req_s"] == pytest.approx(8000.0) and info["bottleneck"] == "s1"
     assert info["speedup_by_stage"] == {"s0": pytest.approx(2.0), "s1": pytest.approx(0.5)}
-    rt._stages[1].batches[:] = [(0.0, 0.00025, 8, 0.0)]  # four times as fast: 32000
+    # a fresh runtime (the batch logs are consumed by the run recorder, so they are appended to, not replaced)
+    rt = Runtime(spec, {"s0": _identity, "s1": _identity}, policy="naive", start=False)
+    rt._stages[0].batches += [(0.0, 0.0005, 8, 0.0), (0.1, 0.0005, 8, 0.0)]  # twice as fast: 16000
+    rt._stages[1].batches += [(0.0, 0.00025, 8, 0.0)]  # four times as fast: 32000
     info = rt.bound_capacity()
     assert info["req_s"] == pytest.approx(16000.0) and info["bottleneck"] == "s0"
     assert info["profile_req_s"] == pytest.approx(8000.0)

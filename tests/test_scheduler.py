@@ -23,10 +23,12 @@ def profile() -> _core.Profile:
 
 
 def sched(drop: str, order: str, max_batch: int, *, budget_fraction: float = 0.5,
-          ring_capacity: int = 1024, **policy: float) -> _core.StageScheduler:
+          ring_capacity: int = 1024, tier_weights: tuple[float, ...] = (), entry: bool = True,
+          **policy: float) -> _core.StageScheduler:
     pol = _core.Policy(order=order, drop=drop, **policy)
     return _core.StageScheduler(stage=0, profile=profile(), max_batch=max_batch, policy=pol,
-                                budget_fraction=budget_fraction, ring_capacity=ring_capacity)
+                                budget_fraction=budget_fraction, ring_capacity=ring_capacity,
+                                tier_weights=list(tier_weights), entry=entry)
 
 
 def drops_of(result: tuple[np.ndarray, np.ndarray, np.ndarray]) -> dict[int, str]:
@@ -37,7 +39,7 @@ def drops_of(result: tuple[np.ndarray, np.ndarray, np.ndarray]) -> dict[int, str
 def test_reason_names() -> None:
     """The reason codes are the documented names, in order."""
     assert _core.REASONS == ["infeasible", "expired", "stage-budget", "window", "overload",
-                             "cancelled", "rejected"]
+                             "cancelled", "rejected", "timeout", "shed"]
 
 
 def test_profile_interpolation_and_extrapolation() -> None:
@@ -281,3 +283,125 @@ def test_batch_matches_sorted_reference_under_random_load() -> None:
 def test_standalone_cpp_scheduler(tmp_path: Path) -> None:
     """The C++ scheduler test (hand traces, cancelled copies, torn-snapshot and concurrency checks) passes."""
     run_standalone_cpp_test("test_scheduler", tmp_path)
+
+
+# ---------------------------------------------------------------- issue 9: triton, ray-serve, pard's levers
+
+def test_triton_queue_timeout_counts_from_arrival_at_the_stage() -> None:
+    """triton: a request that waited longer than its SLO at this stage (from its arrival here) times out.
+
+    SLO 0.1 s for all.  Request 0 was sent at 0 but arrived here at 0.25 (its deadline has passed, yet
+    it waited only 0.05 s here at now = 0.30: kept, as Triton keeps it); request 1 arrived at 0.15
+    (waited 0.15 > 0.1: timeout); request 2 arrived at 0.20 (waited exactly 0.1: kept).
+    """
+    s = sched("triton", "fcfs", 4)
+    s.submit(0, 0.0, 0.1, 0.25)
+    s.submit(1, 0.0, 0.1, 0.15)
+    s.submit(2, 0.1, 0.2, 0.20)
+    res = s.form_batch(0.30, 0.30)
+    assert res[0].tolist() == [2, 0]
+    assert drops_of(res) == {1: "timeout"}
+
+
+def test_triton_max_queue_size_rejects_at_every_stage() -> None:
+    """triton with max_queue_size 2: the third request queued at a (non-entry) stage is rejected."""
+    s = sched("triton", "fcfs", 1, max_queue=2, entry=False)
+    for i in range(3):
+        s.submit(i, 0.0, 10.0, 0.001 * i)
+    res = s.form_batch(0.01, 0.01)
+    assert res[0].tolist() == [0]
+    assert drops_of(res) == {2: "rejected"}
+    assert s.queued() == 1
+
+
+def test_ray_serve_end_to_end_timeout_and_entry_queue_limit() -> None:
+    """ray-serve: a request past its deadline is cancelled wherever it is; max_queued_requests binds
+    only at an entry stage (a downstream stage with the same policy queues everything)."""
+    s = sched("ray-serve", "fcfs", 4)
+    s.submit(0, 0.0, 0.5, 0.0)    # deadline 0.5 < now 0.6: expired
+    s.submit(1, 0.0, 0.6, 0.1)    # deadline == now: kept
+    s.submit(2, 0.2, 0.7, 0.2)
+    res = s.form_batch(0.6, 0.6)
+    assert res[0].tolist() == [1, 2] and drops_of(res) == {0: "expired"}
+    for entry, want_rejected in [(True, {3: "rejected", 4: "rejected"}), (False, {})]:
+        q = sched("ray-serve", "fcfs", 1, max_queue=3, max_queue_entry_only=True, entry=entry)
+        for i in range(5):
+            q.submit(i, 0.0, 10.0, 0.001 * i)
+        res = q.form_batch(0.01, 0.01)
+        assert res[0].tolist() == [0] and drops_of(res) == want_rejected
+
+
+def test_tiered_queue_serves_high_tier_first_in_hbf_and_edf_in_lbf() -> None:
+    """Tiers weighted [1, 4]: HBF pops the tier-1 (weight 4) requests first, latest deadline first;
+    LBF ignores tiers (EDF over all requests)."""
+    reqs = [(0, 1.0, 0), (1, 2.0, 1), (2, 3.0, 0), (3, 4.0, 1), (4, 5.0, 0)]  # id, deadline, tier
+    for order, want in [("hbf", [3, 1, 4, 2, 0]), ("lbf", [0, 1, 2, 3, 4])]:
+        s = sched("pard", order, 5, tier_weights=(1.0, 4.0), tiered=True)
+        for i, dl, tier in reqs:
+            s.submit(i, 0.0, dl, 0.0, tier)
+        assert s.form_batch(0.0, 0.0)[0].tolist() == want
+    # tier-blind (tiered off): HBF is plain deadline order
+    s = sched("pard", "hbf", 5, tier_weights=(1.0, 4.0))
+    for i, dl, tier in reqs:
+        s.submit(i, 0.0, dl, 0.0, tier)
+    assert s.form_batch(0.0, 0.0)[0].tolist() == [4, 3, 2, 1, 0]
+
+
+def test_tiered_admission_sheds_the_low_tier_first() -> None:
+    """admit_fraction 0.5 with equal arrivals of tiers weighted [1, 4]: every rejection is tier 0."""
+    s = sched("pard", "lbf", 4, tier_weights=(1.0, 4.0), tiered=True)
+    s.publish(downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0, admit_fraction=0.5)
+    rejected_tiers = []
+    for rnd in range(20):
+        for j in range(4):
+            i = rnd * 4 + j
+            s.submit(i, 0.0, 100.0, 0.0, i % 2)
+        res = s.form_batch(0.0, 0.0)
+        rejected_tiers += [int(i) % 2 for i, c in zip(res[1], res[2]) if _core.REASONS[int(c)] == "rejected"]
+        while s.queued():
+            s.form_batch(0.0, 0.0)
+    # half of 80 shed (within the decaying-share warm-up of the first call), all from tier 0
+    assert set(rejected_tiers) == {0}
+    assert 30 <= len(rejected_tiers) <= 40
+
+
+def test_reactive_overload_switches_to_hbf_and_sheds_the_unreachable() -> None:
+    """reactive: 10 queued, service rate 50 req/s, downstream 0, t_e 0, b 2 (d = 20 ms).
+
+    Deadlines 0.1 .. 1.0 s: the most slack is 1.0 - 0.02 = 0.98 s, enough for 49 requests, so the queue
+    drains in time: LBF as published.  With deadlines 0.1 .. 0.19 s the most slack is 0.17 s = 8.5
+    requests: overloaded; HBF now (latest deadlines first) and the 2 lowest (ids 0, 1) are shed.
+    """
+    for deadlines, want_batch, want_drops in [
+        ([0.1 * (i + 1) for i in range(10)], [0, 1], {}),
+        ([0.1 + 0.01 * i for i in range(10)], [9, 8], {0: "shed", 1: "shed"}),
+    ]:
+        s = sched("pard", "adaptive", 2, reactive=True)
+        s.publish(downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0, service_rate=50.0)
+        for i, dl in enumerate(deadlines):
+            s.submit(i, 0.0, dl, 0.0)
+        res = s.form_batch(0.0, 0.0)
+        assert res[0].tolist() == want_batch
+        assert drops_of(res) == want_drops
+
+
+def test_duration_scale_scales_the_drop_threshold() -> None:
+    """duration_scale 2: d(1) counts as 20 ms, so a request with 15 ms of slack is purged, one with 25 kept."""
+    s = sched("pard", "lbf", 1)
+    s.publish(downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0, duration_scale=2.0)
+    s.submit(0, 0.0, 0.015, 0.0)
+    s.submit(1, 0.0, 0.025, 0.0)
+    res = s.form_batch(0.0, 0.0)
+    assert res[0].tolist() == [1] and drops_of(res) == {0: "infeasible"}
+
+
+@pytest.mark.parametrize(("kwargs", "needle"), [
+    ({"service_rate": -1.0}, "service_rate=-1"),
+    ({"duration_scale": 0.0}, "duration_scale=0"),
+    ({"admit_fraction": 1.5}, "admit_fraction=1.5"),
+])
+def test_publish_validates_new_terms(kwargs: dict[str, float], needle: str) -> None:
+    """PublishedTerms::from_seconds names the bad field and value, for the scheduler and the simulator."""
+    s = sched("pard", "lbf", 1)
+    with pytest.raises(ValueError, match=needle):
+        s.publish(downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0, **kwargs)

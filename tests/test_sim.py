@@ -299,3 +299,48 @@ def test_arguments_name_themselves_and_are_not_coerced() -> None:
     with pytest.raises(TypeError, match="arrivals"):
         simulate("tm", ["0.0", "1.0"], "naive")
     assert simulate("tm", list(range(3)), "naive", autoscale=np.bool_(False)).submitted == 3
+
+
+# ---------------------------------------------------------------- issue 9: tiers, pard vs pard-paper
+
+def _two_tier_run(policy: str) -> "object":
+    """tm with tiers gold 4 : bronze 1, equal shares, Poisson at 1.5 x capacity for 30 s (same arrivals)."""
+    from pard import workloads as wl
+
+    base = config.builtin("tm")
+    spec = base.model_copy(update={"tiers": {"gold": 4.0, "bronze": 1.0}})
+    arr = poisson(1.5 * spec.capacity().pipeline, 30_000, seed=7)
+    arr = arr[arr < 30.0]
+    w = wl.assign_tiers(arr, {"gold": 0.5, "bronze": 0.5}, seed=3)
+    return simulate(spec, arr, policy, tiers=w.tier, jitter_cv=0.1, seed=1)
+
+
+def test_tiers_change_pards_decisions_and_weighted_goodput() -> None:
+    """Two tiers 4:1, equal shares, load 1.5: pard gives the gold tier >= 70 % of the on-time requests and
+    a weighted goodput >= tier-blind pard-paper's on the same arrivals (capacity is 2/3 of the input, so
+    serving gold first can give it up to 0.5 / 0.667 = 75 %)."""
+    pard_r = _two_tier_run("pard")
+    paper = _two_tier_run("pard-paper")
+    gold, bronze = pard_r.tiers
+    assert (gold.name, gold.weight, bronze.name, bronze.weight) == ("gold", 4.0, "bronze", 1.0)
+    assert gold.on_time / (gold.on_time + bronze.on_time) >= 0.7
+    assert pard_r.weighted_goodput >= paper.weighted_goodput
+    # tier-blind pard-paper serves both tiers about alike
+    pg, pb = paper.tiers
+    assert abs(pg.on_time - pb.on_time) / (pg.on_time + pb.on_time) < 0.1
+    for rep in (pard_r, paper):  # conservation per tier and in total
+        for t in rep.tiers:
+            assert t.submitted == t.on_time + t.late + t.dropped + t.rejected + t.failed
+        assert sum(t.submitted for t in rep.tiers) == rep.submitted
+        assert rep.weighted_goodput == pytest.approx(
+            sum(t.weight * t.on_time for t in rep.tiers) / rep.duration_s)
+
+
+def test_pard_paper_is_the_papers_method_and_pard_the_default() -> None:
+    """pard-paper keeps the paper's values (adaptive order, full estimate, none of pard's levers); pard is
+    the default of simulate and adds them."""
+    paper = POLICIES["pard-paper"]
+    assert (paper.order, paper.drop, paper.downstream, paper.lam) == ("adaptive", "pard", "full", None)
+    assert not (paper.tiered or paper.reactive or paper.correct_durations or paper.tune_lam or paper.rate_admission)
+    arr = poisson(500.0, 2000)
+    assert simulate("tm", arr, jitter_cv=0.0).policy == "pard"

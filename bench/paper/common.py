@@ -79,7 +79,7 @@ PATTERNS = ("azure", "stable", "bursty")
 PATTERN_CV = {"stable": 0.47, "bursty": 1.2}
 #: The paper's two baselines and the never-dropping reference.
 BASELINES = ("nexus", "clipper++")
-POLICIES = ("pard", "nexus", "clipper++", "naive")
+POLICIES = ("pard-paper", "nexus", "clipper++", "naive")
 #: Mean arrival rate / built-in capacity, the same for every pipeline and pattern.
 LOAD = 1.0
 #: The paper's regime (DESIGN §5a): keyword arguments of pard.simulate.

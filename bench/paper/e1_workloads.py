@@ -79,7 +79,7 @@ def claims(cells: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
     per: dict[str, Any] = {}
     gains, drops, invalids = [], [], []
     for w, cell in cells.items():
-        p = cell["pard"]
+        p = cell["pard-paper"]
         row: dict[str, Any] = {}
         for b in C.BASELINES:
             q = cell[b]
@@ -112,7 +112,7 @@ def claims(cells: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
         "workloads_pard_mostly_first_two": sum(1 for e in early if e > 0.5),
         "nexus_drop_share_rest_range": rng(nex),
         "workloads_nexus_mostly_rest": sum(1 for e in nex if e > 0.5),
-        "pard_drop_rate_range": rng([cells[w]["pard"]["drop_rate"] for w in cells]),
+        "pard_drop_rate_range": rng([cells[w]["pard-paper"]["drop_rate"] for w in cells]),
         "paper_pard_drop_rate_range": [0.0012, 0.036],
     }
 

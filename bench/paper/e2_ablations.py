@@ -38,22 +38,22 @@ def run_one(key: tuple[int, float]) -> dict[str, Any]:
     seed, duration = key
     sp = C.spec(PIPELINE)
     arr = C.arrivals(PATTERN, C.LOAD * sp.capacity().pipeline, duration, seed=seed)
-    reps = compare(sp, arr, ["pard", *ABLATIONS], seed=seed, **C.REGIME)
+    reps = compare(sp, arr, ["pard-paper", *ABLATIONS], seed=seed, **C.REGIME)
     return {"seed": seed, "requests": int(arr.size), "policies": {n: C.metrics(r, sp) for n, r in reps.items()}}
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    base = {m: float(np.mean([r["policies"]["pard"][m] for r in rows])) for m in ("drop_rate", "invalid_rate",
+    base = {m: float(np.mean([r["policies"]["pard-paper"][m] for r in rows])) for m in ("drop_rate", "invalid_rate",
                                                                                    "goodput_normalised")}
-    for pol in ["pard", *ABLATIONS]:
+    for pol in ["pard-paper", *ABLATIONS]:
         d = {m: float(np.mean([r["policies"][pol][m] for r in rows]))
              for m in ("drop_rate", "invalid_rate", "goodput_normalised", "goodput_ratio", "transient_drop_rate_1s")}
         d["drop_rate_vs_pard"] = C.ratio(d["drop_rate"], base["drop_rate"])
         d["invalid_rate_vs_pard"] = C.ratio(d["invalid_rate"], base["invalid_rate"])
         d["goodput_vs_pard"] = C.ratio(d["goodput_normalised"], base["goodput_normalised"])
         # per-seed spread of the drop-rate ratio, to show what is noise
-        per_seed = [C.ratio(r["policies"][pol]["drop_rate"], r["policies"]["pard"]["drop_rate"]) for r in rows]
+        per_seed = [C.ratio(r["policies"][pol]["drop_rate"], r["policies"]["pard-paper"]["drop_rate"]) for r in rows]
         d["drop_rate_vs_pard_per_seed"] = per_seed
         if pol in PAPER:
             d["paper"] = {"metric": PAPER[pol][0], "ratio_to_pard": PAPER[pol][1]}
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = list(range(args.seed, args.seed + (5 if args.full else 3)))
     rec = C.Recorder(NAME, args, {"pipeline": PIPELINE, "pattern": PATTERN, "pattern_cv": C.PATTERN_CV[PATTERN],
                                   "load": C.LOAD, "regime": C.REGIME, "duration_s": duration, "seeds": seeds,
-                                  "policies": ["pard", *ABLATIONS]})
+                                  "policies": ["pard-paper", *ABLATIONS]})
     rows = C.run_parallel(run_one, [(s, duration) for s in seeds], args.jobs)
     summary = summarise(rows)
     plot(summary, rec.png_path)

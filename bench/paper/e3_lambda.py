@@ -36,9 +36,9 @@ def run_one(key: tuple[str, float, float, int, float]) -> dict[str, Any]:
     pattern, slo, lam, seed, duration = key
     sp = C.spec(PIPELINE)
     arr = C.arrivals(pattern, C.LOAD * sp.capacity().pipeline, duration, seed=seed)
-    r = simulate(sp, arr, "pard", slo=slo, lam=lam, seed=seed, **C.REGIME)
+    r = simulate(sp, arr, "pard-paper", slo=slo, lam=lam, seed=seed, **C.REGIME)
     return {"pattern": pattern, "slo_s": slo, "lam": lam, "seed": seed, "requests": int(arr.size),
-            "pard": C.metrics(r, sp)}
+            "pard-paper": C.metrics(r, sp)}
 
 
 def w_diagnostic(key: tuple[str, float, int, float]) -> dict[str, Any]:
@@ -62,7 +62,7 @@ def w_diagnostic(key: tuple[str, float, int, float]) -> dict[str, Any]:
     try:
         sp = C.spec(PIPELINE)
         arr = C.arrivals(pattern, C.LOAD * sp.capacity().pipeline, duration, seed=seed)
-        S.simulate(sp, arr, "pard", lam=lam, seed=seed, **C.REGIME)
+        S.simulate(sp, arr, "pard-paper", lam=lam, seed=seed, **C.REGIME)
     finally:
         S.Planner.update = orig  # type: ignore[method-assign]
     w = np.asarray(seen)
@@ -76,7 +76,7 @@ def summarise(rows: list[dict[str, Any]], lams: list[float]) -> dict[str, Any]:
     for pattern, slo in itertools.product(C.PATTERNS, SLOS):
         curve = {}
         for lam in lams:
-            rs = [r["pard"] for r in rows if r["pattern"] == pattern and r["lam"] == lam and r["slo_s"] == slo]
+            rs = [r["pard-paper"] for r in rows if r["pattern"] == pattern and r["lam"] == lam and r["slo_s"] == slo]
             curve[str(lam)] = {m: float(np.mean([x[m] for x in rs]))
                                for m in ("drop_rate", "invalid_rate", "goodput_normalised")}
         best = min(lams, key=lambda v: curve[str(v)]["drop_rate"])

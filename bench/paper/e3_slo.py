@@ -23,7 +23,7 @@ import common as C
 
 NAME = "e3_slo"
 PIPELINE = "lv"
-POLICIES = ("pard", "nexus", "clipper++")
+POLICIES = ("pard-paper", "nexus", "clipper++")
 
 
 def run_one(key: tuple[str, float, int, float]) -> dict[str, Any]:
@@ -46,18 +46,18 @@ def summarise(rows: list[dict[str, Any]], slos: list[float]) -> dict[str, Any]:
             cell = {p: {m: float(np.mean([r["policies"][p][m] for r in rs]))
                         for m in ("drop_rate", "invalid_rate", "goodput_normalised")} for p in POLICIES}
             for b in POLICIES[1:]:
-                cell[b]["drop_rate_vs_pard"] = C.ratio(cell[b]["drop_rate"], cell["pard"]["drop_rate"])
+                cell[b]["drop_rate_vs_pard"] = C.ratio(cell[b]["drop_rate"], cell["pard-paper"]["drop_rate"])
                 if cell[b]["drop_rate_vs_pard"] is not None:
                     ratios.append(cell[b]["drop_rate_vs_pard"])
-            pard_drop.append(cell["pard"]["drop_rate"])
+            pard_drop.append(cell["pard-paper"]["drop_rate"])
             cells[f"{pattern}/{int(round(slo * 1000))}ms"] = cell
     return {"cells": cells,
             "pard_drop_rate_range": [min(pard_drop), max(pard_drop)], "paper_pard_drop_rate_range": [0.0085, 0.0304],
             "baseline_over_pard_drop_range": [min(ratios), max(ratios)] if ratios else None,
             "paper_baseline_over_pard_drop_range": [1.9, 5.3],
             "by_pattern": {pat: {
-                "pard_drop_rate_range": [min(cells[k]["pard"]["drop_rate"] for k in cells if k.startswith(pat + "/")),
-                                         max(cells[k]["pard"]["drop_rate"] for k in cells if k.startswith(pat + "/"))],
+                "pard_drop_rate_range": [min(cells[k]["pard-paper"]["drop_rate"] for k in cells if k.startswith(pat + "/")),
+                                         max(cells[k]["pard-paper"]["drop_rate"] for k in cells if k.startswith(pat + "/"))],
                 "baseline_over_pard_drop_range": [
                     min(cells[k][b]["drop_rate_vs_pard"] or 0 for k in cells if k.startswith(pat + "/") for b in POLICIES[1:]),
                     max(cells[k][b]["drop_rate_vs_pard"] or 0 for k in cells if k.startswith(pat + "/") for b in POLICIES[1:])],

@@ -61,7 +61,7 @@ def plot(summary: dict[str, Any], pipelines: list[str], loads: list[float], path
     fig, axes = plt.subplots(1, len(pipelines), figsize=(5 * len(pipelines), 4.2), squeeze=False)
     for ax, pl in zip(axes[0], pipelines):
         c = summary["pipelines"][pl]["curve"]
-        ax.plot(loads, [c[str(v)]["pard"]["goodput_bound"] for v in loads], "k--", lw=1.5, label="bound")
+        ax.plot(loads, [c[str(v)]["pard-paper"]["goodput_bound"] for v in loads], "k--", lw=1.5, label="bound")
         for p in C.POLICIES:
             ax.plot(loads, [c[str(v)][p]["goodput"] for v in loads], "o-", ms=4, label=p)
         ax.set_title(f"{pl} (fixed workers)")

@@ -33,10 +33,10 @@ def run_one(key: tuple[float, float | None, int, float]) -> dict[str, Any]:
     sp = C.spec(PIPELINE)
     arr = C.arrivals("mmpp", C.LOAD * sp.capacity().pipeline, duration, seed=seed, cv=cv)
     if window is None:
-        r = simulate(sp, arr, "pard", seed=seed, adapt_window=True, **C.REGIME)
+        r = simulate(sp, arr, "pard-paper", seed=seed, adapt_window=True, **C.REGIME)
     else:
-        r = simulate(sp, arr, "pard", seed=seed, window_s=window, adapt_window=False, **C.REGIME)
-    return {"cv": cv, "window_s": window, "seed": seed, "requests": int(arr.size), "pard": C.metrics(r, sp)}
+        r = simulate(sp, arr, "pard-paper", seed=seed, window_s=window, adapt_window=False, **C.REGIME)
+    return {"cv": cv, "window_s": window, "seed": seed, "requests": int(arr.size), "pard-paper": C.metrics(r, sp)}
 
 
 def summarise(rows: list[dict[str, Any]], cvs: list[float], windows: list[float]) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def summarise(rows: list[dict[str, Any]], cvs: list[float], windows: list[float]
     for cv in cvs:
         curve: dict[str, Any] = {}
         for w in [*windows, None]:
-            rs = [r["pard"] for r in rows if r["cv"] == cv and r["window_s"] == w]
+            rs = [r["pard-paper"] for r in rows if r["cv"] == cv and r["window_s"] == w]
             curve["adaptive" if w is None else str(w)] = {
                 m: float(np.mean([x[m] for x in rs])) for m in ("drop_rate", "invalid_rate", "goodput_normalised")}
         best = min(windows, key=lambda v: curve[str(v)]["drop_rate"])

@@ -95,7 +95,7 @@ def plot(rows: list[dict[str, Any]], path: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = C.parse_args(__doc__, argv)
     sizes = [11, 64, 256, 1000] if args.full else [11, 64, 1000]
-    policies = ["pard", "nexus"] if args.full else ["pard"]
+    policies = ["pard-paper", "nexus"] if args.full else ["pard-paper"]
     duration = 120.0 if args.full else 60.0
     repeats = 3 if args.full else 1
     rec = C.Recorder(NAME, args, {"pipeline": PIPELINE, "sizes": sizes, "loads": LOADS, "policies": policies,

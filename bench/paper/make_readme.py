@@ -99,10 +99,10 @@ def e1_section(e1: dict[str, Any] | None) -> tuple[list[str], list[str]]:
         f"(fixed: {cf['workloads_nexus_mostly_rest']} of 12) | mostly in the latter half | not reproduced (M1) |")
     tr = _transient(s["paper"]["cells"])
     rows.append(
-        f"| 1g | transient drop rate (worst 1 s window) | {cmd('e1_workloads')} | pard {rng(tr['pard'], pct)}, "
+        f"| 1g | transient drop rate (worst 1 s window) | {cmd('e1_workloads')} | pard {rng(tr['pard-paper'], pct)}, "
         f"nexus {rng(tr['nexus'], pct)}, clipper++ {rng(tr['clipper++'], pct)} | (no figure quoted) | "
         f"clipper++ loses (nearly) whole seconds; pard's worst second is above nexus's in "
-        f"{sum(1 for cell in s['paper']['cells'].values() if cell['pard']['transient_drop_rate_1s'] > cell['nexus']['transient_drop_rate_1s'])}"
+        f"{sum(1 for cell in s['paper']['cells'].values() if cell['pard-paper']['transient_drop_rate_1s'] > cell['nexus']['transient_drop_rate_1s'])}"
         f" of 12 workloads" + _hbf_transient() + " |")
     return rows, []
 
@@ -131,7 +131,7 @@ def order_lag_row(x: dict[str, Any] | None) -> list[str]:
 
 
 def _slo_range(s: dict[str, Any], pattern: str, from_s: float) -> list[float]:
-    v = [c["pard"]["drop_rate"] for k, c in s["cells"].items()
+    v = [c["pard-paper"]["drop_rate"] for k, c in s["cells"].items()
          if k.startswith(pattern + "/") and int(k.split("/")[1][:-2]) >= from_s * 1000]
     return [min(v), max(v)] if v else []
 
@@ -150,17 +150,17 @@ def _hbf_transient() -> str:
 
 
 def _not_early(cells: dict[str, Any]) -> list[str]:
-    return [w for w, c in cells.items() if c["pard"]["drop_share_first_two"] <= 0.5]
+    return [w for w, c in cells.items() if c["pard-paper"]["drop_share_first_two"] <= 0.5]
 
 
 def _pattern_range(cells: dict[str, Any], pattern: str) -> list[float]:
-    v = [cell["pard"]["drop_rate"] for w, cell in cells.items() if w.endswith("/" + pattern)]
+    v = [cell["pard-paper"]["drop_rate"] for w, cell in cells.items() if w.endswith("/" + pattern)]
     return [min(v), max(v)]
 
 
 def _transient(cells: dict[str, Any]) -> dict[str, list[float]]:
     out = {}
-    for p in ("pard", "nexus", "clipper++"):
+    for p in ("pard-paper", "nexus", "clipper++"):
         v = [cell[p]["transient_drop_rate_1s"] for cell in cells.values()]
         out[p] = [min(v), max(v)]
     return out
@@ -181,13 +181,13 @@ def e1_detail(e1: dict[str, Any] | None) -> list[str]:
                 "drops by stage (pipeline order): pard; nexus |",
                 "|---|---|---|---|---|---|---|"]
         for w, cell in cells.items():
-            g = " / ".join(f"{cell[p]['goodput_normalised']:.3f}" for p in ("pard", "nexus", "clipper++", "naive"))
-            d = " / ".join(pct(cell[p]["drop_rate"], 2) for p in ("pard", "nexus", "clipper++"))
-            i = " / ".join(pct(cell[p]["invalid_rate"], 2) for p in ("pard", "nexus", "clipper++"))
-            e = f"{pct(cell['pard']['drop_share_first_two'], 0)} / {pct(cell['nexus']['drop_share_first_two'], 0)}"
-            t = f"{pct(cell['pard']['transient_drop_rate_1s'], 0)} / {pct(cell['nexus']['transient_drop_rate_1s'], 0)}"
+            g = " / ".join(f"{cell[p]['goodput_normalised']:.3f}" for p in ("pard-paper", "nexus", "clipper++", "naive"))
+            d = " / ".join(pct(cell[p]["drop_rate"], 2) for p in ("pard-paper", "nexus", "clipper++"))
+            i = " / ".join(pct(cell[p]["invalid_rate"], 2) for p in ("pard-paper", "nexus", "clipper++"))
+            e = f"{pct(cell['pard-paper']['drop_share_first_two'], 0)} / {pct(cell['nexus']['drop_share_first_two'], 0)}"
+            t = f"{pct(cell['pard-paper']['transient_drop_rate_1s'], 0)} / {pct(cell['nexus']['transient_drop_rate_1s'], 0)}"
             sh = "; ".join("/".join(f"{100 * v:.0f}" for v in cell[p]["drop_share_by_stage"].values())
-                           for p in ("pard", "nexus"))
+                           for p in ("pard-paper", "nexus"))
             out.append(f"| {w} | {g} | {d} | {i} | {e} | {t} | {sh} (%) |")
         out.append("")
     return out
@@ -248,7 +248,7 @@ def e3_rows(slo: Any, lam: Any, win: Any, stress: Any) -> tuple[list[str], list[
         detail += ["#### Experiment 3a: SLO sweep on lv (paper's regime): drop rate pard / nexus / clipper++", "",
                    "| pattern / SLO | pard | nexus | clipper++ | nexus ÷ pard | clipper++ ÷ pard |", "|---|---|---|---|---|---|"]
         for k, c in s["cells"].items():
-            detail.append(f"| {k} | {pct(c['pard']['drop_rate'], 2)} | {pct(c['nexus']['drop_rate'], 2)} | "
+            detail.append(f"| {k} | {pct(c['pard-paper']['drop_rate'], 2)} | {pct(c['nexus']['drop_rate'], 2)} | "
                           f"{pct(c['clipper++']['drop_rate'], 2)} | {rx(c['nexus']['drop_rate_vs_pard'])} | "
                           f"{rx(c['clipper++']['drop_rate_vs_pard'])} |")
         detail.append("")
@@ -299,9 +299,9 @@ def e3_rows(slo: Any, lam: Any, win: Any, stress: Any) -> tuple[list[str], list[
     else:
         pl = stress["summary"]["pipelines"]
         txt = "; ".join(f"{p}: " + ", ".join(f"{q} {d['min_goodput_ratio_overloaded'][q]:.2f}"
-                                            for q in ("pard", "nexus", "clipper++", "naive")) for p, d in pl.items())
-        good = [p for p, d in pl.items() if d["min_goodput_ratio_overloaded"]["pard"] >= 0.95
-                and d["min_goodput_ratio_overloaded"]["pard"] >= d["min_goodput_ratio_overloaded"]["nexus"] - 0.005]
+                                            for q in ("pard-paper", "nexus", "clipper++", "naive")) for p, d in pl.items())
+        good = [p for p, d in pl.items() if d["min_goodput_ratio_overloaded"]["pard-paper"] >= 0.95
+                and d["min_goodput_ratio_overloaded"]["pard-paper"] >= d["min_goodput_ratio_overloaded"]["nexus"] - 0.005]
         bad = [p for p in pl if p not in good]
         rows.append(f"| 3d | stress test, fixed workers, load 0.5–3×: lowest goodput ÷ bound at load ≥ 1 | "
                     f"{cmd('e3_stress')} | {txt} | pard follows the bound, reactive baselines fall away | "
@@ -312,8 +312,8 @@ def e3_rows(slo: Any, lam: Any, win: Any, stress: Any) -> tuple[list[str], list[
                    "| pipeline / load | bound (req/s) | pard | nexus | clipper++ | naive |", "|---|---|---|---|---|---|"]
         for p, d in pl.items():
             for load, c in d["curve"].items():
-                detail.append(f"| {p} / {load} | {c['pard']['goodput_bound']:.0f} | "
-                              + " | ".join(f"{c[q]['goodput_ratio']:.3f}" for q in ("pard", "nexus", "clipper++", "naive"))
+                detail.append(f"| {p} / {load} | {c['pard-paper']['goodput_bound']:.0f} | "
+                              + " | ".join(f"{c[q]['goodput_ratio']:.3f}" for q in ("pard-paper", "nexus", "clipper++", "naive"))
                               + " |")
         detail.append("")
     return rows, detail
@@ -424,26 +424,26 @@ def mechanisms(e1: Any, e2: Any, stress: Any, lam: Any = None) -> str:
         cells = e1["summary"]["paper"]["cells"]
         fixed = e1["summary"]["fixed"]["cells"]
         f["ga_nexus_drop"] = pct(cells["ga/azure"]["nexus"]["drop_rate"])
-        f["ga_pard_drop"] = pct(cells["ga/azure"]["pard"]["drop_rate"])
+        f["ga_pard_drop"] = pct(cells["ga/azure"]["pard-paper"]["drop_rate"])
         b = [cells[w] for w in cells if w.endswith("/bursty")]
-        f["bound_pard"] = f"{min(c['pard']['goodput_ratio'] for c in b):.2f}–{max(c['pard']['goodput_ratio'] for c in b):.2f}"
+        f["bound_pard"] = f"{min(c['pard-paper']['goodput_ratio'] for c in b):.2f}–{max(c['pard-paper']['goodput_ratio'] for c in b):.2f}"
         f["bound_nexus"] = f"{min(c['nexus']['goodput_ratio'] for c in b):.2f}–{max(c['nexus']['goodput_ratio'] for c in b):.2f}"
-        f["pard_bursty_drop"] = (f"{pct(min(c['pard']['drop_rate'] for c in b), 0)}–"
-                                 f"{pct(max(c['pard']['drop_rate'] for c in b), 0)}")
+        f["pard_bursty_drop"] = (f"{pct(min(c['pard-paper']['drop_rate'] for c in b), 0)}–"
+                                 f"{pct(max(c['pard-paper']['drop_rate'] for c in b), 0)}")
         a = _pattern_range(cells, "azure")
         f["pard_azure_drop"] = f"{pct(a[0])}–{pct(a[1])}"
-        f["ga_early"] = pct(cells["ga/azure"]["pard"]["drop_share_first_two"], 0)
-        f["ga_fixed_inv_pard"] = pct(fixed["ga/azure"]["pard"]["invalid_rate"])
+        f["ga_early"] = pct(cells["ga/azure"]["pard-paper"]["drop_share_first_two"], 0)
+        f["ga_fixed_inv_pard"] = pct(fixed["ga/azure"]["pard-paper"]["invalid_rate"])
         f["ga_fixed_inv_nexus"] = pct(fixed["ga/azure"]["nexus"]["invalid_rate"])
     if stress is not None:
         lv = stress["summary"]["pipelines"].get("lv")
         if lv:
             f["clipper_stress"] = f"{lv['min_goodput_ratio_overloaded']['clipper++']:.2f}"
-            f["pard_stress"] = f"{lv['min_goodput_ratio_overloaded']['pard']:.2f}"
+            f["pard_stress"] = f"{lv['min_goodput_ratio_overloaded']['pard-paper']:.2f}"
     if e2 is not None:
         pol = e2["summary"]["policies"]
         f["pard_lower_drop"] = pct(pol["pard-lower"]["drop_rate"], 2)
-        f["pard_drop"] = pct(pol["pard"]["drop_rate"], 2)
+        f["pard_drop"] = pct(pol["pard-paper"]["drop_rate"], 2)
     ol = load("x_order_lag")
     if ol is not None and ol["summary"]:
         n = len(ol["summary"])
@@ -452,10 +452,10 @@ def mechanisms(e1: Any, e2: Any, stress: Any, lam: Any = None) -> str:
     xd = load("x_downstream")
     if xd is not None:
         x = xd["summary"]
-        f["xd_pard_ratio"] = f"{x['pard']['goodput_ratio']:.3f}"
-        f["xd_pard_last"] = str(x["pard"]["dropped_at_last_stage"])
-        f["xd_pard_busy"] = pct(x["pard"]["last_stage_busy_share"], 0)
-        f["xd_pard_q"] = f"{x['pard']['last_stage_mean_queue_delay_s'] * 1e3:.1f}"
+        f["xd_pard_ratio"] = f"{x['pard-paper']['goodput_ratio']:.3f}"
+        f["xd_pard_last"] = str(x["pard-paper"]["dropped_at_last_stage"])
+        f["xd_pard_busy"] = pct(x["pard-paper"]["last_stage_busy_share"], 0)
+        f["xd_pard_q"] = f"{x['pard-paper']['last_stage_mean_queue_delay_s'] * 1e3:.1f}"
         f["xd_hbf_ratio"] = f"{x['pard-hbf']['goodput_ratio']:.3f}"
         f["xd_j0_ratio"] = f"{x['pard jitter=0']['goodput_ratio']:.3f}"
         f["xd_l9_ratio"] = f"{x['pard lam=0.9']['goodput_ratio']:.3f}"
@@ -485,6 +485,12 @@ Request Dropping" (Zhao, Hu, Chen et al., EuroSys 2026, arXiv 2602.08747) on par
 experiment; each writes `results/<name>.json` (every raw figure, the configuration, the machine and
 its load) and `results/<name>.png`. **This file is generated** by `python bench/paper/make_readme.py`
 from those JSON files; no figure below is typed by hand.
+
+The method reproduced here is the paper's, run as the policy `pard-paper` (DESIGN §3.6); "pard" in the
+prose below means that policy. The team's default policy `pard` (the paper's method plus the levers of
+DESIGN §3.7) is compared in `bench/comparison.py` and bench/RESULTS.md, not here. The results in
+`results/` were produced before the rename (the policy then called `pard` is `pard-paper` now, with the
+same code); their keys were renamed, their figures are unchanged.
 
 ```
 cmake --build build/dev            # the in-tree build of CONTRIBUTING.md (or pip install .)

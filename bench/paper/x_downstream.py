@@ -24,11 +24,11 @@ NAME = "x_downstream"
 PIPELINE, PATTERN, LOAD = "ga", "azure", 2.0
 #: label -> (policy, extra pard.simulate arguments)
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
-    "pard": ("pard", {}),
-    "pard lam=0.5": ("pard", {"lam": 0.5}),
-    "pard lam=0.9": ("pard", {"lam": 0.9}),
-    "pard jitter=0": ("pard", {"jitter_cv": 0.0}),
-    "pard waits per request": ("pard", {}),
+    "pard-paper": ("pard-paper", {}),
+    "pard lam=0.5": ("pard-paper", {"lam": 0.5}),
+    "pard lam=0.9": ("pard-paper", {"lam": 0.9}),
+    "pard jitter=0": ("pard-paper", {"jitter_cv": 0.0}),
+    "pard waits per request": ("pard-paper", {}),
     "pard-upper": ("pard-upper", {}),
     "pard-hbf": ("pard-hbf", {}),
     "nexus": ("nexus", {}),

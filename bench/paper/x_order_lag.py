@@ -19,7 +19,7 @@ from typing import Any
 import common as C
 
 NAME = "x_order_lag"
-VARIANTS = (("pard", 1.0), ("pard", 0.25), ("pard-hbf", 1.0), ("nexus", 1.0))
+VARIANTS = (("pard-paper", 1.0), ("pard-paper", 0.25), ("pard-hbf", 1.0), ("nexus", 1.0))
 
 
 def run_one(key: tuple[str, str, int, float]) -> dict[str, Any]:
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     e1 = json.loads(src.read_text())
     cells = e1["summary"]["paper"]["cells"]
-    trailing = [w for w, c in cells.items() if c["pard"]["goodput_normalised"] < c["nexus"]["goodput_normalised"]]
+    trailing = [w for w, c in cells.items() if c["pard-paper"]["goodput_normalised"] < c["nexus"]["goodput_normalised"]]
     seeds = e1["config"]["seeds"]
     duration = float(e1["config"]["duration_s"])
     rec = C.Recorder(NAME, args, {"source": "e1_workloads.json (paper regime)", "workloads": trailing,

@@ -11,7 +11,7 @@
 
 #include "pard/mpmc_ring.hpp"
 #include "pard/request.hpp"
-#include "pard/ring_stress.hpp"
+#include "../testing/ring_stress.hpp"
 
 #include "check.hpp"
 

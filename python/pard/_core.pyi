@@ -50,10 +50,13 @@ def ring_stress(producers: int, consumers: int, items_per_producer: int, capacit
 # ---- register_bench.cpp: C++-side timings (GIL released) ------------------------------
 def bench_depq(n: int, ops: int, end: str) -> float: ...     # ns per push+pop pair, in C++; end "min" | "max"
 def bench_ring(ops: int, capacity: int) -> float: ...        # ns per push+pop pair, in C++, one thread
+def bench_drop_decision(n: int) -> float: ...    # ns per Eq. 3b decision, timed in C++
+def bench_form_batch(queue: int, max_batch: int, policy: "Policy", rounds: int = 1) -> float: ...  # ns per request
 
 # ---- register_scheduler.cpp: profile, policy value, per-stage scheduler ----------------
 # Drop reason codes: REASONS[code] is the name used in reports and in pard.Dropped.
-REASONS: list[str]   # ["infeasible", "expired", "stage-budget", "window", "overload", "cancelled", "rejected"]
+REASONS: list[str]   # ["infeasible", "expired", "stage-budget", "window", "overload", "cancelled", "rejected",
+                     #  "timeout", "shed"]
 
 class Profile:
     """Batch execution duration d(b), piecewise-linear through measured points (s)."""
@@ -66,8 +69,12 @@ class Profile:
 class Policy:
     """A policy value: order x drop rule x parameters (DESIGN 3.6)."""
     def __init__(self, *, order: str, drop: str, dagor_threshold_s: float = 0.02,
-                 dagor_alpha: float = 0.4) -> None: ...
-    # order: "fcfs" | "lbf" | "hbf" | "adaptive";  drop: "none" | "pard" | "clipper" | "nexus" | "dagor"
+                 dagor_alpha: float = 0.4, tiered: bool = False, reactive: bool = False,
+                 max_queue: int = 0, max_queue_entry_only: bool = False, shed: bool = True) -> None: ...
+    # order: "fcfs" | "lbf" | "hbf" | "adaptive"
+    # drop: "none" | "pard" | "clipper" | "nexus" | "dagor" | "triton" | "ray-serve"
+    # tiered: one heap per tier (served / shed by weight); reactive: the hot-path overload test;
+    # max_queue: reject at that many queued (0 = none), at entry stages only with max_queue_entry_only
     @property
     def order(self) -> str: ...
     @property
@@ -76,6 +83,16 @@ class Policy:
     def dagor_threshold_s(self) -> float: ...
     @property
     def dagor_alpha(self) -> float: ...
+    @property
+    def tiered(self) -> bool: ...
+    @property
+    def reactive(self) -> bool: ...
+    @property
+    def shed(self) -> bool: ...
+    @property
+    def max_queue(self) -> int: ...
+    @property
+    def max_queue_entry_only(self) -> bool: ...
     def __eq__(self, other: object) -> bool: ...
 
 class StageScheduler:
@@ -83,10 +100,13 @@ class StageScheduler:
     # Admission at drain: every rule but "none" admits the published admit_fraction share (reason
     # "rejected"); "dagor" also admits only (1 - alpha) while queue_delay_s > dagor_threshold_s ("overload").
     def __init__(self, *, stage: int, profile: Profile, max_batch: int, policy: Policy,
-                 budget_fraction: float, ring_capacity: int = 65536) -> None: ...
+                 budget_fraction: float, ring_capacity: int = 65536, tier_weights: list[float] = ...,
+                 entry: bool = True) -> None: ...
     def submit(self, id: int, send_s: float, deadline_s: float, arrival_s: float, tier: int = 0) -> bool: ...
+    # service_rate: req/s at full batches (0 = unknown; the reactive test is off); duration_scale:
+    # measured / profiled d(b) in (0, 1000].  All terms validated by PublishedTerms::from_seconds.
     def publish(self, *, downstream_s: float, mu: float, eps: float, queue_delay_s: float,
-                admit_fraction: float = 1.0) -> None: ...
+                admit_fraction: float = 1.0, service_rate: float = 0.0, duration_scale: float = 1.0) -> None: ...
     # -> (batch ids, dropped ids, drop reason codes); the batch is already in service order
     def form_batch(self, now_s: float, expected_start_s: float) -> tuple[U64, U64, I32]: ...
     @property
@@ -97,8 +117,6 @@ class StageScheduler:
     def max_batch(self) -> int: ...
     def queued(self) -> int: ...                 # heap + ring, best effort under concurrency
 
-def bench_drop_decision(n: int) -> float: ...    # ns per Eq. 3b decision, timed in C++
-def bench_form_batch(queue: int, max_batch: int, policy: Policy, rounds: int = 1) -> float: ...  # ns per request
 
 # ---- register_sim.cpp: discrete-event simulator over the same StageSchedulers -----------
 # Semantics (batching, fan-out/join, cancel, autoscaling, jitter, event order): cpp/include/pard/simulator.hpp.
@@ -107,7 +125,7 @@ def bench_form_batch(queue: int, max_batch: int, policy: Policy, rounds: int = 1
 class Simulator:
     def __init__(self, *, stages: list[dict[str, Any]], policy: Policy, arrivals_s: F64, slo_s: F64,
                  tier: I32, jitter_cv: float = 0.1, seed: int = 0, cold_start_s: float = 10.0,
-                 ring_capacity: int = 1024) -> None: ...
+                 ring_capacity: int = 1024, tier_weights: list[float] = ...) -> None: ...
     # ring_capacity: each stage's ingress ring (a power of two); a full ring is drained into the queue,
     # never rejected, so it is small by default (construction cost); see simulator.hpp.
     # stage dict keys: name (str, optional), profile (Profile), max_batch (int), workers (int),
@@ -123,7 +141,7 @@ class Simulator:
     def num_requests(self) -> int: ...
     # stage out of range: IndexError (publish, set_workers, workers, queued, current_order)
     def publish(self, stage: int, *, downstream_s: float, mu: float, eps: float, queue_delay_s: float,
-                admit_fraction: float = 1.0) -> None: ...
+                admit_fraction: float = 1.0, service_rate: float = 0.0, duration_scale: float = 1.0) -> None: ...
     def set_workers(self, stage: int, n: int) -> None: ...   # target (>= 1, else ValueError); new workers serve after cold_start_s
     def workers(self, stage: int) -> int: ...                # serving now (idle or busy, not cold, not retiring)
     def queued(self, stage: int) -> int: ...                 # requests waiting at the stage now
@@ -134,6 +152,7 @@ class Simulator:
     #   batch_start_s F64, batch_size I64, batch_wait_s F64, batch_duration_s F64   one row per batch
     #   dropped I64 (scalar array of length 1: drops decided at this stage, cancelled sibling copies excluded)
     #   queued I64 (scalar array of length 1: requests waiting at the stage at the time of the call)
+    #   late I64 (scalar array of length 1: requests that finished late at this sink stage)
     def take_stats(self) -> list[dict[str, Any]]: ...
     # Per request (index = request id): state I8, finish_s F64 (leaving the last stage; the drop or
     # rejection time for states 3/4; NaN while pending), drop_stage I32 (-1), reason I32 (-1),

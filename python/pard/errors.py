@@ -7,10 +7,17 @@ keeps working.  Messages quote the offending value and say what was expected.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "PardError",
+    "PardValueError",
+    "PardTypeError",
     "ConfigError",
     "TraceError",
+    "UsageError",
+    "TooManyArrivalsError",
+    "MissingExtraError",
     "Dropped",
     "Rejected",
     "ExecutorError",
@@ -22,12 +29,48 @@ class PardError(Exception):
     """Base class of every exception raised by pard."""
 
 
-class ConfigError(PardError, ValueError):
+class PardValueError(PardError, ValueError):
+    """An argument has the right type but a bad value (the message names the argument and the value)."""
+
+
+class PardTypeError(PardError, TypeError):
+    """An argument has the wrong type (the message names the argument, its type and the value)."""
+
+
+class ConfigError(PardValueError):
     """A pipeline or stage specification is invalid (names the field and the value)."""
 
 
-class TraceError(PardError, ValueError):
+class TraceError(PardValueError):
     """An arrival trace cannot be read (names the file, the line or column, and the problem)."""
+
+
+class UsageError(PardValueError):
+    """Bad command-line input; the message names the option and the value (``pard`` exits 2)."""
+
+
+class TooManyArrivalsError(PardValueError):
+    """A request for more arrivals (or simulator state) than a stated limit, refused before allocating.
+
+    Attributes:
+        expected: the size asked for (arrivals, or request-stage visits).  limit: the limit.
+    """
+
+    def __init__(self, message: str, *, expected: float, limit: float) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.limit = limit
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_too_many, (str(self), self.expected, self.limit))
+
+
+def _rebuild_too_many(message: str, expected: float, limit: float) -> TooManyArrivalsError:
+    return TooManyArrivalsError(message, expected=expected, limit=limit)
+
+
+class MissingExtraError(PardError, ImportError):
+    """An optional dependency is not installed; the message names the extra that provides it."""
 
 
 class Dropped(PardError):
@@ -36,38 +79,66 @@ class Dropped(PardError):
     Attributes:
         request_id: the request's id (int).
         stage: name of the stage that dropped it (str).
-        reason: drop reason, one of ``pard.DROP_REASONS`` (e.g. ``"infeasible"``).
+        reason: drop reason, one of :data:`pard.outcomes.REASONS` (e.g. ``"infeasible"``).
+        retry_after_s: when the caller may retry with a fair chance (seconds), or None when pard
+            has no estimate.
     """
 
-    def __init__(self, request_id: int, stage: str, reason: str) -> None:
-        super().__init__(f"request {request_id} dropped at stage {stage!r}: {reason}")
+    def __init__(self, request_id: int, stage: str, reason: str, retry_after_s: float | None = None) -> None:
+        super().__init__(f"request {request_id} dropped at stage {stage!r}: {reason}{_hint(retry_after_s)}")
         self.request_id = request_id
         self.stage = stage
         self.reason = reason
+        self.retry_after_s = retry_after_s
 
-    def __reduce__(self) -> tuple[type, tuple[int, str, str]]:
-        return (type(self), (self.request_id, self.stage, self.reason))
+    def __reduce__(self) -> tuple[type, tuple[int, str, str, float | None]]:
+        return (type(self), (self.request_id, self.stage, self.reason, self.retry_after_s))
 
 
 class Rejected(PardError):
     """A request was refused at admission (e.g. the ingress ring is full: back-pressure).
 
     Attributes:
-        reason: why (str).  retry_after_s: a hint in seconds, or None.
+        reason: why (str).
+        retry_after_s: when the caller may retry (seconds), or None when pard has no estimate.
+        stage: name of the stage that refused it, or None (e.g. refused before any stage).
     """
 
-    def __init__(self, reason: str, retry_after_s: float | None = None) -> None:
-        hint = "" if retry_after_s is None else f"; retry after {retry_after_s:.3f} s"
-        super().__init__(f"request rejected: {reason}{hint}")
+    def __init__(self, reason: str, retry_after_s: float | None = None, stage: str | None = None) -> None:
+        where = "" if stage is None else f" at stage {stage!r}"
+        super().__init__(f"request rejected{where}: {reason}{_hint(retry_after_s)}")
         self.reason = reason
         self.retry_after_s = retry_after_s
+        self.stage = stage
 
-    def __reduce__(self) -> tuple[type, tuple[str, float | None]]:
-        return (type(self), (self.reason, self.retry_after_s))
+    def __reduce__(self) -> tuple[type, tuple[str, float | None, str | None]]:
+        return (type(self), (self.reason, self.retry_after_s, self.stage))
 
 
 class ExecutorError(PardError):
-    """A stage's executor raised; the batch's requests end in state ``failed``."""
+    """A stage's executor (or a join, or a worker thread) failed; the request ends in state ``failed``.
+
+    Attributes:
+        request_id: the failed request's id (int), or None when the error is not about one request.
+        stage: name of the stage whose executor failed (str), or None.
+        cause: the exception the executor raised (also ``__cause__``), or None.
+    """
+
+    def __init__(self, message: str, request_id: int | None = None, stage: str | None = None,
+                 cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+        self.stage = stage
+        self.cause = cause
+        if cause is not None:
+            self.__cause__ = cause
+
+    def __reduce__(self) -> tuple[type, tuple[str, int | None, str | None, BaseException | None]]:
+        return (type(self), (str(self), self.request_id, self.stage, self.cause))
+
+
+def _hint(retry_after_s: float | None) -> str:
+    return "" if retry_after_s is None else f"; retry after {retry_after_s:.3f} s"
 
 
 class PardWarning(UserWarning):

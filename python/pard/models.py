@@ -33,8 +33,11 @@ from typing import Any
 
 import numpy as np
 
+from .errors import ConfigError
+
 __all__ = [
     "INPUT_SHAPE",
+    "MAX_MODEL_BYTES",
     "StageModel",
     "array_module",
     "reference_models",
@@ -54,6 +57,11 @@ _CONV_DEPTH = 3
 # Work per request of the costliest stage at scale 1: 64 million multiply-adds (about 2 ms on one
 # core of a 2020s x86 server with one BLAS thread).  Other stages get their share of it.
 _REF_MACS = 64e6
+
+#: Most bytes of weights :func:`reference_models` allocates for one pipeline (2 GiB: about scale
+#: 100 for the built-ins); a larger ``scale`` is refused before anything is allocated.
+MAX_MODEL_BYTES = 2 << 30
+_MAX_SCALE = 1e6
 
 
 def array_module(x: Any) -> Any:
@@ -179,10 +187,12 @@ def _init(rng: np.random.Generator, fan_in: int, fan_out: int) -> tuple[np.ndarr
     return w, b
 
 
-def _build(
-    name: str, input_shape: tuple[int, ...], rng: np.random.Generator, scale: float, cost: float = 1.0
-) -> StageModel:
-    """One stage's model for ``input_shape``, sized to ``scale * cost * _REF_MACS`` multiply-adds per request."""
+def _plan(
+    input_shape: tuple[int, ...], scale: float, cost: float = 1.0
+) -> tuple[str, tuple[int, ...], list[tuple[int, int]]]:
+    """One stage's architecture for ``input_shape`` without allocating it: (kind, output shape,
+    (fan_in, fan_out) of each dense/conv layer in order), sized to ``scale * cost * _REF_MACS``
+    multiply-adds per request."""
     target = scale * cost * _REF_MACS
     if (
         len(input_shape) == 3
@@ -195,16 +205,22 @@ def _build(
         # pos * (4 c C + 9 depth C^2) = target, solved for the channel count C
         qa, qb = pos * 9.0 * _CONV_DEPTH, pos * 4.0 * c
         c_out = max(4, int(round((-qb + math.sqrt(qb * qb + 4.0 * qa * target)) / (2.0 * qa))))
-        params = list(_init(rng, 4 * c, c_out))
-        for _ in range(_CONV_DEPTH):
-            params.extend(_init(rng, 9 * c_out, c_out))
-        return StageModel(name, "conv", input_shape, (h // 2, w // 2, c_out), params)
+        return "conv", (h // 2, w // 2, c_out), [(4 * c, c_out)] + [(9 * c_out, c_out)] * _CONV_DEPTH
     c = int(input_shape[-1])
     pos = int(np.prod(input_shape[:-1])) if len(input_shape) > 1 else 1
     # pos * (2 c H + H^2) = target, solved for the hidden width H
     hidden = max(4, int(round(-c + math.sqrt(c * c + target / pos))))
-    params = [*_init(rng, c, hidden), *_init(rng, hidden, hidden), *_init(rng, hidden, c)]
-    return StageModel(name, "mlp", input_shape, input_shape, params)
+    return "mlp", input_shape, [(c, hidden), (hidden, hidden), (hidden, c)]
+
+
+def _build(name: str, input_shape: tuple[int, ...], plan: tuple[str, tuple[int, ...], list[tuple[int, int]]],
+           rng: np.random.Generator) -> StageModel:
+    """Allocate and seed one stage's model from its :func:`_plan`."""
+    kind, out_shape, layers = plan
+    params: list[np.ndarray] = []
+    for fan_in, fan_out in layers:
+        params.extend(_init(rng, fan_in, fan_out))
+    return StageModel(name, kind, input_shape, out_shape, params)
 
 
 def _graph(pipeline: Any) -> tuple[list[str], dict[str, list[str]], dict[str, float]]:
@@ -256,25 +272,37 @@ def reference_models(
         other stage takes its predecessor's output, or for a join the concatenation of its
         predecessors' flattened outputs (see :func:`join_inputs`).
     Raises:
-        pard.ConfigError: via :func:`pard.config.builtin` for an unknown pipeline name.
+        pard.ConfigError: via :func:`pard.config.builtin` for an unknown pipeline name; ``scale``
+            not a finite number > 0, or so large that the weights would exceed
+            :data:`MAX_MODEL_BYTES` (checked before anything is allocated).
     """
-    if not (math.isfinite(scale) and scale > 0):
-        raise ValueError(f"reference_models: scale must be a finite number > 0, got {scale!r}")
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (math.isfinite(scale) and scale > 0):
+        raise ConfigError(f"reference_models: scale must be a finite number > 0, got {scale!r}")
+    if scale > _MAX_SCALE:  # past this the plan's arithmetic itself overflows; memory ran out long before
+        raise ConfigError(f"reference_models: scale={scale!r} is far past MAX_MODEL_BYTES = "
+                          f"{MAX_MODEL_BYTES / 2**30:g} GiB of weights (about scale 100 fits); use a smaller scale")
     if balance not in ("profile", "equal"):
         raise ValueError(f"reference_models: balance must be 'profile' or 'equal', got {balance!r}")
     order, preds, cost = _graph(pipeline)
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x70A4D]))
-    models: dict[str, StageModel] = {}
+    # Plan every stage first (pure arithmetic) and refuse a size past the limit before allocating.
+    plans: dict[str, tuple[tuple[int, ...], tuple[str, tuple[int, ...], list[tuple[int, int]]]]] = {}
     for name in order:
         ps = preds[name]
         if not ps:
             in_shape: tuple[int, ...] = INPUT_SHAPE
         elif len(ps) == 1:
-            in_shape = models[ps[0]].output_shape
+            in_shape = plans[ps[0]][1][1]
         else:
-            in_shape = _join_shape([models[p].output_shape for p in ps])
-        models[name] = _build(name, in_shape, rng, scale, cost[name] if balance == "profile" else 1.0)
-    return models
+            in_shape = _join_shape([plans[p][1][1] for p in ps])
+        plans[name] = (in_shape, _plan(in_shape, scale, cost[name] if balance == "profile" else 1.0))
+    nbytes = 4 * sum((fi + 1) * fo for _, (_, _, layers) in plans.values() for fi, fo in layers)
+    if nbytes > MAX_MODEL_BYTES:
+        raise ConfigError(
+            f"reference_models: scale={scale!r} needs {nbytes / 2**30:.3g} GiB of weights, more than "
+            f"MAX_MODEL_BYTES = {MAX_MODEL_BYTES / 2**30:g} GiB; use a smaller scale "
+            f"(weights grow about linearly with it)")
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x70A4D]))
+    return {name: _build(name, in_shape, plan, rng) for name, (in_shape, plan) in plans.items()}
 
 
 def _join_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:

@@ -11,7 +11,34 @@ the C++ stage schedulers read on their hot path:
 * ``eps`` -- the burstiness band ``sum_t |T_in(t) - T_s(t)| / sum_t T_in(t)`` (§3.3);
 * ``queue_delay_s`` -- the stage's own recent queueing delay (Dagor reads it);
 * ``admit_fraction`` -- the share of input the stage admits (1: the paper sheds nothing at admission;
-  Dagor's throttle is applied in C++ from ``queue_delay_s``).
+  Dagor's throttle is applied in C++ from ``queue_delay_s``; ``pard``'s rate-aware admission below);
+* ``service_rate`` -- requests/s the stage finishes with its serving workers at full batches
+  (``workers * B / d(B)``, ``d`` corrected as below), the hot-path overload test's rate;
+* ``duration_scale`` -- the measured / profiled batch-duration ratio (1 unless ``correct_durations``).
+
+What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.PolicySpec` field):
+
+* ``downstream="tail"``: the downstream batch wait is estimated from what requests actually experience:
+  every batch's wait ``W`` is one sample *per request in it* (not one per batch), and ``w`` is the
+  ``lambda``-quantile of the path's summed per-request waits, ``lambda`` the policy's own (``pard``: 0.9,
+  the tail).  Per-batch waits are mostly 0 when workers idle between small batches, so the paper's
+  per-batch 0.1-quantile is 0 and requests admitted upstream die downstream; a request in a full batch
+  waits up to a whole ``d``, and per-request samples weigh that batch by the requests that waited in it.
+* ``correct_durations``: ``d_i`` is scaled by ``s_i = sum measured batch durations / sum profiled
+  d_i(b)`` over the window (AlpaServe's latency scale), clipped to [0.1, 10]; ``s_i`` is published so the
+  C++ stage scales its own ``d_k(b)`` too.  A profile measured on a quieter or faster machine then stops
+  misleading the drops.
+* ``tune_lam``: ``lambda`` moves once per sync within ``[LAM_MIN, LAM_MAX]``: up by ``LAM_UP`` when the
+  share of requests that left an entry stage and were then dropped or finished late downstream exceeds
+  ``LOSS_TARGET`` in the interval (the estimate was optimistic), down by ``LAM_DOWN`` otherwise (slack
+  left on the table).
+* ``rate_admission``: an entry stage admits the share ``f`` of its input that its downstream stages can
+  finish: each sync, for every downstream stage ``i`` whose windowed load factor at full batches
+  (``in_rate / service_rate``) exceeds 1, ``f <- f * service_rate_i / rate_i`` (``rate_i`` its arrival rate
+  in the last interval, while the previous ``f`` was in force); otherwise ``f`` grows back by at most
+  ``ADMIT_GROWTH`` per sync, to 1.  The C++ stage takes the shed share from the lowest tiers first.
+  ``demand_rate`` reports each stage's input as it would be without that shedding (what an autoscaler
+  must size for: sizing on the post-shed rate would starve the stage that is short).
 
 It is deliberately independent of the simulator: the same object serves the live runtime, which hands it
 the same statistics from real workers.  All the numerical work is NumPy, vectorised over the stages and
@@ -46,13 +73,27 @@ from typing import Any, Deque, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from . import profile as _profile
+from .errors import PardValueError
 from .policies import PolicySpec, get_policy
 
-__all__ = ["PlannerStage", "StageTerms", "Planner", "window_for_cv", "downstream_wait_quantile", "MAX_SAMPLES"]
+__all__ = ["PlannerStage", "StageTerms", "Planner", "window_for_cv", "downstream_wait_quantile", "MAX_SAMPLES",
+           "LAM_MIN", "LAM_MAX", "LAM_UP", "LAM_DOWN", "LOSS_TARGET", "ADMIT_GROWTH", "ADMIT_MIN"]
 
 #: Largest accepted Monte Carlo sample count ``samples`` (DESIGN §3.2): each update draws ``samples``
 #: float64 values per downstream stage, so 10^6 is already ~8 MB per array per sync.
 MAX_SAMPLES = 1_000_000
+
+#: Bounds of the online-tuned downstream quantile (``tune_lam``) and its steps per sync.
+LAM_MIN, LAM_MAX = 0.05, 0.95
+LAM_UP, LAM_DOWN = 0.05, 0.01
+#: Share of entry output dropped or late downstream above which ``lambda`` moves up.
+LOSS_TARGET = 0.01
+#: Rate-aware admission: largest relative growth of the admitted share per sync, and its floor.
+ADMIT_GROWTH = 0.1
+ADMIT_MIN = 0.05
+#: Clip of the measured / profiled duration ratio.
+SCALE_MIN, SCALE_MAX = 0.1, 10.0
 
 F64 = npt.NDArray[np.float64]
 
@@ -79,21 +120,9 @@ class PlannerStage:
     entry: bool = False
 
     def duration(self, batch: float | F64) -> Any:
-        """``d(b)`` in seconds for a (possibly fractional) batch size ``b``.
-
-        Piecewise-linear through the profile's points; below the first point the first duration (a
-        smaller batch is never assumed faster than measured); past the last point the last segment's
-        slope continues (one point: ``d`` grows in proportion to ``b``) -- as ``pard.config.StageSpec``.
-        """
-        bs, ds = self._points
-        b = np.asarray(batch, dtype=np.float64)
-        if bs.size == 1:
-            out = np.where(b > bs[0], ds[0] * b / bs[0], ds[0])
-        else:
-            out = np.interp(b, bs, ds)  # flat below the first point
-            slope = (ds[-1] - ds[-2]) / (bs[-1] - bs[-2])
-            out = np.where(b > bs[-1], ds[-1] + slope * (b - bs[-1]), out)
-        return out if out.ndim else float(out)
+        """``d(b)`` in seconds for a (possibly fractional) batch size ``b``: :func:`pard.profile.duration`
+        (the one rule, as ``pard._core.Profile``; a single-point profile is constant)."""
+        return _profile.duration(*self._points, batch)
 
     @cached_property
     def _points(self) -> tuple[F64, F64]:
@@ -114,9 +143,11 @@ class PlannerStage:
 class StageTerms:
     """What the planner publishes to one stage's scheduler, plus diagnostics.
 
-    ``downstream_s, mu, eps, queue_delay_s, admit_fraction`` are the arguments of
-    ``StageScheduler.publish`` / ``Simulator.publish``; ``in_rate`` (req/s), ``batch_size``,
-    ``wait_quantile_s`` and ``window_s`` are for reports and autoscaling.
+    ``downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale`` are the
+    arguments of ``StageScheduler.publish`` / ``Simulator.publish``; ``in_rate`` (req/s, arrivals at the
+    stage), ``demand_rate`` (req/s the stage would receive without rate-aware shedding at the entry: what
+    an autoscaler sizes for), ``batch_size``, ``wait_quantile_s``, ``window_s`` and ``lam`` (the quantile
+    in force) are for reports and autoscaling.
     """
 
     downstream_s: float
@@ -128,6 +159,10 @@ class StageTerms:
     batch_size: float
     wait_quantile_s: float
     window_s: float
+    service_rate: float = 0.0
+    duration_scale: float = 1.0
+    demand_rate: float = 0.0
+    lam: float = 0.0
 
     def publish_kwargs(self) -> dict[str, float]:
         """The keyword arguments of ``publish(stage, **kwargs)``."""
@@ -137,6 +172,8 @@ class StageTerms:
             "eps": self.eps,
             "queue_delay_s": self.queue_delay_s,
             "admit_fraction": self.admit_fraction,
+            "service_rate": self.service_rate,
+            "duration_scale": self.duration_scale,
         }
 
 
@@ -147,7 +184,7 @@ def window_for_cv(cv: float) -> float:
         ValueError: ``cv`` negative or not finite.
     """
     if not np.isfinite(cv) or cv < 0:
-        raise ValueError(f"cv must be a finite number >= 0, got {cv!r}")
+        raise PardValueError(f"cv must be a finite number >= 0, got {cv!r}")
     if cv < 0.5:
         return 7.0 - 4.0 * cv
     if cv < 1.0:
@@ -197,9 +234,9 @@ def _quantile(x: F64, lam: float) -> float:
 
 
 # Columns of one ingested interval's per-stage row: arrivals, sum and count of queueing delays, sum and
-# count of batch sizes.
-_NA, _QS, _QN, _BS, _BN = range(5)
-_NCOL = 5
+# count of batch sizes, sums of measured and of profiled batch durations.
+_NA, _QS, _QN, _BS, _BN, _DM, _DP = range(7)
+_NCOL = 7
 
 
 class Planner:
@@ -209,7 +246,9 @@ class Planner:
         stages: one :class:`PlannerStage` per stage, in the pipeline's stage order.
         policy: a policy name or :class:`~pard.policies.PolicySpec`; selects the downstream mode, ``eps``
             handling and Dagor's throttle.
-        lam: the batch-wait quantile ``lambda`` in ``[0, 1]`` (paper default 0.1).
+        lam: the batch-wait quantile ``lambda`` in ``[0, 1]``; None (default): the policy's own
+            (``PolicySpec.lam``), else the paper's 0.1.  With ``tune_lam`` its starting value, clipped to
+            ``[LAM_MIN, LAM_MAX]``.
         window_s: the initial (and, with ``adapt_window=False``, fixed) estimation window in seconds.
         adapt_window: resize the window by the input's CV (module doc).
         samples: Monte Carlo sample count ``M`` (default 10 000), an int in ``1 ..`` :data:`MAX_SAMPLES`.
@@ -225,7 +264,7 @@ class Planner:
         stages: Sequence[PlannerStage],
         *,
         policy: str | PolicySpec = "pard",
-        lam: float = 0.1,
+        lam: float | None = None,
         window_s: float = 5.0,
         adapt_window: bool = True,
         samples: int = 10_000,
@@ -234,21 +273,26 @@ class Planner:
         min_cv_intervals: int = 10,
     ) -> None:
         if not stages:
-            raise ValueError("stages must hold at least one PlannerStage, got an empty sequence")
+            raise PardValueError("stages must hold at least one PlannerStage, got an empty sequence")
+        pol = get_policy(policy)
+        if lam is None:
+            lam = pol.lam if pol.lam is not None else 0.1
         if not (0.0 <= lam <= 1.0):
-            raise ValueError(f"lam must be in [0, 1], got {lam!r}")
+            raise PardValueError(f"lam must be in [0, 1], got {lam!r}")
         if not (window_s > 0 and np.isfinite(window_s)):
-            raise ValueError(f"window_s must be a positive finite number of seconds, got {window_s!r}")
+            raise PardValueError(f"window_s must be a positive finite number of seconds, got {window_s!r}")
         if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or not 1 <= samples <= MAX_SAMPLES:
-            raise ValueError(f"samples must be an int in 1..{MAX_SAMPLES}, got {samples!r}")
+            raise PardValueError(f"samples must be an int in 1..{MAX_SAMPLES}, got {samples!r}")
         n = len(stages)
         for k, st in enumerate(stages):
             for path in st.paths:
                 if not path or any(not (0 <= i < n) or i == k for i in path):
-                    raise ValueError(f"stage {st.name!r}: bad downstream path {path!r} for {n} stages")
+                    raise PardValueError(f"stage {st.name!r}: bad downstream path {path!r} for {n} stages")
         self._stages = list(stages)
         self._policy = get_policy(policy)
         self._lam = float(lam)
+        if self._policy.tune_lam:
+            self._lam = min(max(self._lam, LAM_MIN), LAM_MAX)
         self._window0 = float(window_s)
         self._window = float(window_s)
         self._adapt = bool(adapt_window)
@@ -266,9 +310,13 @@ class Planner:
         self._max_batch = np.array([float(st.max_batch) for st in stages])
         # the stages on some downstream path, in index order (the order of the Monte Carlo draws)
         self._drawn = sorted({i for st in stages for p in st.paths for i in p}) \
-            if self._policy.downstream == "full" else []
+            if self._policy.downstream in ("full", "tail") else []
+        self._tail = self._policy.downstream == "tail"
+        self._entry = np.array([st.entry for st in stages])
+        self._admit = np.ones(n)  # rate-aware admission share per stage (entries only move)
         self._paths = [[(tuple(p), np.asarray(p, dtype=np.intp)) for p in st.paths] for st in stages]
         self._d_memo: list[tuple[float, float]] = [(-1.0, 0.0)] * n  # (b, d(b)) last computed per stage
+        self._full_d = [float(st.duration(float(st.max_batch))) for st in stages]  # d_k(B), full batches
         self._entry_rates: Deque[tuple[float, float]] = deque()
         self._last_now: float | None = None
         self._terms: list[StageTerms] | None = None
@@ -283,6 +331,11 @@ class Planner:
     def policy(self) -> PolicySpec:
         """The policy whose planner options are applied."""
         return self._policy
+
+    @property
+    def lam(self) -> float:
+        """The downstream quantile in force (moves with ``tune_lam``)."""
+        return self._lam
 
     @property
     def terms(self) -> list[StageTerms] | None:
@@ -314,11 +367,11 @@ class Planner:
         """
         n = len(self._stages)
         if len(stats) != n or len(workers) != n:
-            raise ValueError(f"stats and workers must have one entry per stage ({n}), "
+            raise PardValueError(f"stats and workers must have one entry per stage ({n}), "
                              f"got {len(stats)} and {len(workers)}")
         prev = self._last_now
         if prev is not None and not now_s > prev:
-            raise ValueError(f"now_s must increase between updates: {now_s!r} after {prev!r}")
+            raise PardValueError(f"now_s must increase between updates: {now_s!r} after {prev!r}")
         dt = (now_s - prev) if prev is not None else max(now_s, 1e-9)
         self._last_now = float(now_s)
 
@@ -327,15 +380,29 @@ class Planner:
         waits_now: dict[int, F64] = {}
         drawn = self._drawn
         entry_rate = 0.0
+        correct = self._policy.correct_durations
+        loss = 0.0
+        left_entry = 0.0
         for k, (st, s) in enumerate(zip(self._stages, stats)):
             n_arr = len(s.get("arrival_s", ()))
             q = np.asarray(s.get("qdelay_s", ()), dtype=np.float64)
             b = np.asarray(s.get("batch_size", ()), dtype=np.float64)
-            rows[k] = (n_arr, q.sum(), q.size, b.sum(), b.size)
+            dm = dp = 0.0
+            if correct and b.size:
+                dm = float(np.sum(s.get("batch_duration_s", ())))
+                dp = float(np.sum(st.duration(b)))
+            rows[k] = (n_arr, q.sum(), q.size, b.sum(), b.size, dm, dp)
             if drawn and k in drawn:
-                waits_now[k] = np.array(s.get("batch_wait_s", ()), dtype=np.float64)
+                bw = np.array(s.get("batch_wait_s", ()), dtype=np.float64)
+                if self._tail and bw.size == b.size:  # per-request samples: each batch's W once per request
+                    bw = np.repeat(bw, b.astype(np.int64))
+                waits_now[k] = bw
             if st.entry:
                 entry_rate += n_arr / dt
+                left_entry += float(b.sum())
+            else:
+                loss += float(np.sum(s.get("dropped", 0)))
+            loss += float(np.sum(s.get("late", 0)))  # finished late (reported by sink stages)
         self._ends.append(float(now_s))
         self._dts.append(dt)
         self._rows.append(rows)
@@ -362,7 +429,7 @@ class Planner:
         wt = (np.fromiter(self._ends, dtype=np.float64) - start) / win
         dts = np.fromiter(self._dts, dtype=np.float64)
         m = np.stack(self._rows, axis=-1)  # (n, _NCOL, T)
-        na, qs, qn, bs, bn = (m[:, c] for c in range(_NCOL))
+        na, qs, qn, bs, bn = (m[:, c] for c in range(_DM))
         with np.errstate(divide="ignore", invalid="ignore"):
             wqn = (wt * qn).sum(axis=-1)
             q_i = np.where(wqn > 0, (wt * qs).sum(axis=-1) / wqn, 0.0)
@@ -378,8 +445,25 @@ class Planner:
             else:
                 smooth = np.cumsum(rates, axis=-1) / np.arange(1, dts.size + 1)
                 eps_i = np.where(rsum > 0, np.abs(rates - smooth).sum(axis=-1) / rsum, 0.0)
-            throughput = np.where(d_i > 0, np.asarray(workers, dtype=np.float64) * b_i / d_i, np.inf)
+            if correct:
+                wdp = (wt * m[:, _DP]).sum(axis=-1)
+                scale_i = np.where(wdp > 0, (wt * m[:, _DM]).sum(axis=-1) / wdp, 1.0)
+                scale_i = np.clip(scale_i, SCALE_MIN, SCALE_MAX)
+                d_i = d_i * scale_i
+            else:
+                scale_i = np.ones(n)
+            w_arr = np.asarray(workers, dtype=np.float64)
+            throughput = np.where(d_i > 0, w_arr * b_i / d_i, np.inf)
             mu_i = np.where(throughput > 0, rate_i / throughput, np.where(rate_i > 0, np.inf, 0.0))
+            d_full = np.array([self._duration(k, float(self._max_batch[k]), full=True) for k in range(n)]) * scale_i
+            service = w_arr * self._max_batch / d_full
+
+        # 3b. pard's online levers: the quantile from outcomes, the entry's admitted share from rates
+        if self._policy.tune_lam and left_entry > 0:
+            step = LAM_UP if loss / left_entry > LOSS_TARGET else -LAM_DOWN
+            self._lam = min(max(self._lam + step, LAM_MIN), LAM_MAX)
+        if self._policy.rate_admission:
+            self._update_admission(na[:, -1] / dts[-1], rate_i, service)
 
         # 4. Monte Carlo draws of one batch wait per stage (shared by every path through it)
         mode = self._policy.downstream
@@ -395,6 +479,7 @@ class Planner:
         # 5. downstream terms, maximised over paths (each path's sums computed once)
         totals: dict[tuple[int, ...], F64] = {}
         out: list[StageTerms] = []
+        demand = self._demand(rate_i)
         for k in range(n):
             best = 0.0
             best_w = 0.0
@@ -419,14 +504,40 @@ class Planner:
             # the C++ stage scheduler itself from the published queue_delay_s.
             out.append(StageTerms(
                 downstream_s=best, mu=float(mu_i[k]), eps=float(eps_i[k]), queue_delay_s=float(q_i[k]),
-                admit_fraction=1.0, in_rate=float(rate_i[k]), batch_size=float(b_i[k]),
-                wait_quantile_s=best_w, window_s=win,
+                admit_fraction=float(self._admit[k]), in_rate=float(rate_i[k]), batch_size=float(b_i[k]),
+                wait_quantile_s=best_w, window_s=win, service_rate=float(service[k]),
+                duration_scale=float(scale_i[k]), demand_rate=float(demand[k]), lam=self._lam,
             ))
         self._terms = out
         return out
 
-    def _duration(self, k: int, b: float) -> float:
+    def _update_admission(self, rate_last: F64, rate_win: F64, service: F64) -> None:
+        """Rate-aware admission (module doc): move every entry stage's admitted share ``f``."""
+        for k, st in enumerate(self._stages):
+            if not st.entry:
+                continue
+            down = sorted({i for p in st.paths for i in p})
+            factor = 1.0 + ADMIT_GROWTH
+            for i in down:
+                if rate_win[i] > service[i] and rate_last[i] > 0:  # stays above 1 over the window
+                    factor = min(factor, service[i] / rate_last[i])
+            self._admit[k] = min(1.0, max(ADMIT_MIN, self._admit[k] * factor))
+
+    def _demand(self, rate: F64) -> F64:
+        """Each stage's input rate scaled up by the share its entry sheds (what it would receive)."""
+        if not self._policy.rate_admission:
+            return rate
+        out = rate.copy()
+        for k, st in enumerate(self._stages):
+            if st.entry and self._admit[k] < 1.0:
+                for i in {i for p in st.paths for i in p}:
+                    out[i] = max(out[i], rate[i] / self._admit[k])
+        return out
+
+    def _duration(self, k: int, b: float, full: bool = False) -> float:
         """``d_k(b)`` (s), recomputed only when ``b`` differs from the stage's previous call."""
+        if full:
+            return self._full_d[k]
         last_b, last_d = self._d_memo[k]
         if b != last_b:
             st = self._stages[k]

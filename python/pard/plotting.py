@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
+from ._extras import require
+from .errors import PardValueError
+
 if TYPE_CHECKING:  # pragma: no cover
     from .report import Report
 
@@ -27,11 +30,9 @@ def plot_reports(reports: Mapping[str, "Report"], path: str | Path, *, title: st
     Returns the path written.  Raises ValueError when ``reports`` is empty.
     """
     if not reports:
-        raise ValueError("reports must hold at least one Report, got none")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+        raise PardValueError("reports must hold at least one Report, got none")
+    require("matplotlib", "cli", "figures").use("Agg")
+    plt = require("matplotlib.pyplot", "cli", "figures")
 
     first = next(iter(reports.values()))
     fig, axes = plt.subplots(3, 1, figsize=(10, 8), sharex=True)

@@ -6,9 +6,28 @@ downstream terms it publishes to the stage schedulers.  The C++ stage scheduler 
 drop rule as a ``pard._core.Policy``; the planner reads the rest.  No policy is a branch elsewhere in
 the code: the simulator, the planner and the live runtime all look the name up here.
 
-Names: ``pard`` (the paper's method), the baselines ``naive``, ``clipper++``, ``nexus``, ``dagor``,
-and the PARD ablations ``pard-back``, ``pard-sf``, ``pard-lower``, ``pard-upper``, ``pard-fcfs``,
-``pard-lbf``, ``pard-hbf``, ``pard-instant``.
+Names: ``pard`` (the team's best policy and the default everywhere: the paper's method plus the levers
+of DESIGN §3.7), ``pard-paper`` (the paper's method exactly as written; the reproduction in
+``bench/paper/`` uses it), the baselines ``naive``, ``clipper++``, ``nexus``, ``dagor``, ``triton`` and
+``ray-serve``, and the ablations of ``pard-paper``: ``pard-back``, ``pard-sf``, ``pard-lower``,
+``pard-upper``, ``pard-fcfs``, ``pard-lbf``, ``pard-hbf``, ``pard-instant``.
+
+What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switched on or off alone):
+
+* ``tiered`` -- the seed's priority score: one queue per service tier, served (in overload) and shed by
+  tier weight, then by slack (remaining budget minus remaining compute cost);
+* ``reactive`` (+ ``shed``) -- overload detected on the hot path at every batch (queued work against what
+  the stage can finish within the queued requests' slack); the order switches to HBF and the requests
+  it cannot reach in time are shed at once, instead of at the next sync;
+* ``downstream="upper"`` -- the downstream batch wait budgeted at its tail, one whole batch per downstream
+  stage (``w = sum d_i``), instead of the 0.1-quantile of per-batch waits, which is 0 whenever workers
+  idle between batches (requests admitted upstream then die downstream);
+* ``correct_durations`` -- every ``d_k(b)`` scaled online by the measured / profiled batch duration ratio.
+
+Built, tested and measured but *not* in ``pard`` (bench/RESULTS.md, issue 9, says why): ``downstream=
+"tail"`` (the batch-wait quantile over per-request samples, with a policy ``lam``), ``tune_lam`` (the
+quantile tuned online from outcomes, within ``[LAM_MIN, LAM_MAX]``) and ``rate_admission`` (a persistently
+overloaded downstream stage's excess shed at the entry, lowest tier first).
 """
 
 from __future__ import annotations
@@ -18,14 +37,16 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, Mapping, get_args
 
+from .errors import PardValueError, PardTypeError
+
 if TYPE_CHECKING:  # pragma: no cover
     from . import _core
 
 __all__ = ["PolicySpec", "POLICIES", "get_policy", "policy_names"]
 
 Order = Literal["fcfs", "lbf", "hbf", "adaptive"]
-Drop = Literal["none", "pard", "clipper", "nexus", "dagor"]
-Downstream = Literal["full", "none", "sf", "lower", "upper"]
+Drop = Literal["none", "pard", "clipper", "nexus", "dagor", "triton", "ray-serve"]
+Downstream = Literal["full", "none", "sf", "lower", "upper", "tail"]
 
 #: What each downstream mode adds to a request's end-to-end estimate at stage k (DESIGN §3.2/§3.6),
 #: evaluated along every downstream path and maximised over paths.
@@ -36,6 +57,7 @@ DOWNSTREAM_MODES: Mapping[str, str] = MappingProxyType(
         "sf": "sum d_i(b_i) (service time only; pard-sf)",
         "lower": "sum q_i + sum d_i(b_i) (w_k = 0; pard-lower)",
         "upper": "sum q_i + 2 * sum d_i(b_i) (w_k = sum d_i; pard-upper)",
+        "tail": "sum q_i + sum d_i(b_i) + w_k, w_k the lambda-quantile of summed per-request batch waits (pard)",
     }
 )
 
@@ -52,6 +74,18 @@ class PolicySpec:
         instant: publish ``eps = 0`` (no hysteresis band; ``pard-instant``).
         dagor_threshold_s: Dagor's queueing-delay threshold ``T`` (s).
         dagor_alpha: Dagor's throttle: admit ``1 - alpha`` of the input while overloaded.
+        tiered: one queue per service tier, served and shed by tier weight (``pard``).
+        reactive: hot-path overload test per batch: HBF and shedding at once (``pard``).
+        shed: with ``reactive``, also shed the requests the stage cannot reach in time at once (else the
+            overload test only switches the order).
+        correct_durations: scale ``d_k(b)`` by the measured / profiled ratio, online (``pard``).
+        tune_lam: tune the downstream quantile online from outcomes (``pard``).
+        rate_admission: shed a persistently overloaded downstream stage's excess at the entry (``pard``).
+        max_queue: queue bound (0 = none): a request finding this many queued is rejected
+            (``triton``'s ``max_queue_size`` at every stage, ``ray-serve``'s ``max_queued_requests``).
+        max_queue_entry_only: apply ``max_queue`` at entry stages only (``ray-serve``).
+        lam: the policy's own downstream quantile (None: the paper's 0.1); a ``lam`` passed to
+            ``simulate`` / the planner overrides it.
         description: one line for tables and ``--help``.
 
     Raises:
@@ -66,29 +100,47 @@ class PolicySpec:
     instant: bool = False
     dagor_threshold_s: float = 0.02
     dagor_alpha: float = 0.4
+    tiered: bool = False
+    reactive: bool = False
+    shed: bool = True
+    correct_durations: bool = False
+    tune_lam: bool = False
+    rate_admission: bool = False
+    max_queue: int = 0
+    max_queue_entry_only: bool = False
+    lam: float | None = None
     description: str = ""
 
     def __post_init__(self) -> None:
         """Validate every field (ValueError / TypeError naming the field, its value and the valid choices)."""
         if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError(f"PolicySpec.name must be a non-empty str, got {self.name!r}")
+            raise PardValueError(f"PolicySpec.name must be a non-empty str, got {self.name!r}")
         for field, choices in (("order", get_args(Order)), ("drop", get_args(Drop)),
                                ("downstream", tuple(DOWNSTREAM_MODES))):
             value = getattr(self, field)
             if not isinstance(value, str) or value not in choices:
-                raise ValueError(f"PolicySpec.{field} must be one of {', '.join(map(repr, choices))}, "
+                raise PardValueError(f"PolicySpec.{field} must be one of {', '.join(map(repr, choices))}, "
                                  f"got {value!r}")
-        if not isinstance(self.instant, bool):
-            raise TypeError(f"PolicySpec.instant must be True or False, got {self.instant!r}")
+        for field in ("instant", "tiered", "reactive", "shed", "correct_durations", "tune_lam", "rate_admission",
+                      "max_queue_entry_only"):
+            if not isinstance(getattr(self, field), bool):
+                raise PardTypeError(f"PolicySpec.{field} must be True or False, got {getattr(self, field)!r}")
+        if isinstance(self.max_queue, bool) or not isinstance(self.max_queue, int):
+            raise PardTypeError(f"PolicySpec.max_queue must be an int, got {self.max_queue!r}")
+        if not 0 <= self.max_queue <= 2**62:
+            raise PardValueError(f"PolicySpec.max_queue must be >= 0 (0 = no bound), got {self.max_queue!r}")
         for field, low, high in (("dagor_threshold_s", 0.0, math.inf), ("dagor_alpha", 0.0, 1.0)):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"PolicySpec.{field} must be a real number, got {value!r}")
+                raise PardTypeError(f"PolicySpec.{field} must be a real number, got {value!r}")
             if not (math.isfinite(value) and low <= value <= high):
                 rng = "finite and >= 0 (seconds)" if field == "dagor_threshold_s" else "in [0, 1]"
-                raise ValueError(f"PolicySpec.{field} must be {rng}, got {value!r}")
+                raise PardValueError(f"PolicySpec.{field} must be {rng}, got {value!r}")
+        if self.lam is not None and (isinstance(self.lam, bool) or not isinstance(self.lam, (int, float))
+                                     or not 0.0 <= self.lam <= 1.0):
+            raise PardValueError(f"PolicySpec.lam must be None or a number in [0, 1], got {self.lam!r}")
         if not isinstance(self.description, str):
-            raise TypeError(f"PolicySpec.description must be a str, got {self.description!r}")
+            raise PardTypeError(f"PolicySpec.description must be a str, got {self.description!r}")
 
     def core(self) -> "_core.Policy":
         """The ``pard._core.Policy`` value the C++ stage schedulers take."""
@@ -99,18 +151,28 @@ class PolicySpec:
             drop=self.drop,
             dagor_threshold_s=self.dagor_threshold_s,
             dagor_alpha=self.dagor_alpha,
+            tiered=self.tiered,
+            reactive=self.reactive,
+            shed=self.shed,
+            max_queue=self.max_queue,
+            max_queue_entry_only=self.max_queue_entry_only,
         )
 
     @property
     def uses_planner_terms(self) -> bool:
-        """True when the stage schedulers read the planner's downstream term (the PARD drop rule)."""
-        return self.drop == "pard"
+        """True when the stage schedulers read any term the planner publishes: the downstream term
+        (the PARD drop rule), ``mu``/``eps`` (the adaptive order) or the queueing delay (dagor).
+        FCFS with the naive, clipper or nexus rule reads none, so the simulator may skip the planner."""
+        return self.order == "adaptive" or self.drop in ("pard", "dagor")
 
 
 def _specs() -> dict[str, PolicySpec]:
     specs = [
-        PolicySpec("pard", "adaptive", "pard", "full",
-                   description="PARD: end-to-end estimate with lambda-quantile batch waits, adaptive order"),
+        PolicySpec("pard", "adaptive", "pard", "upper", tiered=True, reactive=True, correct_durations=True,
+                   description="pard-paper + tier-aware priority, overload reaction within a batch, "
+                               "tail-aware estimate corrected online (DESIGN 3.7)"),
+        PolicySpec("pard-paper", "adaptive", "pard", "full",
+                   description="PARD as the paper writes it: lambda-quantile batch waits, adaptive order"),
         PolicySpec("naive", "fcfs", "none", "none", description="never drops; FCFS"),
         PolicySpec("clipper++", "fcfs", "clipper", "none",
                    description="FCFS; drop past the stage's proportional SLO share or the deadline"),
@@ -118,15 +180,21 @@ def _specs() -> dict[str, PolicySpec]:
                    description="FCFS; sliding batch window over the queue against stage budgets"),
         PolicySpec("dagor", "fcfs", "dagor", "none",
                    description="drop when the stage's queueing delay exceeds T; throttle admission"),
-        PolicySpec("pard-back", "adaptive", "pard", "none", description="PARD without downstream terms"),
-        PolicySpec("pard-sf", "adaptive", "pard", "sf", description="PARD, downstream = sum of durations"),
-        PolicySpec("pard-lower", "adaptive", "pard", "lower", description="PARD with w = 0"),
-        PolicySpec("pard-upper", "adaptive", "pard", "upper", description="PARD with w = sum of durations"),
-        PolicySpec("pard-fcfs", "fcfs", "pard", "full", description="PARD drop rule, FCFS order"),
-        PolicySpec("pard-lbf", "lbf", "pard", "full", description="PARD drop rule, always LBF"),
-        PolicySpec("pard-hbf", "hbf", "pard", "full", description="PARD drop rule, always HBF"),
+        PolicySpec("triton", "fcfs", "triton", "none",
+                   description="Triton ensemble: every stage's queue timeout is the SLO from arrival there; "
+                               "REJECT; optional max_queue_size"),
+        PolicySpec("ray-serve", "fcfs", "ray-serve", "none", max_queue_entry_only=True,
+                   description="Ray Serve: one end-to-end timeout, cancelled wherever it is; optional "
+                               "max_queued_requests at the entry"),
+        PolicySpec("pard-back", "adaptive", "pard", "none", description="pard-paper without downstream terms"),
+        PolicySpec("pard-sf", "adaptive", "pard", "sf", description="pard-paper, downstream = sum of durations"),
+        PolicySpec("pard-lower", "adaptive", "pard", "lower", description="pard-paper with w = 0"),
+        PolicySpec("pard-upper", "adaptive", "pard", "upper", description="pard-paper with w = sum of durations"),
+        PolicySpec("pard-fcfs", "fcfs", "pard", "full", description="pard-paper drop rule, FCFS order"),
+        PolicySpec("pard-lbf", "lbf", "pard", "full", description="pard-paper drop rule, always LBF"),
+        PolicySpec("pard-hbf", "hbf", "pard", "full", description="pard-paper drop rule, always HBF"),
         PolicySpec("pard-instant", "adaptive", "pard", "full", instant=True,
-                   description="PARD with eps = 0 (switch order without hysteresis)"),
+                   description="pard-paper with eps = 0 (switch order without hysteresis)"),
     ]
     return {s.name: s for s in specs}
 
@@ -136,7 +204,7 @@ POLICIES: Mapping[str, PolicySpec] = MappingProxyType(_specs())
 
 
 def policy_names() -> list[str]:
-    """The valid policy names, in a stable order (pard first, then baselines, then ablations)."""
+    """The valid policy names, in a stable order (pard, pard-paper, then baselines, then ablations)."""
     return list(POLICIES)
 
 
@@ -150,8 +218,8 @@ def get_policy(policy: str | PolicySpec) -> PolicySpec:
     if isinstance(policy, PolicySpec):
         return policy
     if not isinstance(policy, str):
-        raise TypeError(f"policy must be a name (str) or a PolicySpec, got {type(policy).__name__}: {policy!r}")
+        raise PardTypeError(f"policy must be a name (str) or a PolicySpec, got {type(policy).__name__}: {policy!r}")
     spec = POLICIES.get(policy.strip().lower())
     if spec is None:
-        raise ValueError(f"unknown policy {policy!r}; valid policies: {', '.join(POLICIES)}")
+        raise PardValueError(f"unknown policy {policy!r}; valid policies: {', '.join(POLICIES)}")
     return spec

@@ -16,12 +16,22 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
+
+from ._extras import require
+from .errors import PardValueError
+from .outcomes import DROPPED as _DROPPED
+from .outcomes import FAILED as _FAILED
+from .outcomes import LATE as _LATE
+from .outcomes import ON_TIME as _ON_TIME
+from .outcomes import REASONS, STATES
+from .outcomes import REJECTED as _REJECTED
+from .tiers import tier_results, weighted_goodput
 
 __all__ = [
     "STATES",
@@ -36,12 +46,8 @@ __all__ = [
 
 F64 = npt.NDArray[np.float64]
 
-#: Outcome state codes (as ``pard._core`` reports them): index -> name.
-STATES = ("pending", "on_time", "late", "dropped", "rejected", "failed")
-_ON_TIME, _LATE, _DROPPED, _REJECTED, _FAILED = 1, 2, 3, 4, 5
-
-#: Drop reason names by code, used when the caller passes none (same order as ``pard._core.REASONS``).
-DEFAULT_REASONS = ("infeasible", "expired", "stage-budget", "window", "overload", "cancelled", "rejected")
+#: Drop reason names by code, used when the caller passes none: :data:`pard.outcomes.REASONS`.
+DEFAULT_REASONS = REASONS
 
 
 def bin_per_second(t_s: F64, t0_s: float, n_bins: int, weights: F64 | None = None) -> F64:
@@ -158,13 +164,10 @@ class StageReport:
     mean_queue_delay_s: float
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-data form."""
-        return {
-            "submitted": self.submitted, "executed": self.executed, "dropped": self.dropped,
-            "dropped_by_reason": dict(self.dropped_by_reason), "rejected": self.rejected, "failed": self.failed,
-            "drop_share": self.drop_share,
-            "compute_s": self.compute_s, "mean_queue_delay_s": self.mean_queue_delay_s,
-        }
+        """Plain-data form: every field but ``name`` (the key it is filed under)."""
+        out = asdict(self)
+        del out["name"]
+        return out
 
 
 class Report:
@@ -219,6 +222,9 @@ class Report:
         workers: npt.ArrayLike,
         capacity: npt.ArrayLike,
         slo_s: float | npt.ArrayLike | None = None,
+        tier: npt.ArrayLike | None = None,
+        tier_names: Sequence[str] = (),
+        tier_weights: Sequence[float] = (),
     ) -> None:
         self.policy = policy
         self.pipeline = pipeline
@@ -236,7 +242,7 @@ class Report:
             ("reason", self.reason), ("compute_s", self.compute_s)]
         for field, arr in per_request:
             if arr.shape != (n,):
-                raise ValueError(f"{field} must have shape ({n},) like send_s, got {arr.shape}")
+                raise PardValueError(f"{field} must have shape ({n},) like send_s, got {arr.shape}")
         ns = len(self.stage_names)
         self.t0_s = float(t0_s)
         self.qdelay_sum_s = np.asarray(qdelay_sum_s, dtype=np.float64)
@@ -249,13 +255,13 @@ class Report:
         for field, arr in [("qdelay_sum_s", self.qdelay_sum_s), ("qdelay_count", self.qdelay_count),
                            ("workers", self.workers)]:
             if arr.shape != (ns, nb):
-                raise ValueError(f"{field} must have shape ({ns}, {nb}) (stages x seconds), got {arr.shape}")
+                raise PardValueError(f"{field} must have shape ({ns}, {nb}) (stages x seconds), got {arr.shape}")
 
         counts = np.bincount(self.state.astype(np.int64), minlength=len(STATES))
         if counts.size > len(STATES) or self.state.min(initial=0) < 0:
-            raise ValueError(f"state codes must be in 0..{len(STATES) - 1}, got max {self.state.max()}")
+            raise PardValueError(f"state codes must be in 0..{len(STATES) - 1}, got max {self.state.max()}")
         if counts[0]:
-            raise ValueError(f"{counts[0]} request(s) still pending: a report needs a finished run")
+            raise PardValueError(f"{counts[0]} request(s) still pending: a report needs a finished run")
         self.submitted = int(n)
         self.on_time = int(counts[_ON_TIME])
         self.late = int(counts[_LATE])
@@ -264,13 +270,13 @@ class Report:
         self.failed = int(counts[_FAILED])
         total = self.on_time + self.late + self.dropped + self.rejected + self.failed
         if total != self.submitted:  # pragma: no cover - guarded by the pending check above
-            raise ValueError(f"conservation violated: submitted {self.submitted} != sum of outcomes {total}")
+            raise PardValueError(f"conservation violated: submitted {self.submitted} != sum of outcomes {total}")
 
         # ---- per stage
         is_drop = self.state == _DROPPED
         ds = self.drop_stage[is_drop]
         if ds.size and (ds.min() < 0 or ds.max() >= ns):
-            raise ValueError(f"drop_stage of a dropped request must be in 0..{ns - 1}, got {ds.min()}..{ds.max()}")
+            raise PardValueError(f"drop_stage of a dropped request must be in 0..{ns - 1}, got {ds.min()}..{ds.max()}")
         rs = self.reason[is_drop]
         by_stage = np.bincount(ds, minlength=ns) if ns else np.zeros(0, np.int64)
         sub = np.asarray(stage_submitted, dtype=np.int64)
@@ -302,11 +308,20 @@ class Report:
         with np.errstate(invalid="ignore", divide="ignore"):
             self.queue_delay_per_s = np.where(self.qdelay_count > 0, self.qdelay_sum_s / self.qdelay_count, np.nan)
 
+        # ---- per service tier (DESIGN §3.7): counts, conservation per tier, weighted goodput
+        self.tier = np.zeros(n, dtype=np.int32) if tier is None else np.asarray(tier, dtype=np.int32)
+        self.tiers = tier_results(self.state, self.tier, tier_names, tier_weights)
+
     # ------------------------------------------------------------------ metrics
     @property
     def goodput(self) -> float:
         """Requests finished within their SLO per second of the run (req/s)."""
         return self.on_time / self.duration_s if self.duration_s else 0.0
+
+    @property
+    def weighted_goodput(self) -> float:
+        """Summed tier weight of on-time requests per second of the run (= goodput without tiers)."""
+        return weighted_goodput(self.tiers, self.duration_s)
 
     @property
     def offered_load(self) -> float:
@@ -388,7 +403,7 @@ class Report:
         shorter than the window gives its overall rate.  Raises ValueError for ``window_s < 1``.
         """
         if window_s < 1:
-            raise ValueError(f"window_s must be >= 1 s, got {window_s!r}")
+            raise PardValueError(f"window_s must be >= 1 s, got {window_s!r}")
         arr = self.arrivals_per_s
         bad = arr - self.goodput_per_s
         if arr.size <= window_s:
@@ -415,7 +430,8 @@ class Report:
 
         Keys: submitted, on_time, late, dropped, rejected, failed, goodput (req/s), drop_rate,
         invalid_rate, drop_share_by_stage {stage: share}, p99_latency (s, None when nothing finished on
-        time), goodput_bound (req/s).  With ``detail``: per-stage figures, drops by reason, transient
+        time), goodput_bound (req/s), weighted_goodput (summed tier weight of on-time requests per
+        second), tiers {tier: {weight, submitted, on_time, late, dropped, rejected, failed}}.  With ``detail``: per-stage figures, drops by reason, transient
         drop rates, latency percentiles and the per-second series.
         """
         lat = self.latency_percentiles()
@@ -425,6 +441,8 @@ class Report:
             "goodput": self.goodput, "drop_rate": self.drop_rate, "invalid_rate": self.invalid_rate,
             "drop_share_by_stage": self.drop_share_by_stage, "p99_latency": lat["p99"],
             "goodput_bound": self.goodput_bound,
+            "weighted_goodput": self.weighted_goodput,
+            "tiers": {t.name: {k: v for k, v in t.to_dict().items() if k != "name"} for t in self.tiers},
         }
         if detail:
             out.update({
@@ -456,7 +474,7 @@ class Report:
 
     def plot(self, path: str | Path) -> Path:
         """Write goodput, drops and queueing delay over time to ``path`` (PNG/PDF/SVG by suffix)."""
-        from .plotting import plot_reports
+        from .plotting import plot_reports  # matplotlib loads only when a figure is drawn
 
         return plot_reports({self.policy: self}, path)
 
@@ -478,9 +496,7 @@ def comparison_dict(
 
 def comparison_table(reports: Mapping[str, Report], *, title: str | None = None) -> Any:
     """A rich Table, one row per policy: goodput, its ratio to the bound, drop / invalid rates, p99, drops by stage."""
-    from rich.table import Table
-
-    table = Table(title=title)
+    table = require("rich.table", "cli", "comparison tables").Table(title=title)
     for col in ["policy", "goodput\nreq/s", "of\nbound", "on\ntime", "drop rate\n(incl. late)", "invalid\nrate",
                 "worst 1 s\n(incl. late)", "p99\nms", "drops by stage"]:
         table.add_column(col, justify="left" if col in ("policy", "drops by stage") else "right",

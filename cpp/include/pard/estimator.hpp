@@ -12,7 +12,9 @@
 //     (stage-budget).
 //   nexus: a request is feasible for a batch starting at t_e that runs d_k(b) iff it finishes this
 //     stage within its stage budget counted from its arrival here: t_e + d_k(b) - arrival <= slo_k.
-//   dagor / clipper expiry: deadline < now.
+//   dagor / clipper expiry, ray-serve's end-to-end timeout: deadline < now.
+//   triton: every stage applies the same queue timeout, the request's SLO counted from its arrival at
+//     that stage: now - arrival > deadline - send.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +42,11 @@ namespace pard {
 
 [[nodiscard]] constexpr bool expired(const Request& r, std::int64_t now_ns) noexcept {
     return r.deadline_ns < now_ns;
+}
+
+// triton: waited at this stage longer than its queue timeout (the SLO, from arrival here).
+[[nodiscard]] constexpr bool queue_timed_out(const Request& r, std::int64_t now_ns) noexcept {
+    return now_ns - r.arrival_ns > r.deadline_ns - r.send_ns;
 }
 
 // clipper++: the reason to drop at pop time, or -1 to keep.

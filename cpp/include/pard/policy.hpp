@@ -4,10 +4,12 @@
 // function the value selects (the key of its queue, the order of its pops, the drop rule applied to
 // each popped request). The named policies of DESIGN §3.6 map onto values in pard.policies (Python):
 //   naive     = {fcfs, none}          clipper++ = {fcfs, clipper}     nexus = {fcfs, nexus}
-//   dagor     = {fcfs, dagor}         pard      = {adaptive, pard}
+//   dagor     = {fcfs, dagor}         triton    = {fcfs, triton}      ray-serve = {fcfs, ray-serve}
+//   pard-paper = {adaptive, pard}     pard      = {adaptive, pard, tiered, reactive}
 //   pard-fcfs / pard-lbf / pard-hbf = {fcfs|lbf|hbf, pard}
 // The other ablations (pard-back, pard-sf, pard-lower, pard-upper, pard-instant) differ only in what
-// the planner publishes (the downstream term, eps = 0), so they need no code here.
+// the planner publishes (the downstream term, eps = 0), so they need no code here; nor do pard's
+// planner-side levers (tail-aware estimate, online d(b) and lambda, rate-aware admission).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +22,9 @@ namespace pard {
 enum class Order : std::uint8_t { kFcfs = 0, kLbf = 1, kHbf = 2, kAdaptive = 3 };
 
 // Drop rule applied when a request is popped into a batch (and, for some rules, at drain time).
-enum class DropRule : std::uint8_t { kNone = 0, kPard = 1, kClipper = 2, kNexus = 3, kDagor = 4 };
+enum class DropRule : std::uint8_t {
+    kNone = 0, kPard = 1, kClipper = 2, kNexus = 3, kDagor = 4, kTriton = 5, kRayServe = 6
+};
 
 // Drop reason codes; kReasonNames[code] is the name used in reports and in pard.Dropped.
 enum class Reason : std::uint8_t {
@@ -30,11 +34,13 @@ enum class Reason : std::uint8_t {
     kWindow = 3,       // nexus: before the first feasible window, or itself infeasible
     kOverload = 4,     // dagor: shed by the (1 - alpha) admission throttle while overloaded
     kCancelled = 5,    // a sibling DAG branch of the request was dropped: this copy is discarded
-    kRejected = 6,     // refused at admission (the planner's admit_fraction) or a full ring
+    kRejected = 6,     // refused at admission (the planner's admit_fraction, a full queue) or a full ring
+    kTimeout = 7,      // triton: waited longer than its queue timeout (the SLO) at this stage
+    kShed = 8,         // pard: shed on the hot path, the stage cannot reach it within its slack (overload)
 };
-inline constexpr int kNumReasons = 7;
+inline constexpr int kNumReasons = 9;
 inline constexpr const char* kReasonNames[kNumReasons] = {
-    "infeasible", "expired", "stage-budget", "window", "overload", "cancelled", "rejected"};
+    "infeasible", "expired", "stage-budget", "window", "overload", "cancelled", "rejected", "timeout", "shed"};
 
 inline const char* order_name(Order o) noexcept {
     switch (o) {
@@ -53,6 +59,8 @@ inline const char* drop_name(DropRule d) noexcept {
         case DropRule::kClipper: return "clipper";
         case DropRule::kNexus: return "nexus";
         case DropRule::kDagor: return "dagor";
+        case DropRule::kTriton: return "triton";
+        case DropRule::kRayServe: return "ray-serve";
     }
     return "?";
 }
@@ -71,8 +79,10 @@ inline DropRule parse_drop(const std::string& s) {
     if (s == "clipper") return DropRule::kClipper;
     if (s == "nexus") return DropRule::kNexus;
     if (s == "dagor") return DropRule::kDagor;
+    if (s == "triton") return DropRule::kTriton;
+    if (s == "ray-serve") return DropRule::kRayServe;
     throw std::invalid_argument("Policy: drop='" + s +
-                                "' is not one of 'none', 'pard', 'clipper', 'nexus', 'dagor'");
+                                "' is not one of 'none', 'pard', 'clipper', 'nexus', 'dagor', 'triton', 'ray-serve'");
 }
 
 struct Policy {
@@ -80,6 +90,15 @@ struct Policy {
     DropRule drop = DropRule::kPard;
     std::int64_t dagor_threshold_ns = 20'000'000;  // DAGOR's overload threshold T on the average queueing delay
     double dagor_alpha = 0.4;                      // DAGOR sheds an alpha share of the input while overloaded
+    // pard (DESIGN §3.7): one heap per service tier, served and shed by tier weight (tiered_queue.hpp);
+    // and overload detected on the hot path at every batch (stage_scheduler.hpp, "reactive order").
+    bool tiered = false;
+    bool reactive = false;
+    bool shed = true;  // reactive: also shed the unreachable bottom at once (else only switch to HBF)
+    // Queue bound (0 = none): a request that finds this many queued is rejected (Triton's
+    // max_queue_size at every stage; Ray Serve's max_queued_requests, at entry stages only).
+    std::int64_t max_queue = 0;
+    bool max_queue_entry_only = false;
 
     // Validates the parameters; throws std::invalid_argument naming the field and value.
     void validate() const {
@@ -90,6 +109,9 @@ struct Policy {
         if (!(dagor_alpha >= 0.0 && dagor_alpha <= 1.0)) {
             throw std::invalid_argument("Policy: dagor_alpha=" + std::to_string(dagor_alpha) +
                                         " must be in [0, 1]");
+        }
+        if (max_queue < 0) {
+            throw std::invalid_argument("Policy: max_queue=" + std::to_string(max_queue) + " must be >= 0 (0 = none)");
         }
     }
 

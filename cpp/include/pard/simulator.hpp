@@ -78,6 +78,7 @@ struct SimConfig {
     std::vector<std::int64_t> arrivals_ns;  // non-decreasing; request id = index
     std::vector<std::int64_t> slo_ns;       // per request, > 0
     std::vector<std::int32_t> tier;         // per request
+    std::vector<double> tier_weights;       // tier t's weight (tiered policies); empty = one tier
     double jitter_cv = 0.1;
     std::uint64_t seed = 0;
     std::int64_t cold_start_ns = 10'000'000'000;
@@ -94,9 +95,10 @@ struct StageStats {
     std::vector<std::int64_t> batch_wait;   // W = start - collection time
     std::vector<std::int64_t> batch_duration;
     std::int64_t dropped = 0;               // drops decided at this stage (not counting cancelled copies)
+    std::int64_t late = 0;                  // requests that finished late at this (sink) stage
     void clear() {
         arrival.clear(); qdelay_t.clear(); qdelay.clear(); batch_start.clear(); batch_size.clear();
-        batch_wait.clear(); batch_duration.clear(); dropped = 0;
+        batch_wait.clear(); batch_duration.clear(); dropped = 0; late = 0;
     }
 };
 
@@ -348,6 +350,8 @@ private:
         const std::size_t k = cfg_.stages.size();
         stages_.resize(k);
         int joins = 0;
+        std::vector<int> preds(k, 0);
+        for (const auto& c : cfg_.stages) for (int j : c.successors) ++preds[static_cast<std::size_t>(j)];
         for (std::size_t i = 0; i < k; ++i) {
             const SimStageConfig& c = cfg_.stages[i];
             StageRt& s = stages_[i];
@@ -358,6 +362,8 @@ private:
             sc.policy = cfg_.policy;
             sc.budget_fraction = c.budget_fraction;
             sc.ring_capacity = cfg_.ring_capacity;
+            sc.tier_weights = cfg_.tier_weights;
+            sc.entry = preds[i] == 0;
             s.sched = std::make_unique<StageScheduler>(sc);  // validates max_batch, budget_fraction
             s.profile = c.profile;
             s.max_batch = c.max_batch;
@@ -537,6 +543,7 @@ private:
                     if (--sinks_left_[r.id] == 0) {
                         state_[r.id] = now_ <= r.deadline_ns ? Outcome::kOnTime : Outcome::kLate;
                         finish_[r.id] = now_;
+                        if (state_[r.id] == Outcome::kLate) ++s.stats.late;
                     }
                 }
                 for (int j : s.succ) {

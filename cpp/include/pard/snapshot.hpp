@@ -1,8 +1,10 @@
 // pard/snapshot.hpp — the terms a planner publishes to a stage's workers (DESIGN §3.2, §3.5).
 //
 // Terms: the downstream estimate Σq + Σd + w (ns), the load factor mu and its band eps (§3.3), the
-// stage's recent average queueing delay (DAGOR's overload signal) and the admission fraction (rate-
-// aware shedding at the entry, §3.7). The planner writes them once per sync interval; every worker
+// stage's recent average queueing delay (DAGOR's overload signal), the admission fraction (rate-
+// aware shedding at the entry, §3.7), the stage's service rate (requests/s it can finish with its
+// serving workers at full batches: pard's hot-path overload test) and the measured/profiled duration
+// ratio that scales d_k(b) (§3.7, online correction of the profile). The planner writes them once per sync interval; every worker
 // reads them once per batch. They must be read as one consistent snapshot (never half old, half
 // new) without taking a lock on the workers' path.
 //
@@ -21,8 +23,11 @@
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 
 namespace pard {
 
@@ -32,6 +37,45 @@ struct PublishedTerms {
     double eps = 0.0;                 // burstiness band (§3.3)
     std::int64_t queue_delay_ns = 0;  // recent average queueing delay at this stage (DAGOR)
     double admit_fraction = 1.0;      // share of arriving requests to admit (1 = all)
+    double service_rate = 0.0;        // requests/s the stage finishes at full batches (0 = unknown)
+    double duration_scale = 1.0;      // measured / profiled batch duration: d_k(b) is scaled by it
+
+    // The one validation of published terms (seconds in, ns stored); throws std::invalid_argument
+    // naming the field and the value. Every binding that publishes goes through it.
+    static PublishedTerms from_seconds(double downstream_s, double mu, double eps, double queue_delay_s,
+                                       double admit_fraction = 1.0, double service_rate = 0.0,
+                                       double duration_scale = 1.0) {
+        PublishedTerms t;
+        t.downstream_ns = seconds_field(downstream_s, "downstream_s");
+        t.mu = finite_nonneg(mu, "mu");
+        t.eps = finite_nonneg(eps, "eps");
+        t.queue_delay_ns = seconds_field(queue_delay_s, "queue_delay_s");
+        if (!(admit_fraction >= 0.0 && admit_fraction <= 1.0)) {
+            throw std::invalid_argument("admit_fraction=" + std::to_string(admit_fraction) + " must be in [0, 1]");
+        }
+        t.admit_fraction = admit_fraction;
+        t.service_rate = finite_nonneg(service_rate, "service_rate");
+        if (!(std::isfinite(duration_scale) && duration_scale > 0.0 && duration_scale <= 1e3)) {
+            throw std::invalid_argument("duration_scale=" + std::to_string(duration_scale) + " must be in (0, 1000]");
+        }
+        t.duration_scale = duration_scale;
+        return t;
+    }
+
+private:
+    static std::int64_t seconds_field(double s, const char* field) {
+        if (!std::isfinite(s) || s < 0.0 || s > 9.0e9) {
+            throw std::invalid_argument(std::string(field) + "=" + std::to_string(s) +
+                                        " must be a finite number of seconds >= 0");
+        }
+        return static_cast<std::int64_t>(std::llround(s * 1e9));
+    }
+    static double finite_nonneg(double v, const char* field) {
+        if (!std::isfinite(v) || v < 0.0) {
+            throw std::invalid_argument(std::string(field) + "=" + std::to_string(v) + " must be finite and >= 0");
+        }
+        return v;
+    }
 };
 
 class SnapshotCell {
@@ -50,6 +94,8 @@ public:
         eps_.store(t.eps, std::memory_order_release);
         queue_delay_ns_.store(t.queue_delay_ns, std::memory_order_release);
         admit_fraction_.store(t.admit_fraction, std::memory_order_release);
+        service_rate_.store(t.service_rate, std::memory_order_release);
+        duration_scale_.store(t.duration_scale, std::memory_order_release);
         seq_.store(s + 2, std::memory_order_release);
     }
 
@@ -64,6 +110,8 @@ public:
             t.eps = eps_.load(std::memory_order_acquire);
             t.queue_delay_ns = queue_delay_ns_.load(std::memory_order_acquire);
             t.admit_fraction = admit_fraction_.load(std::memory_order_acquire);
+            t.service_rate = service_rate_.load(std::memory_order_acquire);
+            t.duration_scale = duration_scale_.load(std::memory_order_acquire);
             const std::uint64_t s2 = seq_.load(std::memory_order_relaxed);
             if (s1 == s2) return t;
         }
@@ -79,6 +127,8 @@ private:
     std::atomic<double> eps_{0.0};
     std::atomic<std::int64_t> queue_delay_ns_{0};
     std::atomic<double> admit_fraction_{1.0};
+    std::atomic<double> service_rate_{0.0};
+    std::atomic<double> duration_scale_{1.0};
     std::mutex writer_;
 };
 

@@ -9,25 +9,43 @@
 // snapshot, no lock on the reader side.
 //
 // The heap key: FCFS orders by arrival at the stage (ties by id); every other order by deadline
-// (ties by id), so the heap's min is the lowest remaining budget and its max the highest.
+// (ties by id), so the heap's min is the lowest remaining budget and its max the highest. A tiered
+// policy (pard) keeps one such heap per service tier (pard/tiered_queue.hpp): the low end is the
+// global min, the high end ("top") is the max of the highest-weight non-empty tier, and shedding
+// takes the "bottom" (the min of the lowest-weight non-empty tier). Tier-blind policies: one heap.
 //
 // form_batch(now, t_e), in this order:
 //   1. drain the ring into the heap. Admission while draining, deterministic (no randomness):
-//      every drop rule except `none` admits only the published admit_fraction share (reason
-//      `rejected`); `dagor` additionally, while the published queueing delay exceeds its threshold,
-//      admits only a (1 - alpha) share (reason `overload`).
+//      a policy with a queue bound (max_queue > 0; at entry stages only when max_queue_entry_only)
+//      rejects a request that finds max_queue queued (reason `rejected`); every drop rule except
+//      `none` admits only the published admit_fraction share (reason `rejected`) — a tiered policy
+//      takes that share from the lowest-weight tiers first, by their recent arrival shares; `dagor`
+//      additionally, while the published queueing delay exceeds its threshold, admits only a
+//      (1 - alpha) share (reason `overload`).
 //   2. pard only: the low-end purge. While the heap's min would be dropped even in a batch of one,
 //      t_e + d_k(1) + downstream > deadline, remove it (reason `infeasible`). d_k(1) <= d_k(b), so
 //      the purge never drops a request that the pop-time rule would keep; it is what keeps HBF from
-//      letting low-budget requests sit in the queue forever.
+//      letting low-budget requests sit in the queue forever. (d_k is the profile's d(b) times the
+//      published duration_scale, the online measured/profiled ratio, throughout.)
+//   2b. reactive (pard): the hot-path overload test, once per batch. With n queued, the published
+//      service rate R (requests/s at full batches) and the slack of the request with the most of it,
+//      s_max = max deadline - (t_e + d_k(b) + downstream): the queue needs n / R to drain; if that
+//      exceeds s_max, no order can serve all of it in time, and EDF (LBF) would spend the stage on
+//      requests that leave it with no slack. Then this batch is popped HBF at once (without waiting
+//      for the planner's mu), and the requests that cannot be reached in time in that order are shed
+//      now, from the bottom (reason `shed`): serving from the top, the request at position p starts
+//      after p / R, later than its slack (<= s_max) once p > s_max * R, so every request past the
+//      first floor(s_max * R) is unreachable. Shedding them at once frees their DAG siblings at once.
 //   3. b = min(queued, max_batch) (queued after steps 1–2) and d = d_k(b): the batch size being
 //      formed and its nominal duration, fixed for the whole formation.
-//   4. pop in the current order (FCFS and LBF: pop_min; HBF: pop_max) until the batch holds
+//   4. pop in the current order (FCFS and LBF: pop_min; HBF: pop_top) until the batch holds
 //      max_batch requests or the heap is empty, applying the drop rule to each popped request:
 //        none     keep;
 //        pard     drop iff t_e + d + downstream > deadline (Eq. 3b; equal keeps)      -> infeasible
 //        clipper  deadline < now -> expired; now - arrival > slo_k -> stage-budget
 //        dagor    deadline < now -> expired
+//        triton   now - arrival > slo (the same queue timeout at every stage)          -> timeout
+//        ray-serve deadline < now (one end-to-end timeout, cancelled wherever it is)   -> expired
 //        nexus    the window rule below.
 //      A popped request for which is_cancelled(id) holds (a sibling DAG branch was dropped) is
 //      discarded without compute, reason `cancelled`, whatever the rule.
@@ -42,7 +60,9 @@
 // order is kept (hysteresis). It starts in LBF.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -58,6 +78,7 @@
 #include "pard/profile.hpp"
 #include "pard/request.hpp"
 #include "pard/snapshot.hpp"
+#include "pard/tiered_queue.hpp"
 
 namespace pard {
 
@@ -98,6 +119,8 @@ struct StageConfig {
     Policy policy;                 // order x drop rule x parameters
     double budget_fraction = 1.0;  // clipper/nexus stage budget: slo_k = slo * budget_fraction
     std::size_t ring_capacity = 65536;  // ingress ring slots (a power of two)
+    std::vector<double> tier_weights;   // tier t's weight (> 0); used by tiered policies; empty = one tier
+    bool entry = true;                  // an entry stage (where max_queue_entry_only bounds apply)
 };
 
 class StageScheduler {
@@ -105,8 +128,12 @@ public:
     explicit StageScheduler(StageConfig cfg)
         : cfg_(validated(std::move(cfg))),
           ring_(cfg_.ring_capacity),
-          heap_(StageKeyLess{cfg_.policy.keyed_by_arrival()}),
-          order_(cfg_.policy.order == Order::kAdaptive ? Order::kLbf : cfg_.policy.order) {
+          heap_(StageKeyLess{cfg_.policy.keyed_by_arrival()},
+                cfg_.policy.tiered ? cfg_.tier_weights : std::vector<double>{}),
+          order_(cfg_.policy.order == Order::kAdaptive ? Order::kLbf : cfg_.policy.order),
+          tier_throttle_(heap_.tiers()),
+          tier_seen_(heap_.tiers(), 0.0),
+          tier_fraction_(heap_.tiers(), 1.0) {
         heap_.reserve(1024);
         scratch_.reserve(static_cast<std::size_t>(cfg_.max_batch) * 2);
     }
@@ -166,21 +193,28 @@ public:
         const DropRule rule = cfg_.policy.drop;
         const Profile& prof = cfg_.profile;
 
+        const double scale = t.duration_scale;
         if (rule == DropRule::kPard) {  // step 2: low-end purge
-            const std::int64_t thr1 = pard_threshold(t_e_ns, prof.duration_ns(1), t.downstream_ns);
+            const std::int64_t thr1 = pard_threshold(t_e_ns, scaled(prof.duration_ns(1), scale), t.downstream_ns);
             heap_.drain_min_while([thr1](const Request& r) { return pard_drops(r, thr1); },
                                   [&](Request&& r) { discard(out.drops, r, Reason::kInfeasible, is_cancelled); });
         }
 
         const std::size_t max_b = static_cast<std::size_t>(cfg_.max_batch);
-        const std::size_t b = heap_.size() < max_b ? heap_.size() : max_b;  // step 3
+        std::size_t b = heap_.size() < max_b ? heap_.size() : max_b;  // step 3
         if (b == 0) {
             heap_size_.store(0, std::memory_order_relaxed);
             return;
         }
-        const std::int64_t d = prof.duration_ns(static_cast<std::int64_t>(b));
+        std::int64_t d = scaled(prof.duration_ns(static_cast<std::int64_t>(b)), scale);
+        bool pop_max = current_order() == Order::kHbf;
+        if (rule == DropRule::kPard && cfg_.policy.reactive && !cfg_.policy.keyed_by_arrival() && t.service_rate > 0.0 &&
+            react_to_overload(t, t_e_ns, d, out, is_cancelled)) {  // step 2b
+            pop_max = true;
+            b = heap_.size() < max_b ? heap_.size() : max_b;
+            d = scaled(prof.duration_ns(static_cast<std::int64_t>(b)), scale);
+        }
         out.expected_duration_ns = d;
-        const bool pop_max = current_order() == Order::kHbf;
 
         switch (rule) {  // step 4: one small verdict function per rule
             case DropRule::kNone:
@@ -200,8 +234,14 @@ public:
                 break;
             }
             case DropRule::kDagor:
+            case DropRule::kRayServe:
                 pop_loop(out, pop_max, is_cancelled, [now_ns](const Request& r) {
                     return expired(r, now_ns) ? static_cast<int>(Reason::kExpired) : -1;
+                });
+                break;
+            case DropRule::kTriton:
+                pop_loop(out, pop_max, is_cancelled, [now_ns](const Request& r) {
+                    return queue_timed_out(r, now_ns) ? static_cast<int>(Reason::kTimeout) : -1;
                 });
                 break;
             case DropRule::kNexus:
@@ -227,6 +267,14 @@ private:
                                         " must be a power of two >= 2");
         }
         c.policy.validate();
+        if (c.policy.tiered) {
+            for (std::size_t t = 0; t < c.tier_weights.size(); ++t) {
+                if (!(std::isfinite(c.tier_weights[t]) && c.tier_weights[t] > 0.0)) {
+                    throw std::invalid_argument("StageScheduler: tier_weights[" + std::to_string(t) + "]=" +
+                                                std::to_string(c.tier_weights[t]) + " must be finite and > 0");
+                }
+            }
+        }
         return c;
     }
 
@@ -235,14 +283,51 @@ private:
         drops.push_back(Drop{r, is_cancelled(r.id) ? Reason::kCancelled : why});
     }
 
+    // d_k(b) scaled by the published measured/profiled ratio (exactly d_k(b) at scale 1).
+    static std::int64_t scaled(std::int64_t d, double scale) noexcept {
+        if (scale == 1.0) return d;
+        const auto v = static_cast<std::int64_t>(static_cast<double>(d) * scale + 0.5);
+        return v < 1 ? 1 : v;
+    }
+
+    // Step 2b: true when the queue cannot drain within the largest slack at the published service
+    // rate; then sheds the unreachable bottom of the queue (reason `shed`).
+    template <class IsCancelled>
+    bool react_to_overload(const PublishedTerms& t, std::int64_t t_e_ns, std::int64_t d, BatchResult& out,
+                           IsCancelled& is_cancelled) {
+        const double n = static_cast<double>(heap_.size());
+        const double slack_max_s =
+            static_cast<double>(heap_.max().deadline_ns - pard_threshold(t_e_ns, d, t.downstream_ns)) * 1e-9;
+        if (n <= t.service_rate * slack_max_s) return false;
+        if (!cfg_.policy.shed) return true;
+        // reachable from the top within the largest slack; at least one batch is always kept
+        const double reach = t.service_rate * (slack_max_s > 0.0 ? slack_max_s : 0.0);
+        std::size_t keep = static_cast<std::size_t>(reach);
+        const auto max_b = static_cast<std::size_t>(cfg_.max_batch);
+        if (keep < max_b) keep = max_b;
+        while (heap_.size() > keep) discard(out.drops, heap_.pop_bottom(), Reason::kShed, is_cancelled);
+        return true;
+    }
+
     template <class IsCancelled>
     void drain_locked(const PublishedTerms& t, std::vector<Drop>& drops, IsCancelled& is_cancelled) {
         const DropRule rule = cfg_.policy.drop;
         const bool throttled = rule != DropRule::kNone && t.admit_fraction < 1.0;
         const bool overloaded = rule == DropRule::kDagor && t.queue_delay_ns > cfg_.policy.dagor_threshold_ns;
+        const bool bounded = cfg_.policy.max_queue > 0 && (cfg_.entry || !cfg_.policy.max_queue_entry_only);
+        const auto limit = static_cast<std::size_t>(cfg_.policy.max_queue);
+        const bool by_tier = throttled && heap_.tiers() > 1;
+        if (by_tier) update_tier_fractions(t.admit_fraction);
         Request r;
         while (ring_.try_pop(r)) {
-            if (throttled && !admission_.admit(t.admit_fraction)) {
+            if (by_tier) {
+                note_tier(r.tier);
+                if (tier_total_ < 64.0) update_tier_fractions(t.admit_fraction);  // shares still forming
+            }
+            if (bounded && heap_.size() >= limit) {
+                discard(drops, r, Reason::kRejected, is_cancelled);
+            } else if (throttled && !(by_tier ? tier_throttle_[tier_index(r.tier)].admit(tier_fraction_[tier_index(r.tier)])
+                                             : admission_.admit(t.admit_fraction))) {
                 discard(drops, r, Reason::kRejected, is_cancelled);
             } else if (overloaded && !dagor_.admit(1.0 - cfg_.policy.dagor_alpha)) {
                 discard(drops, r, Reason::kOverload, is_cancelled);
@@ -252,7 +337,50 @@ private:
         }
     }
 
-    Request pop(bool pop_max) { return pop_max ? heap_.pop_max() : heap_.pop_min(); }
+    [[nodiscard]] std::size_t tier_index(std::int32_t tier) const noexcept {
+        return (tier < 0 || static_cast<std::size_t>(tier) >= tier_seen_.size()) ? 0 : static_cast<std::size_t>(tier);
+    }
+
+    // Recent arrival counts per tier, halved every 4096 arrivals (a cheap decaying share).
+    void note_tier(std::int32_t tier) noexcept {
+        tier_seen_[tier_index(tier)] += 1.0;
+        if (++tier_total_ >= 4096.0) {
+            for (double& c : tier_seen_) c *= 0.5;
+            tier_total_ *= 0.5;
+        }
+    }
+
+    // Per-tier admission shares that shed 1 - f of the input from the lowest-weight tiers first.
+    void update_tier_fractions(double f) noexcept {
+        double total = 0.0;
+        for (double c : tier_seen_) total += c;
+        const std::vector<double>& w = cfg_.tier_weights;
+        // tiers from lowest weight up (ties: higher index first, the mirror of TieredQueue's order)
+        std::vector<std::size_t>& order = tier_order_;
+        if (order.size() != tier_seen_.size()) {
+            order.resize(tier_seen_.size());
+            for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+            std::stable_sort(order.begin(), order.end(), [&w](std::size_t a, std::size_t b) { return w[a] > w[b]; });
+            std::reverse(order.begin(), order.end());
+        }
+        if (total <= 0.0) {
+            for (double& x : tier_fraction_) x = f;
+            return;
+        }
+        double shed = (1.0 - f) * total;
+        for (std::size_t t : order) {
+            const double c = tier_seen_[t];
+            if (shed >= c) {
+                tier_fraction_[t] = 0.0;
+                shed -= c;
+            } else {
+                tier_fraction_[t] = c > 0.0 ? 1.0 - shed / c : 1.0;
+                shed = 0.0;
+            }
+        }
+    }
+
+    Request pop(bool pop_max) { return pop_max ? heap_.pop_top() : heap_.pop_min(); }
 
     // Pops until the batch is full or the heap is empty; verdict(r) returns a Reason code or -1 (keep).
     template <class IsCancelled, class Verdict>
@@ -313,10 +441,15 @@ private:
     const StageConfig cfg_;
     MpmcRing<Request> ring_;
     std::mutex mu_;  // the batch-forming lock: guards heap_, scratch_ and the admission throttles
-    MinMaxHeap<Request, StageKeyLess> heap_;
+    TieredQueue<StageKeyLess> heap_;
     std::vector<Request> scratch_;
     AdmissionThrottle admission_;
     AdmissionThrottle dagor_;
+    std::vector<AdmissionThrottle> tier_throttle_;  // tiered admission: one throttle per tier
+    std::vector<double> tier_seen_;                 // decaying arrival counts per tier
+    std::vector<double> tier_fraction_;             // admitted share per tier
+    std::vector<std::size_t> tier_order_;           // tiers, lowest weight first
+    double tier_total_ = 0.0;
     std::atomic<std::size_t> heap_size_{0};
     std::atomic<Order> order_;
     std::mutex publish_mu_;  // serialises publishers (hysteresis step + snapshot store)

@@ -13,6 +13,8 @@ sorted (DESIGN §5):
   start of the window.
 - :mod:`~pard.workloads.transforms` — :func:`scale` (``"amplify"`` / ``"compress"``),
   :func:`window`, :func:`cv`.
+- :mod:`~pard.workloads.files` — :func:`load_trace` (a trace name or file, cut and scaled),
+  :func:`resolve_file_format` (sniffing a trace file's format), :func:`read_csv_trace`.
 - :mod:`~pard.workloads.requests` — :class:`Workload` (arrivals plus per-request SLO and tier
   arrays), :func:`assign_tiers`, and :func:`csv_requests` for files that carry them.
 
@@ -25,45 +27,14 @@ Typical use::
 
 from __future__ import annotations
 
-from ._common import MAX_ARRIVALS, TooManyArrivalsError
-from .requests import Workload, assign_tiers
-from .synthetic import MMPP, bursty, diurnal, flash_crowd, mmpp_parameters, poisson
-from .traces import (
-    AZURE_FUNCTIONS_KEYS,
-    AZURE_LLM_COLUMNS,
-    BUNDLED_TRACES,
-    azure_functions,
-    azure_llm,
-    azure_llm_conv,
-    csv_requests,
-    csv_timestamps,
-    per_second_counts,
-)
-from .transforms import bin_counts, cv, mean_rate, scale, window
+from . import files, requests, synthetic, traces, transforms
+from ..errors import TooManyArrivalsError
+from ._common import MAX_ARRIVALS
+from .files import *  # noqa: F403 - each submodule's __all__ is its public part
+from .requests import *  # noqa: F403
+from .synthetic import *  # noqa: F403
+from .traces import *  # noqa: F403
+from .transforms import *  # noqa: F403
 
-__all__ = [
-    "azure_llm",
-    "azure_llm_conv",
-    "azure_functions",
-    "per_second_counts",
-    "csv_timestamps",
-    "csv_requests",
-    "poisson",
-    "bursty",
-    "flash_crowd",
-    "diurnal",
-    "mmpp_parameters",
-    "MMPP",
-    "scale",
-    "window",
-    "cv",
-    "bin_counts",
-    "mean_rate",
-    "Workload",
-    "assign_tiers",
-    "AZURE_LLM_COLUMNS",
-    "AZURE_FUNCTIONS_KEYS",
-    "BUNDLED_TRACES",
-    "MAX_ARRIVALS",
-    "TooManyArrivalsError",
-]
+__all__ = [*traces.__all__, *synthetic.__all__, *transforms.__all__, *requests.__all__, *files.__all__,
+           "MAX_ARRIVALS", "TooManyArrivalsError"]

@@ -3,18 +3,22 @@ locations, and the final sort/shift every loader applies.  Private: nothing here
 
 from __future__ import annotations
 
-import math
 import warnings
 from pathlib import Path
-from typing import Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
-from ..errors import PardWarning, TraceError
+from .._checks import check_nonnegative, check_positive, fmt_bytes, fmt_num, real_number, show
+from .._extras import require
+from ..errors import PardTypeError, PardValueError, PardWarning, TooManyArrivalsError, TraceError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__: list[str] = []
+_REEXPORTED = (check_nonnegative, check_positive, fmt_num, real_number, show)  # used by the loaders
 
 #: Default largest expected number of arrivals a generator or :func:`~pard.workloads.scale` will
 #: produce (5·10^7: about 0.4 GiB as float64 seconds, a few GiB while generating and simulating).
@@ -29,67 +33,6 @@ F64 = npt.NDArray[np.float64]
 PathLike = Union[str, Path]
 
 
-def show(x: object) -> str:
-    """``repr`` of a value for a message, with NumPy scalars shown as plain numbers."""
-    if isinstance(x, (np.floating, np.integer, np.bool_)):
-        return repr(x.item())
-    return repr(x)
-
-
-def real_number(name: str, value: object, bound: str) -> float:
-    """``value`` as a float, or TypeError naming ``name`` when it is not a real number."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number {bound}, got {type(value).__name__}: {show(value)}")
-    return float(value)
-
-
-def check_positive(name: str, value: float) -> float:
-    """``value`` as a float; TypeError unless a real number (int or float, NumPy's too; not a str, bool
-    or complex), ValueError unless finite and > 0."""
-    v = real_number(name, value, "> 0")
-    if not math.isfinite(v) or v <= 0.0:
-        raise ValueError(f"{name} must be finite and > 0, got {show(value)}")
-    return v
-
-
-def check_nonnegative(name: str, value: float) -> float:
-    """``value`` as a float; TypeError unless a real number (int or float, NumPy's too; not a str, bool
-    or complex), ValueError unless finite and >= 0."""
-    v = real_number(name, value, ">= 0")
-    if not math.isfinite(v) or v < 0.0:
-        raise ValueError(f"{name} must be finite and >= 0, got {show(value)}")
-    return v
-
-
-class TooManyArrivalsError(ValueError):
-    """A workload or simulation would need more arrivals (memory) than the configured limit.
-
-    Attributes: ``expected`` (the expected number of arrivals or request-stage visits) and
-    ``limit``.
-    """
-
-    def __init__(self, message: str, *, expected: float, limit: float) -> None:
-        super().__init__(message)
-        self.expected = expected
-        self.limit = limit
-
-
-def fmt_num(x: float) -> str:
-    """A number for messages: ``12``, ``0.5``, ``2.7e+09`` (never ``np.float64(...)``)."""
-    v = float(x)
-    if v == int(v) and abs(v) < 1e7:
-        return str(int(v))
-    return f"{v:.4g}"
-
-
-def fmt_bytes(n: float) -> str:
-    """``n`` bytes as ``"1.2 GiB"`` etc."""
-    for unit, size in (("TiB", 2.0**40), ("GiB", 2.0**30), ("MiB", 2.0**20)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n / 1024:.1f} KiB"
-
-
 def check_max_arrivals(what: str, expected: float, max_arrivals: int | float) -> None:
     """Raise :class:`TooManyArrivalsError` when ``expected`` arrivals exceed ``max_arrivals``.
 
@@ -97,7 +40,7 @@ def check_max_arrivals(what: str, expected: float, max_arrivals: int | float) ->
     """
     limit = float(max_arrivals)
     if isinstance(max_arrivals, bool) or not (limit > 0):
-        raise ValueError(f"max_arrivals must be a number > 0, got {max_arrivals!r}")
+        raise PardValueError(f"max_arrivals must be a number > 0, got {max_arrivals!r}")
     if expected > limit:
         raise TooManyArrivalsError(
             f"{what}: about {expected:.3g} arrivals expected (~{fmt_bytes(expected * _BYTES_PER_ARRIVAL)} "
@@ -112,7 +55,7 @@ def rng(seed: int | np.random.Generator) -> np.random.Generator:
     if isinstance(seed, np.random.Generator):
         return seed
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an int or a numpy Generator, got {seed!r}")
+        raise PardTypeError(f"seed must be an int or a numpy Generator, got {seed!r}")
     return np.random.default_rng(int(seed))
 
 
@@ -120,14 +63,14 @@ def as_arrivals(arrivals: npt.ArrayLike, name: str = "arrivals") -> F64:
     """``arrivals`` as a 1-D float64 array of finite times >= 0 (ValueError otherwise)."""
     a = np.asarray(arrivals, dtype=np.float64)
     if a.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of seconds, got shape {a.shape}")
+        raise PardValueError(f"{name} must be a 1-D array of seconds, got shape {a.shape}")
     bad = ~np.isfinite(a)
     if bad.any():
         i = int(np.argmax(bad))
-        raise ValueError(f"{name}[{i}] = {show(a[i])} is not finite")
+        raise PardValueError(f"{name}[{i}] = {show(a[i])} is not finite")
     if a.size and a.min() < 0.0:
         i = int(np.argmin(a))
-        raise ValueError(f"{name}[{i}] = {show(a[i])} is negative; arrival times must be >= 0")
+        raise PardValueError(f"{name}[{i}] = {show(a[i])} is negative; arrival times must be >= 0")
     return a
 
 
@@ -140,7 +83,7 @@ def spread_counts(
     uniform positions (a Poisson process conditioned on each interval's count).
     """
     if spread not in ("uniform", "poisson"):
-        raise ValueError(f"spread must be 'uniform' or 'poisson', got {spread!r}")
+        raise PardValueError(f"spread must be 'uniform' or 'poisson', got {spread!r}")
     counts = np.asarray(counts, dtype=np.int64)
     total = int(counts.sum())
     starts = np.repeat(np.arange(counts.size, dtype=np.float64) * width, counts)
@@ -155,6 +98,11 @@ def spread_counts(
     return out
 
 
+def pandas() -> Any:
+    """The pandas module (trace files need it: the ``pard[cli]`` extra), imported on first use."""
+    return require("pandas", "cli", "trace files")
+
+
 def existing_trace_file(path: PathLike) -> Path:
     """``path`` as a Path, or TraceError if it is not a file or is empty (checked before pandas reads it)."""
     p = Path(path)
@@ -165,29 +113,29 @@ def existing_trace_file(path: PathLike) -> Path:
     return p
 
 
-def read_csv_text(path: PathLike, *, header: bool) -> tuple[Path, pd.DataFrame]:
-    """Read a CSV as strings with one DataFrame row per file line (blank lines become rows of "").
-
-    The row with index ``i`` is on file line ``i + 2`` with a header and ``i + 1`` without.  Raises
-    TraceError for a missing, unreadable, empty or malformed (too many fields) file.
-    """
+def read_csv(path: PathLike, **options: Any) -> tuple[Path, pd.DataFrame]:
+    """``pandas.read_csv(path, **options)`` after :func:`existing_trace_file`; TraceError for a missing,
+    unreadable, empty or malformed (too many fields) file."""
+    pd = pandas()
     p = existing_trace_file(path)
     try:
-        df = pd.read_csv(
-            p,
-            header=0 if header else None,
-            dtype=str,
-            keep_default_na=False,
-            skip_blank_lines=False,
-            engine="c",
-        )
+        return p, pd.read_csv(p, **options)
     except pd.errors.EmptyDataError:
         raise TraceError(f"{p}: the file is empty (no header and no rows)") from None
     except pd.errors.ParserError as exc:
         raise TraceError(f"{p}: malformed CSV row: {exc}") from None
     except (UnicodeDecodeError, OSError) as exc:
         raise TraceError(f"{p}: cannot read the file: {exc}") from None
-    return p, df
+
+
+def read_csv_text(path: PathLike, *, header: bool) -> tuple[Path, pd.DataFrame]:
+    """Read a CSV as strings with one DataFrame row per file line (blank lines become rows of "").
+
+    The row with index ``i`` is on file line ``i + 2`` with a header and ``i + 1`` without.  Raises
+    TraceError as :func:`read_csv`.
+    """
+    return read_csv(path, header=0 if header else None, dtype=str, keep_default_na=False,
+                    skip_blank_lines=False, engine="c")
 
 
 def drop_blank_rows(df: pd.DataFrame) -> pd.DataFrame:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import PardValueError
 from ._common import F64, as_arrivals, check_positive, rng, show
 
 __all__ = ["Workload", "assign_tiers"]
@@ -50,16 +51,16 @@ class Workload:
         n = self.arrivals_s.shape[0]
         if self.slo_s is not None:
             if self.slo_s.shape != (n,):
-                raise ValueError(f"slo_s has shape {self.slo_s.shape}, expected ({n},) like arrivals_s")
+                raise PardValueError(f"slo_s has shape {self.slo_s.shape}, expected ({n},) like arrivals_s")
             bad = ~(np.isfinite(self.slo_s) & (self.slo_s > 0))
             if bad.any():
                 i = int(np.argmax(bad))
-                raise ValueError(f"slo_s[{i}] = {show(self.slo_s[i])} must be finite and > 0 seconds")
+                raise PardValueError(f"slo_s[{i}] = {show(self.slo_s[i])} must be finite and > 0 seconds")
         if self.tier is not None:
             if self.tier.shape != (n,):
-                raise ValueError(f"tier has shape {self.tier.shape}, expected ({n},) like arrivals_s")
+                raise PardValueError(f"tier has shape {self.tier.shape}, expected ({n},) like arrivals_s")
             if n and (self.tier.min() < 0 or self.tier.max() >= len(self.tier_names)):
-                raise ValueError(
+                raise PardValueError(
                     f"tier codes must lie in [0, {len(self.tier_names)}) (tier_names "
                     f"{self.tier_names}), got range [{self.tier.min()}, {self.tier.max()}]"
                 )
@@ -93,7 +94,7 @@ def assign_tiers(
     """
     a = as_arrivals(arrivals)
     if not shares:
-        raise ValueError("shares must name at least one tier, got {}")
+        raise PardValueError("shares must name at least one tier, got {}")
     names = tuple(shares)
     p = np.array([check_positive(f"share of tier {k!r}", v) for k, v in shares.items()])
     p = p / p.sum()
@@ -102,11 +103,11 @@ def assign_tiers(
     if isinstance(slo_s, Mapping):
         missing = [k for k in names if k not in slo_s]
         if missing:
-            raise ValueError(f"slo_s has no SLO for tier(s) {missing}")
+            raise PardValueError(f"slo_s has no SLO for tier(s) {missing}")
         per_tier = np.array([check_positive(f"slo_s[{k!r}]", slo_s[k]) for k in names])
         slo = per_tier[codes]
     elif slo_s is not None:
         if not math.isfinite(float(slo_s)) or float(slo_s) <= 0:
-            raise ValueError(f"slo_s must be finite and > 0 seconds, got {slo_s!r}")
+            raise PardValueError(f"slo_s must be finite and > 0 seconds, got {slo_s!r}")
         slo = np.full(a.size, float(slo_s))
     return Workload(arrivals_s=a, slo_s=slo, tier=codes, tier_names=names)

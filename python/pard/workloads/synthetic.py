@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import PardWarning
+from ..errors import PardValueError, PardWarning
 
 from ._common import MAX_ARRIVALS, F64, check_max_arrivals, check_nonnegative, check_positive, fmt_num, rng, show
 
@@ -123,12 +123,12 @@ def mmpp_parameters(
     h = check_positive("burst_s", burst_s)
     p0 = check_positive("burst_share", burst_share)
     if p0 >= 1.0:
-        raise ValueError(f"burst_share must lie in (0, 1), got {show(burst_share)}")
+        raise PardValueError(f"burst_share must lie in (0, 1), got {show(burst_share)}")
     m = r * t
     floor = 1.0 / math.sqrt(m)
     excess = (c * m) ** 2 - m
     if excess < -1e-12 * m:
-        raise ValueError(
+        raise PardValueError(
             f"cv {show(cv)} is below the Poisson floor 1/sqrt(rate*bin) = {floor:.4g} for rate {show(rate)} "
             f"req/s and bin {show(bin)} s; ask for cv >= {floor:.4g} or use poisson()"
         )
@@ -310,10 +310,10 @@ def diurnal(
     per = check_positive("period", period)
     a = check_nonnegative("amplitude", amplitude)
     if a > 1.0:
-        raise ValueError(f"amplitude must lie in [0, 1] (a rate cannot go negative), got {show(amplitude)}")
+        raise PardValueError(f"amplitude must lie in [0, 1] (a rate cannot go negative), got {show(amplitude)}")
     pk = per / 2 if peak is None else float(peak)
     if not math.isfinite(pk):
-        raise ValueError(f"peak must be a finite time in seconds, got {show(peak)}")
+        raise PardValueError(f"peak must be a finite time in seconds, got {show(peak)}")
     lam_max = r * (1 + a)
     check_max_arrivals(f"diurnal(rate={fmt_num(r)}, duration={fmt_num(d)})", lam_max * d, max_arrivals)
     gen = rng(seed)

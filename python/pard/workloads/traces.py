@@ -13,26 +13,17 @@ problem.  Files are parsed with pandas.  Scale a trace to a target rate with
 from __future__ import annotations
 
 from importlib import resources
-from typing import Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
-from ..errors import TraceError
-from ._common import (
-    F64,
-    PathLike,
-    drop_blank_rows,
-    existing_trace_file,
-    finish,
-    first_missing,
-    read_csv_text,
-    rng,
-    sort_order,
-    spread_counts,
-)
+from ..errors import PardValueError, TraceError
+from ._common import pandas, F64, PathLike, drop_blank_rows, finish, first_missing, read_csv, read_csv_text, rng, sort_order, spread_counts
 from .requests import Workload
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = [
     "azure_llm",
@@ -69,6 +60,7 @@ def _times_from_column(
     p: object, df: pd.DataFrame, column: str, unit: Unit | None, line_offset: int
 ) -> F64:
     """Raw seconds (any origin, unsorted) from the string column ``column`` of ``df``."""
+    pd = pandas()
     raw = df[column]
     if unit is None:
         first = raw.iloc[0] if len(raw) else ""
@@ -86,7 +78,7 @@ def _times_from_column(
         secs = (t - t.min()).dt.total_seconds().to_numpy(dtype=np.float64)
         return np.ascontiguousarray(secs)
     if unit not in _UNIT_SCALE:
-        raise ValueError(f"unit must be one of 's', 'ms', 'us', 'ns', 'datetime' or None, got {unit!r}")
+        raise PardValueError(f"unit must be one of 's', 'ms', 'us', 'ns', 'datetime' or None, got {unit!r}")
     vals = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(vals)
     if bad.any():
@@ -108,6 +100,7 @@ def _times_from_column(
 
 
 def _check_nonneg_ints(p: object, df: pd.DataFrame, columns: list[str], line_offset: int) -> None:
+    pd = pandas()
     for c in columns:
         vals = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=np.float64)
         bad = ~np.isfinite(vals) | (vals < 0) | (vals != np.round(vals))
@@ -197,17 +190,8 @@ def azure_functions(
             the hashes, a count that is missing, non-numeric, negative or fractional (names the
             line and column), or no invocations at all.
     """
-    p = existing_trace_file(path)
-    try:
-        df = pd.read_csv(
-            p, dtype={k: str for k in AZURE_FUNCTIONS_KEYS}, skip_blank_lines=False, engine="c"
-        )
-    except pd.errors.EmptyDataError:
-        raise TraceError(f"{p}: the file is empty (no header and no rows)") from None
-    except pd.errors.ParserError as exc:
-        raise TraceError(f"{p}: malformed CSV row: {exc}") from None
-    except (UnicodeDecodeError, OSError) as exc:
-        raise TraceError(f"{p}: cannot read the file: {exc}") from None
+    pd = pandas()
+    p, df = read_csv(path, dtype={k: str for k in AZURE_FUNCTIONS_KEYS}, skip_blank_lines=False, engine="c")
     minutes = [str(m) for m in range(1, 1441)]
     expected = AZURE_FUNCTIONS_KEYS + ("1", "...", "1440")
     missing = [c for c in (*AZURE_FUNCTIONS_KEYS, *minutes) if c not in df.columns]
@@ -266,6 +250,7 @@ def per_second_counts(
         TraceError: missing or empty file, a line with more than one field, a blank line, a value
             that is not a non-negative integer (names the line), or all counts zero.
     """
+    pd = pandas()
     p, df = read_csv_text(path, header=False)
     if df.shape[1] != 1:
         extra = (df.iloc[:, 1:] != "").any(axis=1)
@@ -353,6 +338,7 @@ def csv_requests(
         TraceError: as :func:`csv_timestamps`, plus a missing SLO/tier column or value, or an SLO
             that is not a finite number > 0 (names line and column).
     """
+    pd = pandas()
     p, df, name = _read_timestamp_csv(path, column)
     cols = [name] + [c for c in (slo_column, tier_column) if c is not None]
     for c in cols[1:]:

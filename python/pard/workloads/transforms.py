@@ -15,7 +15,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import PardWarning
+from ..errors import PardValueError, PardWarning
 from ._common import MAX_ARRIVALS, F64, as_arrivals, check_max_arrivals, check_nonnegative, check_positive, fmt_num, rng, show
 
 __all__ = ["scale", "window", "cv", "bin_counts", "mean_rate"]
@@ -41,7 +41,7 @@ def mean_rate(arrivals: npt.ArrayLike) -> float:
     """
     a = as_arrivals(arrivals)
     if a.size < 2 or a.max() == a.min():
-        raise ValueError(f"need at least two distinct arrival times for a rate, got {a.size} arrival(s)")
+        raise PardValueError(f"need at least two distinct arrival times for a rate, got {a.size} arrival(s)")
     return float(a.size / (a.max() - a.min()))
 
 
@@ -56,7 +56,7 @@ def cv(arrivals: npt.ArrayLike, bin: float = 1.0) -> float:
     """
     c = bin_counts(arrivals, bin)
     if c.size == 0:
-        raise ValueError("cv of an empty arrival array is undefined")
+        raise PardValueError("cv of an empty arrival array is undefined")
     return float(c.std() / c.mean())
 
 
@@ -104,12 +104,12 @@ def scale(
         a = np.sort(a, kind="stable")
     r = check_positive("rate", rate)
     if a.size < 2 or a[-1] == a[0]:
-        raise ValueError(f"need at least two distinct arrival times to scale, got {a.size} arrival(s)")
+        raise PardValueError(f"need at least two distinct arrival times to scale, got {a.size} arrival(s)")
     if mode == "compress":
         factor = mean_rate(a) / r
         return np.ascontiguousarray((a - a[0]) * factor, dtype=np.float64)
     if mode != "amplify":
-        raise ValueError(f"mode must be 'amplify' or 'compress', got {mode!r}")
+        raise PardValueError(f"mode must be 'amplify' or 'compress', got {mode!r}")
     b = check_positive("bin", bin)
     span = (math.floor(a[-1] / b) + 1) * b
     check_max_arrivals(f"scale(rate={fmt_num(r)}, mode='amplify') over {fmt_num(span)} s", r * span, max_arrivals)
@@ -135,6 +135,6 @@ def window(arrivals: npt.ArrayLike, start: float, duration: float) -> F64:
     d = check_positive("duration", duration)
     end = s + d
     if not math.isfinite(end):
-        raise ValueError(f"start + duration overflows: {show(start)} + {show(duration)}")
+        raise PardValueError(f"start + duration overflows: {show(start)} + {show(duration)}")
     sel = a[(a >= s) & (a < end)]
     return np.ascontiguousarray(sel - s, dtype=np.float64)

@@ -1,4 +1,4 @@
-// pard/ring_stress.hpp — a checked many-producer many-consumer run of MpmcRing<uint64_t>.
+// cpp/testing/ring_stress.hpp — (a test harness, not a public header) a checked many-producer many-consumer run of MpmcRing<uint64_t>.
 //
 // Used by the standalone C++ test (cpp/tests/test_ring.cpp, also under TSan/ASan) and by the
 // binding pard._core.ring_stress, so that pytest reaches the same C++ threads. Producer p pushes

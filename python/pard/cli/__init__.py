@@ -1,0 +1,66 @@
+"""The ``pard`` command line: one module per subcommand, each with ``register(subparsers)`` and
+``run(args) -> exit code``.
+
+- :mod:`~pard.cli.simulate` -- ``pard simulate``: compare policies on a trace (discrete-event);
+- :mod:`~pard.cli.run` -- ``pard run``: replay a real trace live under each policy (start here), in
+  steps :mod:`~pard.cli.measure`, :mod:`~pard.cli.replay`, :mod:`~pard.cli.compare`, :mod:`~pard.cli.write`;
+- :mod:`~pard.cli.profile` -- ``pard profile``: measure and save a profile;
+- :mod:`~pard.cli.parsers` -- the argument parsers and console helpers they share.
+
+To add a subcommand, write ``pard/cli/<name>.py`` with ``register`` and ``run`` and add the module to
+:data:`COMMANDS` below.  Exit codes: 0 success, 2 bad usage or bad input (the message names the
+option and the value), 1 an unexpected internal error.  The CLI needs the ``pard[cli]`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from .._version import __version__
+from ..errors import MissingExtraError, PardError, PardWarning, UsageError
+from . import profile, run, simulate
+
+__all__ = ["main", "build_parser", "COMMANDS", "UsageError"]
+
+#: The subcommand modules, in ``--help`` order.
+COMMANDS = (simulate, run, profile)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``pard`` argument parser with every subcommand of :data:`COMMANDS`."""
+    parser = argparse.ArgumentParser(prog="pard", description="Proactive request dropping for DNN inference pipelines.")
+    parser.add_argument("--version", action="version", version=f"pard {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for command in COMMANDS:
+        command.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``pard`` command; returns the exit code (argparse exits 2 on bad usage)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+
+    def show(message: Any, category: type[Warning], *_: Any, **__: Any) -> None:
+        print(f"pard {args.command}: warning: {message}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show  # one clean line per warning, no source line
+        warnings.simplefilter("default", PardWarning)  # pard's warnings are printed, never raised
+        try:
+            return int(args.func(args))
+        except MissingExtraError as exc:
+            print(f"pard {args.command}: error: {exc}", file=sys.stderr)
+            return 1
+        except (PardError, ValueError, TypeError, OSError) as exc:
+            print(f"pard {args.command}: error: {exc}", file=sys.stderr)
+            return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""``pard run`` step 1 and ``pard profile``: the measured pipeline on this machine -- from a file, the
+cache, or measured now (:mod:`pard.profiling`) -- and the lines that say how it was obtained."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from ..config import load, resolve_pipeline
+from ..errors import UsageError
+from ..executors import gpu_available
+from ..profiling import ProfileResult, busy_cores, cached_profile, size_workers
+
+__all__ = ["sizing_line", "measure", "age", "run_profile"]
+
+
+def sizing_line(spec: Any, workers: list[int], cores: int) -> str:
+    """One line: the cores, the worker counts, the device and how busy the workers keep the cores."""
+    parts = ", ".join(f"{st.name} x{w}" for st, w in zip(spec.stages, workers))
+    device = "CuPy on the GPU, one CUDA stream per worker" if gpu_available() else "NumPy on the CPU"
+    line = (f"sizing: {cores} cores -> workers {parts} ({sum(workers)} threads, {device}, "
+            f"BLAS 1 thread per worker)")
+    try:
+        busy = busy_cores(spec, workers)
+        line += f"; at capacity they keep ~{busy:.1f} cores busy"
+        if busy > cores + 0.05:
+            line += " (more than the cores: stages share them; the profile was measured that way)"
+    except Exception:  # noqa: BLE001 - informative only
+        pass
+    return line
+
+
+def measure(args: argparse.Namespace, spec: Any, cores: int, err: Any, *, refresh: bool) -> ProfileResult:
+    """The cached profile of ``spec`` sized to ``cores`` (measured when missing, stale or ``refresh``)."""
+    workers = size_workers(spec, cores)
+    err.print(sizing_line(spec, workers, cores))
+    t0 = time.perf_counter()
+    res = cached_profile(spec, workers=workers, model_options={"scale": float(args.scale)},
+                         refresh=refresh, repeats=getattr(args, "repeats", 7))
+    if res.cached:
+        how = "cached" + (f", measured {age(res.age_s)} ago" if res.age_s is not None else "")
+    else:
+        how = f"measured in {time.perf_counter() - t0:.1f} s"
+        if res.refreshed_because:
+            how += f"; the cached one was {res.refreshed_because}"
+    err.print(f"profile ({how}): {res.path}")
+    return res
+
+
+def age(age_s: float | None) -> str:
+    """A duration for a message: ``42 s``, ``12 min``, ``3.5 h``."""
+    if age_s is None:
+        return "an unknown time"
+    if age_s < 120:
+        return f"{age_s:.0f} s"
+    if age_s < 2 * 3600:
+        return f"{age_s / 60:.0f} min"
+    return f"{age_s / 3600:.1f} h"
+
+
+def run_profile(args: argparse.Namespace, cores: int, err: Any) -> tuple[Any, dict[str, Any], Path | None]:
+    """``pard run``'s pipeline: ``--profile FILE`` as given, else the cached or freshly measured one.
+
+    Returns the spec, the JSON block ``live.profile_used`` and the cache file (None for a given file).
+    """
+    cache_path: Path | None = None
+    if args.profile is not None:
+        if not args.profile.is_file():
+            raise UsageError(
+                f"--profile {str(args.profile)!r}: no such file (write one with `pard profile --out "
+                f"{args.profile}`, or leave --profile out to use the cached or a freshly measured profile)")
+        try:
+            spec = load(args.profile)
+        except (ValueError, OSError) as exc:
+            raise UsageError(f"--profile {str(args.profile)!r}: {exc}") from None
+        mtime = args.profile.stat().st_mtime
+        used = {"source": "file", "path": str(args.profile), "measured_at": mtime,
+                "age_s": max(0.0, time.time() - mtime), "refreshed_because": None}
+        err.print(f"profile: {args.profile} (as given, written {age(used['age_s'])} ago)")
+        err.print(sizing_line(spec, [st.workers for st in spec.stages], cores))
+    else:
+        try:
+            base = resolve_pipeline(args.pipeline)
+        except (ValueError, OSError) as exc:
+            raise UsageError(f"--pipeline {args.pipeline!r}: {exc}") from None
+        res = measure(args, base, cores, err, refresh=args.refresh_profile)
+        spec = res.spec
+        cache_path = res.path
+        used = {"source": "cache" if res.cached else "measured now", "path": str(res.path),
+                "measured_at": res.measured_at, "age_s": res.age_s, "refreshed_because": res.refreshed_because}
+    used["measured_at_utc"] = (None if used["measured_at"] is None else
+                               time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(used["measured_at"])))
+    return spec, used, cache_path

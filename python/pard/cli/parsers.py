@@ -1,0 +1,161 @@
+"""Argument parsers, options and console helpers shared by the ``pard`` subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._extras import require
+from ..config import BUILTIN_NAMES
+from ..errors import UsageError
+from ..policies import POLICIES
+from ..workloads import BUILTIN_TRACES, TRACE_FORMATS, UNITS
+
+__all__ = ["add_command", "positive", "non_negative", "seed", "policies", "cores", "spell", "console", "check_output",
+           "check_plot_suffix", "machine_cores", "clean", "add_pipeline", "DEFAULT_POLICIES", "PIPE_WIDTH",
+           "BUILTIN_NAMES", "BUILTIN_TRACES", "TRACE_FORMATS", "UNITS"]
+
+DEFAULT_POLICIES = "pard,nexus,clipper++,naive"
+#: Console width when the output is not a terminal (a pipe or a file): rich would use 80 columns
+#: and wrap or cut the tables and lines; 160 fits every table ``pard`` prints.
+PIPE_WIDTH = 160
+
+
+def spell(name: str) -> str:
+    """A keyword argument's name as its command-line option (``trace_format`` -> ``--trace-format``)."""
+    return "--" + name.replace("_", "-")
+
+
+def _number(option: str, ok: Callable[[float], bool], rule: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option} must be a number, got {text!r}") from None
+        if not (math.isfinite(v) and ok(v)):
+            raise argparse.ArgumentTypeError(f"{option} must be a finite number {rule}, got {text!r}")
+        return v
+    return parse
+
+
+def positive(option: str) -> Callable[[str], float]:
+    """A parser of a finite number > 0 for ``option``."""
+    return _number(option, lambda v: v > 0, "> 0")
+
+
+def non_negative(option: str) -> Callable[[str], float]:
+    """A parser of a finite number >= 0 for ``option``."""
+    return _number(option, lambda v: v >= 0, ">= 0")
+
+
+def seed(text: str) -> int:
+    """``--seed``: an integer in 0..2**64-1."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--seed must be an integer in 0..2**64-1, got {text!r}") from None
+    if not 0 <= v <= 2**64 - 1:
+        raise argparse.ArgumentTypeError(f"--seed must be an integer in 0..2**64-1, got {text!r}")
+    return v
+
+
+def policies(text: str) -> list[str]:
+    """``--policies``: comma-separated policy names, each known, none repeated."""
+    names = [p.strip().lower() for p in text.split(",") if p.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"--policies must name at least one policy, got {text!r}")
+    for p in names:
+        if p not in POLICIES:
+            raise argparse.ArgumentTypeError(
+                f"--policies: unknown policy {p!r}; valid policies: {', '.join(POLICIES)}")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"--policies must not repeat a name, got {text!r}")
+    return names
+
+
+def add_command(subparsers: Any, name: str, run: Callable[[argparse.Namespace], int], *, help: str,
+                description: str) -> argparse.ArgumentParser:
+    """Add subcommand ``name`` (``pard name``), whose ``run(args)`` returns the exit code."""
+    p: argparse.ArgumentParser = subparsers.add_parser(name, help=help, description=description)
+    p.set_defaults(func=run)
+    return p
+
+
+def add_pipeline(p: argparse.ArgumentParser, default: str) -> None:
+    """Add ``--pipeline`` (a built-in name or a spec file) with ``default``."""
+    p.add_argument("--pipeline", default=default, metavar="{" + ",".join(BUILTIN_NAMES) + ",FILE}",
+                   help=f"a built-in pipeline or a spec file (YAML/JSON/TOML); default {default}")
+
+
+def machine_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def cores(arg: int | None, err: Any = None) -> int:
+    """``--cores``, default the cores this process may run on.  More than the machine has is
+    accepted (the workers are sized to it and share the real cores; the profile is measured that
+    way) but warned about on ``err``."""
+    have = machine_cores()
+    if arg is None:
+        return have
+    if arg < 1:
+        raise UsageError(f"--cores must be an int >= 1, got {arg!r}")
+    if arg > have and err is not None:
+        err.print(f"[yellow]warning:[/] --cores {arg} exceeds this machine's {have} cores: the workers "
+                  f"are sized to {arg} cores and share the {have} real ones (the profile is measured "
+                  f"that way, so it stays consistent, but every stage runs slower than on {arg} cores)")
+    return int(arg)
+
+
+def console(*, stderr: bool = False) -> Any:
+    """A rich Console for stdout (or stderr): the terminal's width, or :data:`PIPE_WIDTH` columns
+    without line wrapping of plain text when the stream is not a terminal."""
+    stream = sys.stderr if stderr else sys.stdout
+    tty = bool(getattr(stream, "isatty", lambda: False)())
+    return require("rich.console", "cli", "the pard command").Console(
+        stderr=stderr, width=None if tty else PIPE_WIDTH, soft_wrap=not tty)
+
+
+def check_output(option: str, path: Path) -> None:
+    """UsageError unless ``path``'s folder exists and is writable (checked before running)."""
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise UsageError(f"{option} {str(path)!r} is a directory; give a file name")
+    if not parent.is_dir():
+        raise UsageError(f"{option} {str(path)!r}: the folder {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {str(path)!r}: the folder {str(parent)!r} is not writable")
+
+
+def check_plot_suffix(path: Path) -> None:
+    """UsageError unless ``path``'s suffix is a format matplotlib can write."""
+    canvas = require("matplotlib.backend_bases", "cli", "figures").FigureCanvasBase
+    formats = sorted(canvas.get_supported_filetypes())
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in formats:
+        raise UsageError(f"--plot {str(path)!r}: unsupported figure format {suffix or '(no suffix)'!r}; "
+                         f"use one of {', '.join('.' + f for f in formats)}")
+
+
+def clean(x: Any) -> Any:
+    """``x`` with non-finite floats as None and NumPy scalars as Python numbers (for JSON)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [clean(v) for v in x]
+    if isinstance(x, (np.floating, np.integer)):
+        return clean(x.item())
+    return x

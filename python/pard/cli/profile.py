@@ -1,0 +1,75 @@
+"""``pard profile``: measure each stage's duration per batch size on this machine and save the spec."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from .._extras import require
+from ..config import resolve_pipeline
+from ..errors import UsageError
+from ..profiling import measure_profile, size_workers
+from .measure import measure, sizing_line
+from .parsers import add_command, add_pipeline, console, cores, positive
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    """Add ``pard profile``."""
+    p = add_command(
+        subparsers, "profile", run,
+        help="measure each stage's duration per batch size on this machine (reference models)",
+        description="Time each stage's reference model at every batch size (warm-up, then the median of "
+                    "repeats), with all live workers running at once and BLAS limited to one thread per "
+                    "worker, and write the pipeline spec with the measured profiles.  `pard run --profile "
+                    "FILE` and `pard simulate --pipeline FILE` accept the file.",
+    )
+    add_pipeline(p, "tm")
+    p.add_argument("--out", type=Path, default=None, metavar="FILE",
+                   help="where to write the profile (YAML/JSON/TOML by suffix); default the cache "
+                        "(~/.cache/pard/profiles/...)")
+    p.add_argument("--cores", type=int, default=None,
+                   help="cores to size the workers to; default all this process may use (more than the machine "
+                        "has is accepted with a warning)")
+    p.add_argument("--repeats", type=int, default=7, help="timed runs per batch size and worker; default 7")
+    p.add_argument("--scale", type=positive("--scale"), default=1.0,
+                   help="reference models' work per request, relative to the default size; default 1")
+
+
+def _profile_table(spec: Any) -> Any:
+    t = require("rich.table", "cli", "the pard command").Table(title=f"{spec.name}: measured d(b) in ms (timed beside the other stages' load at capacity)")
+    t.add_column("stage")
+    t.add_column("workers", justify="right")
+    t.add_column("d(b) ms")
+    t.add_column("req/s at max batch", justify="right")
+    for st in spec.stages:
+        t.add_row(st.name, str(st.workers), "  ".join(f"{b}:{d * 1e3:.1f}" for b, d in sorted(st.profile.items())),
+                  f"{st.throughput():.0f}")
+    return t
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``pard profile``; returns the exit code."""
+    err = console(stderr=True)
+    try:
+        spec = resolve_pipeline(args.pipeline)
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"--pipeline {args.pipeline!r}: {exc}") from None
+    if args.repeats < 1:
+        raise UsageError(f"--repeats must be an int >= 1, got {args.repeats!r}")
+    n_cores = cores(args.cores, err)
+    if args.out is None:
+        res = measure(args, spec, n_cores, err, refresh=True)
+    else:
+        workers = size_workers(spec, n_cores)
+        err.print(sizing_line(spec, workers, n_cores))
+        res = measure_profile(spec, workers=workers, repeats=args.repeats, model_options={"scale": float(args.scale)})
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        res.spec.save(args.out)
+        res.path = args.out
+        err.print(f"profile measured in {res.wall_s:.1f} s, written to {args.out}")
+    console().print(_profile_table(res.spec))
+    print(res.path)
+    return 0

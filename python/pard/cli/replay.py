@@ -1,0 +1,96 @@
+"""``pard run`` step 3: replay the arrivals live through :class:`pard.Runtime`, once per policy, and
+simulate the same arrivals with the measured profile (and with the profile refit to the run)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from .._extras import require
+from ..models import sample_inputs
+from ..outcomes import LATE, ON_TIME
+from ..profiling import profile_drift, profile_from_batches
+from ..runtime import Runtime
+from ..sim import simulate
+
+__all__ = ["LiveRuns", "replay_policies"]
+
+
+class LiveRuns:
+    """What the live replays produced, by policy: the runtimes with their replay start, the simulated
+    and refit reports, the per-run figures for ``live.policies``, and every run's batches."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, tuple[Runtime, float]] = {}
+        self.simulated: dict[str, Any] = {}
+        self.refit: dict[str, Any] = {}
+        self.info: dict[str, Any] = {}
+        self.batches: list[dict[str, np.ndarray]] = []
+
+
+def _run_info(rt: Runtime, spec: Any, batches: dict[str, np.ndarray], drain_s: float) -> dict[str, Any]:
+    """The figures of one live run: scheduler time and its share of latency, batches, drift."""
+    out = rt.outcomes()
+    done = (out["state"] == ON_TIME) | (out["state"] == LATE)
+    lat = out["finish_s"][done] - out["send_s"][done]
+    ov = rt.overhead()
+    e2e = float(lat.sum()) if lat.size else math.nan
+    sizes = {st.name: batches["size"][batches["stage"] == k] for k, st in enumerate(spec.stages)}
+    return {
+        "scheduler_s": ov["scheduler_s"], "planner_s": ov["planner_s"],
+        "planner_calls": int(ov["planner_calls"]),
+        "scheduler_share_of_latency": (ov["scheduler_s"] + ov["planner_s"]) / out["send_s"].size
+        / (e2e / lat.size) if lat.size else None,
+        "mean_latency_s": e2e / lat.size if lat.size else None,
+        "drain_s": drain_s,
+        "batches": int(batches["size"].size),
+        "mean_batch": {n: float(np.mean(b)) if b.size else 0.0 for n, b in sizes.items()},
+        "profile_drift": profile_drift(spec, batches),
+    }
+
+
+def replay_policies(args: argparse.Namespace, spec: Any, arrivals: np.ndarray, err: Any,
+                    drain_limit_s: float) -> LiveRuns:
+    """Replay ``arrivals`` live once per ``args.policies``, each followed by its two simulations."""
+    rp = require("rich.progress", "cli", "the pard command")
+    workers = [st.workers for st in spec.stages]
+    payloads = list(sample_inputs(64, seed=args.seed))
+    res = LiveRuns()
+    total = float(args.duration) * len(args.policies)
+    with rp.Progress(rp.TextColumn("{task.description}"), rp.BarColumn(), rp.TextColumn("{task.percentage:>3.0f}%"),
+                     rp.TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("live", total=total)
+        for i, name in enumerate(args.policies):
+            bar.update(task, description=f"live {name}")
+            offset = i * float(args.duration)
+            rt = Runtime(spec, policy=name, workers=workers, model_options={"scale": float(args.scale)},
+                         planner_options={"seed": args.seed + 1})
+            t_rep = rt.now()
+            try:
+                def tick(t: float, o: float = offset) -> None:
+                    bar.update(task, completed=min(o + t, total))
+
+                rt.replay(arrivals, payloads, progress=tick)
+                t_drain = time.perf_counter()
+                # what is still queued this long after the last arrival cannot finish on time any
+                # more; it is cancelled (counted as dropped, reason "cancelled") to bound the run
+                rt.close(drain=True, timeout_s=drain_limit_s)
+                drain_s = time.perf_counter() - t_drain
+            finally:
+                rt.close(drain=False)
+            batches = rt.batches()
+            res.runs[name] = (rt, t_rep)
+            res.batches.append(batches)
+            res.info[name] = _run_info(rt, spec, batches, drain_s)
+            # the live send times; the few the replay sent a little after the window's end (it lags
+            # by milliseconds under load) are clamped into it, so both reports span the same seconds
+            send = np.clip(rt.outcomes()["send_s"] - t_rep, 0.0, np.nextafter(float(args.duration), 0.0))
+            res.simulated[name] = simulate(spec, send, name, workers=workers, seed=args.seed)
+            res.refit[name] = simulate(profile_from_batches(spec, batches), send, name, workers=workers,
+                                       seed=args.seed)
+            bar.update(task, completed=offset + float(args.duration))
+    return res

@@ -1,0 +1,148 @@
+"""``pard run`` (no arguments needed) -- what a new user runs first -- in six steps, one module each:
+
+1. :mod:`~pard.cli.measure`: measure the pipeline's stage profiles on this machine with the reference
+   models (:mod:`pard.profiling`; reused from the cache when this machine, pipeline, sizing and version
+   were measured before), sizing the live worker counts to the cores;
+2. here: cut a window of the bundled Azure LLM conversation trace, amplified (DESIGN §5) to a mean
+   rate of ``--load`` times the measured pipeline capacity, so that the trace's bursts overload it;
+3. :mod:`~pard.cli.replay`: for each policy (default ``pard,nexus,clipper++,naive``) replay the window
+   in wall-clock time through :class:`pard.Runtime` (real worker threads, real array compute), and
+   simulate the same arrivals with the measured profile;
+4. and 5. :mod:`~pard.cli.compare`: print the metrics table (the same :class:`pard.report.Report`
+   ``pard simulate`` builds), the live-vs-simulated goodput, the scheduler's share of request latency,
+   the profile check and a verdict line saying plainly whether pard beat the best reactive baseline;
+6. :mod:`~pard.cli.write`: write the JSON and a PNG of goodput and drops over time per policy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._extras import require
+from ..errors import UsageError
+from ..report import comparison_table
+from ..workloads import TRACE_FORMATS, load_trace
+from .compare import agreement_table, bound_line, check_profile, drop_reasons, reasons_line, verdict
+from .measure import run_profile
+from .parsers import add_command, add_pipeline, console, cores, machine_cores, non_negative, policies, positive
+from .parsers import seed as seed_arg
+from .parsers import spell
+from .replay import replay_policies
+from .write import write_outputs
+
+__all__ = ["register", "run", "LIVE_DEFAULTS"]
+
+#: Defaults of ``pard run``: sized so that four policies finish within 3 minutes on 2 cores.
+LIVE_DEFAULTS: dict[str, Any] = {
+    "pipeline": "tm",
+    "trace": "azure-conv",
+    "load": 1.0,
+    "start": 1170.0,  # a stretch of the trace whose 10 s rate envelope swings 0.7x .. 1.4x its mean
+    "duration": 30.0,
+    "policies": "pard,nexus,clipper++,naive",
+    "out": "pard-out",
+    "scale": 1.0,
+}
+
+
+def register(subparsers: Any) -> None:
+    """Add ``pard run``."""
+    d = LIVE_DEFAULTS
+    p = add_command(
+        subparsers, "run", run,
+        help="replay a real trace live through a real pipeline under each policy (start here)",
+        description="Profile the pipeline on this machine (or reuse the cached profile), then replay a "
+                    "window of the bundled Azure LLM conversation trace, amplified so its bursts overload "
+                    "the pipeline, in wall-clock time through the live runtime and the reference models, "
+                    "once per policy; print the metrics table, compare with the simulator on the same "
+                    "arrivals, and write JSON and a PNG.",
+    )
+    add_pipeline(p, d["pipeline"])
+    p.add_argument("--profile", type=Path, default=None, metavar="FILE",
+                   help="a measured profile (from `pard profile --out`); default: cached or measured now")
+    p.add_argument("--trace", default=d["trace"], metavar="{azure-conv,bursty,poisson,FILE}",
+                   help="arrival trace (as `pard simulate`); default azure-conv")
+    p.add_argument("--trace-format", choices=TRACE_FORMATS, default=None, help="format of a trace FILE")
+    p.add_argument("--load", type=positive("--load"), default=d["load"],
+                   help="mean arrival rate over the measured pipeline capacity; default 1.0")
+    p.add_argument("--start", type=non_negative("--start"), default=d["start"],
+                   help=f"skip this many seconds of the trace; default {d['start']:g}")
+    p.add_argument("--duration", type=positive("--duration"), default=d["duration"],
+                   help=f"seconds of trace to replay per policy; default {d['duration']:g}")
+    p.add_argument("--policies", type=policies, default=policies(d["policies"]),
+                   help=f"comma-separated policies; default {d['policies']}")
+    p.add_argument("--out", type=Path, default=Path(d["out"]), metavar="DIR",
+                   help=f"directory for live.json and live.png; default {d['out']}")
+    p.add_argument("--json", type=Path, default=None, metavar="PATH", help="JSON path (default DIR/live.json)")
+    p.add_argument("--plot", type=Path, default=None, metavar="PATH", help="PNG path (default DIR/live.png)")
+    p.add_argument("--cores", type=int, default=None,
+                   help="cores to size the workers to; default all this process may use (more than the machine "
+                        "has is accepted with a warning: the workers then share the real cores)")
+    p.add_argument("--scale", type=positive("--scale"), default=d["scale"],
+                   help="reference models' work per request, relative to the default size; default 1")
+    p.add_argument("--refresh-profile", action="store_true",
+                   help="measure even if a cached profile exists (a cached one is also measured again when "
+                        "older than 12 h, or when a previous run found the machine >25 %% off its profile)")
+    p.add_argument("--seed", type=seed_arg, default=0, help="seed of the arrivals and planner; default 0")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``pard run``; returns the exit code."""
+    t_all = time.perf_counter()
+    out = console()
+    err = console(stderr=True)
+    n_cores = cores(args.cores, err)
+    spec, used, cache_path = run_profile(args, n_cores, err)  # 1.
+    workers = [st.workers for st in spec.stages]
+    capacity = spec.capacity().pipeline
+    arrivals, label = load_trace(args.trace, trace_format=args.trace_format, scaling="amplify",  # 2.
+                                 rate=args.load * capacity, start_s=args.start, duration_s=args.duration,
+                                 seed=args.seed, spell=spell)
+    if arrivals.size == 0:
+        raise UsageError(f"--trace {args.trace!r}: no arrivals in the selected window")
+    err.print(f"[bold]{spec.name}[/] live: capacity {capacity:.0f} req/s (measured), SLO {spec.slo:g} s; "
+              f"trace {label}, {args.duration:g} s from {args.start:g} s at load {args.load:g}: "
+              f"{arrivals.size} requests, peak 1 s rate "
+              f"{np.bincount(arrivals.astype(np.int64)).max():.0f} req/s")
+    drain_limit_s = max(2.0, 5.0 * spec.slo)  # how long close() may drain after the last arrival
+    live = replay_policies(args, spec, arrivals, err, drain_limit_s)  # 3.
+    # 5. did the machine run as profiled?  (all policies' batches together)
+    pooled = {key: np.concatenate([b[key] for b in live.batches]) for key in ("stage", "size", "duration_s")}
+    check = check_profile(spec, pooled, used, cache_path=cache_path, profile_arg=args.profile)
+    # 4. each run's report; its goodput bound: the profile's capacity, scaled up where its batches ran faster
+    reports = {}
+    for name, (rt, t_rep) in live.runs.items():
+        info = live.info[name]
+        info["bound_capacity"] = rt.bound_capacity()
+        reports[name] = rt.report(t0_s=t_rep, duration_s=float(args.duration))
+        by_reason = reports[name].dropped_by_reason
+        info["dropped_by_reason"] = {r: int(by_reason.get(r, 0)) for r in drop_reasons(by_reason)}
+        info["drain_limit_s"] = drain_limit_s
+    title = f"{spec.name} LIVE / {label} / load {args.load:g} / {n_cores} cores"
+    out.print(comparison_table(reports, title=title))
+    out.print(bound_line(live.info))
+    out.print(reasons_line(live.info, drain_limit_s))
+    out.print(agreement_table(reports, live.simulated, live.refit, live.info))
+    if check["warning"]:
+        out.print(f"[yellow]{require('rich.markup', 'cli', 'the pard command').escape(check['warning'])}[/]")
+    line = verdict(reports)
+    if line:
+        out.print(line)
+    # 6. files
+    json_path = args.json or args.out / "live.json"
+    plot_path = args.plot or args.out / "live.png"
+    write_outputs(json_path, plot_path, reports, pipeline=spec.name, trace=label, load=args.load, title=title,
+                  simulated=live.simulated, refit=live.refit, live={
+                      "cores": n_cores, "machine_cores": machine_cores(),
+                      "workers": dict(zip([st.name for st in spec.stages], workers)),
+                      "profile": {st.name: {str(b): d for b, d in sorted(st.profile.items())} for st in spec.stages},
+                      "profile_used": used, "profile_check": check,
+                      "duration_s": args.duration, "start_s": args.start, "policies": live.info,
+                      "verdict": line, "wall_s": time.perf_counter() - t_all})
+    err.print(f"wrote {json_path} and {plot_path} ({time.perf_counter() - t_all:.0f} s in all)")
+    return 0

@@ -1,0 +1,171 @@
+"""The run recorder: per-interval statistics in, a :class:`pard.report.Report` out (DESIGN §4).
+
+The simulator and the live runtime feed one :class:`RunRecorder` the same way: once per planner
+sync interval they hand it each stage's statistics for that interval, in the form
+``pard._core.Simulator.take_stats()`` returns (``arrival_s``, ``qdelay_t_s``, ``qdelay_s``,
+``batch_start_s``, ``batch_duration_s``, ``batch_size``, ``batch_wait_s``), and the workers serving.
+The recorder keeps counters and per-second bins only (not the samples), so its memory grows with
+the run's span in seconds, not with its requests.  At the end :meth:`RunRecorder.report` joins them
+with the per-request outcomes into a Report, with the goodput bound's capacity computed one way for
+both (each stage at its best batch size, :func:`pard.profile.peak_throughput`, sped up where the
+run's batches ran faster than profiled).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .outcomes import REASONS
+from .profile import peak_throughput
+from .report import Report
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import PipelineSpec
+
+__all__ = ["RunRecorder"]
+
+F64 = npt.NDArray[np.float64]
+
+
+class RunRecorder:
+    """Counters and per-second bins of one run, fed once per sync interval.
+
+    Args:
+        spec: the pipeline run (profiles give the nominal ``d(b)`` of each executed batch).
+        origin_s: the time of bin 0 (s); bins are whole seconds from it.
+        workers: the workers per stage at the start (the series' value before the first sync).
+    """
+
+    def __init__(self, spec: PipelineSpec, *, origin_s: float, workers: Sequence[float]) -> None:
+        ns = len(spec.stages)
+        self._spec = spec
+        self.origin_s = float(origin_s)
+        self.submitted = np.zeros(ns, dtype=np.int64)
+        self.executed = np.zeros(ns, dtype=np.int64)
+        self.compute_s = np.zeros(ns)
+        self.nominal_s = np.zeros(ns)  # profiled d(b) of the executed batches, summed
+        self.peak = np.array([peak_throughput(st.profile, st.max_batch) for st in spec.stages])
+        self._initial = np.asarray(workers, dtype=np.float64)
+        self._qsum = np.zeros((ns, 0))
+        self._qcnt = np.zeros((ns, 0))
+        self._wsum = np.zeros((ns, 0))
+        self._wdt = np.zeros(0)
+
+    # ------------------------------------------------------------------ feeding
+    def _grow(self, n: int) -> None:
+        have = self._wdt.size
+        if n <= have:
+            return
+        cap = max(n, 2 * have, 64)
+        for name in ("_qsum", "_qcnt", "_wsum"):
+            old = getattr(self, name)
+            new = np.zeros((old.shape[0], cap))
+            new[:, :have] = old
+            setattr(self, name, new)
+        wdt = np.zeros(cap)
+        wdt[:have] = self._wdt
+        self._wdt = wdt
+
+    def record(self, stats: Sequence[Mapping[str, Any]], serving: Sequence[float], t_prev: float, t: float) -> None:
+        """Add one interval ``(t_prev, t]``: each stage's statistics and the workers serving at ``t``."""
+        for k, s in enumerate(stats):
+            self.submitted[k] += len(s["arrival_s"])
+            bsz = np.asarray(s["batch_size"], dtype=np.int64)
+            self.executed[k] += int(bsz.sum())
+            self.compute_s[k] += float(np.asarray(s["batch_duration_s"], dtype=np.float64).sum())
+            if bsz.size:
+                sizes, cnt = np.unique(bsz, return_counts=True)
+                st = self._spec.stages[k]
+                self.nominal_s[k] += sum(c * st.duration(int(b)) for b, c in zip(sizes, cnt))
+            tq = np.asarray(s["qdelay_t_s"], dtype=np.float64)
+            if tq.size:  # per-second sums over the few seconds this interval touches
+                idx = np.floor(tq - self.origin_s).astype(np.int64)
+                q = np.asarray(s["qdelay_s"], dtype=np.float64)
+                ok = idx >= 0
+                if not ok.all():
+                    idx, q = idx[ok], q[ok]
+                if idx.size:
+                    lo, hi = int(idx.min()), int(idx.max())
+                    self._grow(hi + 1)
+                    idx -= lo
+                    self._qsum[k, lo:hi + 1] += np.bincount(idx, weights=q, minlength=hi - lo + 1)
+                    self._qcnt[k, lo:hi + 1] += np.bincount(idx, minlength=hi - lo + 1)
+        b = int(math.floor(0.5 * (t_prev + t) - self.origin_s))
+        if b >= 0:
+            self._grow(b + 1)
+            self._wsum[:, b] += np.asarray(serving, dtype=np.float64) * (t - t_prev)
+            self._wdt[b] += t - t_prev
+
+    # ------------------------------------------------------------------ reading
+    def speedup(self) -> F64:
+        """Per stage: profiled over measured duration of the executed batches (NaN before any ran)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.compute_s > 0, self.nominal_s / np.where(self.compute_s > 0, self.compute_s, 1.0),
+                            np.nan)
+
+    def stage_capacity(self, workers: F64) -> F64:
+        """Per stage (req/s): ``workers * peak * max(1, speed-up)``; ``workers`` shape ``(ns,)`` or ``(ns, nb)``.
+
+        Slower batches do not lower it: a bound must hold whatever the machine did.
+        """
+        up = np.maximum(np.nan_to_num(self.speedup(), nan=1.0), 1.0) * self.peak
+        return np.asarray(workers, dtype=np.float64) * (up if np.ndim(workers) == 1 else up[:, None])
+
+    def series(self, t0_s: float, n_bins: int) -> tuple[F64, F64, F64]:
+        """Queueing-delay sums, counts and workers per stage for ``n_bins`` seconds from ``t0_s``.
+
+        Bins are whole seconds from ``origin_s``; ``t0_s`` is rounded to the nearest one.  A second
+        no sync fell into takes the previous second's workers.
+        """
+        off = int(round(t0_s - self.origin_s))
+        end = max(off + n_bins, self._wdt.size, 0)
+        self._grow(end)
+        workers = np.zeros((self._initial.size, end))
+        last = self._initial
+        for b in range(end):
+            if self._wdt[b] > 0:
+                last = self._wsum[:, b] / self._wdt[b]
+            workers[:, b] = last
+        lo, hi = max(off, 0), off + n_bins
+        pad = lo - off
+
+        def cut(a: F64) -> F64:
+            out = np.zeros((a.shape[0], n_bins))
+            if hi > lo:
+                out[:, pad:] = a[:, lo:hi]
+            return out
+
+        w = cut(workers)
+        if pad:
+            w[:, :pad] = self._initial[:, None]
+        return cut(self._qsum), cut(self._qcnt), w
+
+    def report(self, *, policy: str, outcomes: Mapping[str, Any], t0_s: float, n_bins: int,
+               slo_s: Any, capacity_req_s: float | None = None) -> Report:
+        """The run's Report from ``outcomes`` (the ``Simulator.outcomes()`` form: ``send_s``, ``state``,
+        ``finish_s``, ``drop_stage``, ``reason``, ``compute_s``; optional ``tier``, per-request tier codes,
+        default 0) and what was recorded.
+
+        The goodput bound's capacity per second is the minimum over stages of
+        :meth:`stage_capacity` with that second's workers, or ``capacity_req_s`` when given.
+        """
+        qsum, qcnt, workers = self.series(t0_s, n_bins)
+        if capacity_req_s is None:
+            capacity = self.stage_capacity(workers).min(axis=0)
+        else:
+            capacity = np.full(n_bins, float(capacity_req_s))
+        spec = self._spec
+        return Report(
+            policy=policy, pipeline=spec.name, stage_names=[st.name for st in spec.stages],
+            send_s=outcomes["send_s"], state=outcomes["state"], finish_s=outcomes["finish_s"],
+            drop_stage=outcomes["drop_stage"], reason=outcomes["reason"], compute_s=outcomes["compute_s"],
+            reasons=list(REASONS), stage_submitted=self.submitted, stage_executed=self.executed,
+            stage_compute_s=self.compute_s, t0_s=t0_s, qdelay_sum_s=qsum, qdelay_count=qcnt,
+            workers=workers, capacity=capacity, slo_s=slo_s, tier=outcomes.get("tier"),
+            tier_names=list(spec.tiers), tier_weights=[float(w) for w in spec.tiers.values()],
+        )

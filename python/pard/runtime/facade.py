@@ -1,0 +1,465 @@
+"""The :class:`Runtime` façade: wires the parts of the live runtime together and delegates to them.
+
+:mod:`~pard.runtime.requests` (ids, outcomes, the one terminal transition), :mod:`~pard.runtime.workers`
+(stages, worker threads, batch formation), :mod:`~pard.runtime.routing` (hand-over between stages),
+:mod:`~pard.runtime.planner_loop` (planner thread, run recorder), :mod:`~pard.runtime.clock`, and
+:mod:`~pard.runtime.setup` (building all of it from the arguments).  See :mod:`pard.runtime`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._checks import show
+from .._extras import available, require
+from ..config import resolve_pipeline
+from ..errors import Dropped, ExecutorError, PardTypeError, PardValueError, Rejected
+from ..outcomes import DROPPED, FAILED, PENDING, REJECTED, STATES, reason_code
+from ..planner import Planner
+from ..policies import get_policy
+from ..recorder import RunRecorder
+from ..wiring import planner_stages
+from .clock import RunClock
+from .planner_loop import PlannerLoop
+from .requests import CANCELLED, Ledger, RequestFuture
+from .replay import replay
+from .routing import Router
+from .setup import PayloadShape, build_stages, executors_arg, options_arg, positive_seconds, worker_counts
+from .workers import WorkerPool
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..config import PipelineSpec
+    from ..report import Report
+
+__all__ = ["Runtime"]
+
+_REJECTED_CODE = reason_code("rejected")
+_INT32_MAX = 2**31 - 1
+#: The largest SLO ``submit`` accepts (s): the C++ core caps times at 1e9 s (about 31.7 years).
+_MAX_SLO_S = 1e9
+
+
+class Runtime:
+    """Serve a pipeline live: worker threads per stage around the C++ stage schedulers.
+
+    Args:
+        pipeline: a :class:`pard.config.PipelineSpec`, a built-in name (``"tm"``, ...) or a spec
+            file.  Its profiles drive the schedulers' estimates (use a measured profile, see
+            :mod:`pard.profiling`), its ``slo`` is the default SLO, its ``workers`` the default
+            worker counts.
+        stages: stage name -> executor (an :class:`~pard.executors.ArrayExecutor`, a
+            :class:`~pard.executors.CallableExecutor` or any callable ``list -> list``, see
+            :func:`pard.executors.as_executor`), one per stage.  ``None``: the reference models of
+            :mod:`pard.models` (``scale`` and ``seed`` as ``model_options``) in ArrayExecutors.
+        policy: a policy name (:data:`pard.policies.POLICIES`) or a ``PolicySpec``.
+        workers: worker threads per stage, ``{stage: n}`` or a list in ``pipeline.stages`` order;
+            default the spec's ``workers``.
+        sync_interval_s: the planner's period (s, > 0; default 1 s as the paper and the simulator).
+        payload_shape: if given (a sequence of ints >= 0), ``submit`` checks every payload has this
+            shape; default: the entry executor's ``payload_shape``, else the first payload's when an
+            entry executor is an ArrayExecutor (see :class:`pard.runtime.setup.PayloadShape`).  A
+            payload of another shape raises PardValueError at ``submit`` and is counted nowhere.
+        join: for a stage with several predecessors, ``join(outputs) -> payload`` with the
+            predecessors' outputs in topological order; default :func:`pard.models.join_inputs`
+            when ``stages`` is None, else ``tuple``.
+        ring_capacity: each stage's ingress ring slots (a power of two; a full entry ring rejects).
+        blas_threads: limit BLAS to this many threads while the runtime runs (threadpoolctl, from the
+            ``pard[cli]`` extra; the limit is process-wide, so one worker's BLAS call uses one
+            core); ``None`` leaves it; ``"auto"`` (default): 1 when threadpoolctl is installed,
+            else left as it is.
+        planner_options: keyword arguments for :class:`pard.planner.Planner` (``lam``, ``window_s``,
+            ``adapt_window``, ``samples``, ``seed``).
+        model_options: keyword arguments for :func:`pard.models.reference_models` (``stages=None``).
+        start: start the threads now (default); otherwise call :meth:`start`.
+
+    Raises:
+        pard.ConfigError / pard.errors.PardValueError / PardTypeError: a bad argument (named, with
+            its value); all are ``ValueError`` / ``TypeError`` too.
+    """
+
+    def __init__(
+        self,
+        pipeline: PipelineSpec | str,
+        stages: Mapping[str, Any] | None = None,
+        *,
+        policy: Any = "pard",
+        workers: Mapping[str, int] | Sequence[int] | None = None,
+        sync_interval_s: float = 1.0,
+        payload_shape: Sequence[int] | None = None,
+        join: Callable[[list[Any]], Any] | None = None,
+        ring_capacity: int = 65536,
+        blas_threads: int | str | None = "auto",
+        planner_options: Mapping[str, Any] | None = None,
+        model_options: Mapping[str, Any] | None = None,
+        start: bool = True,
+    ) -> None:
+        spec = resolve_pipeline(pipeline)
+        self._spec = spec
+        self._policy = get_policy(policy)
+        sync_s = positive_seconds("sync_interval_s", sync_interval_s)
+        if blas_threads == "auto":
+            blas_threads = 1 if available("threadpoolctl") else None
+        elif blas_threads is not None and (isinstance(blas_threads, bool) or not isinstance(blas_threads, int)
+                                           or blas_threads < 1):
+            raise PardValueError(f"blas_threads must be an int >= 1, None or 'auto', got {blas_threads!r}")
+        self._blas_threads: int | None = blas_threads  # type: ignore[assignment]
+        executors, join_fn = executors_arg(spec, stages, model_options, join)
+        counts = worker_counts(spec, workers)
+        self._stages = build_stages(spec, self._policy, executors, counts, ring_capacity)
+        index = {st.name: k for k, st in enumerate(spec.stages)}
+        self._entries = [index[n] for n in spec.entry_stages()]
+        exits = [index[n] for n in spec.exit_stages()]
+        self._shape = PayloadShape(payload_shape, [executors[spec.stages[k].name] for k in self._entries])
+        opts = options_arg(planner_options, "planner_options", Planner.__init__, skip=("self", "stages", "policy"))
+        self._planner = Planner(planner_stages(spec), policy=self._policy, **opts)
+
+        self._clock = RunClock()
+        self._ledger = Ledger(len(self._stages), len(exits), self._clock.now)
+        self._router = Router(self._stages, self._ledger, exits, join_fn)
+        self._pool = WorkerPool(self._stages, self._ledger, self._router, self._clock)
+        recorder = RunRecorder(spec, origin_s=0.0, workers=counts)
+        self._loop = PlannerLoop(self._stages, self._planner, recorder, self._clock, sync_s)
+        self._accepting = False
+        self._started = False
+        self._closed = False
+        self._blas_ctx: Any = None
+        if start:
+            self.start()
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def pipeline(self) -> PipelineSpec:
+        """The pipeline served."""
+        return self._spec
+
+    @property
+    def policy(self) -> str:
+        """The policy's name."""
+        return self._policy.name
+
+    @property
+    def workers(self) -> dict[str, int]:
+        """Worker threads per stage."""
+        return {st.name: st.workers for st in self._stages}
+
+    @property
+    def payload_shape(self) -> tuple[int, ...] | None:
+        """The shape ``submit`` requires of a payload (given, declared or learnt), or None (no check)."""
+        return self._shape.shape
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` has begun (``submit`` then raises)."""
+        return self._closed or (self._started and not self._accepting)
+
+    @property
+    def planner_errors(self) -> list[BaseException]:
+        """Exceptions raised by planner updates (the schedulers keep the last published terms)."""
+        return self._loop.errors
+
+    @property
+    def _planner_thread(self) -> threading.Thread | None:
+        return self._loop.thread
+
+    def now(self) -> float:
+        """Seconds since the runtime was created (the clock every recorded time uses)."""
+        return self._clock.now()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("running" if self._started else "not started")
+        return (f"Runtime({self._spec.name!r}, policy={self.policy!r}, workers={self.workers}, "
+                f"{state}, submitted={self._ledger.out.n})")
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Start the worker and planner threads (idempotent).  Raises RuntimeError once closed."""
+        if self._closed:
+            raise RuntimeError("this Runtime is closed; create a new one")
+        if self._started:
+            return
+        if self._blas_threads is not None:
+            tp = require("threadpoolctl", "cli", "limiting BLAS threads (blas_threads)")
+            self._blas_ctx = tp.threadpool_limits(limits=self._blas_threads, user_api="blas")
+        self._clock.restart()
+        self._started = True
+        self._accepting = True
+        self._pool.start()
+        self._loop.start()
+
+    def __enter__(self) -> Runtime:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close(drain=True)
+
+    def _own_threads(self) -> list[threading.Thread]:
+        return self._pool.threads() + ([self._loop.thread] if self._loop.thread is not None else [])
+
+    def close(self, drain: bool = True, *, timeout_s: float | None = None) -> None:
+        """Stop accepting requests, end every in-flight request, stop the threads.
+
+        Args:
+            drain: wait until every in-flight request has finished, been dropped or failed (the
+                workers keep serving under the policy).  ``False``: cancel every in-flight request
+                at once (``pard.Dropped`` with reason ``"cancelled"``); batches already running finish
+                but their results are discarded.
+            timeout_s: bounds how long ``close`` blocks in all (s, >= 0; None: no limit).  With
+                ``drain``, what has not ended by then is cancelled; then ``close`` waits for the
+                threads until the same deadline.  Python threads cannot be killed: a worker whose
+                executor is still running a batch then (a hung model) is left behind as a daemon
+                thread -- its requests are already terminal, and whatever it returns is discarded
+                -- and a :class:`RuntimeWarning` names its stage.  Without ``timeout_s``, ``close``
+                waits for running batches to end, however long that takes.
+
+        After ``close`` every request submitted is in a terminal state (its future resolved), even
+        when it returned on ``timeout_s`` with a worker stuck.  Idempotent.  Raises RuntimeError
+        when called from one of the runtime's own threads (it would wait for itself),
+        PardValueError for a negative or non-finite ``timeout_s``.
+        """
+        if threading.current_thread() in self._own_threads():
+            raise RuntimeError("Runtime.close() must not be called from a worker or planner thread")
+        if timeout_s is not None:
+            positive_seconds("timeout_s", timeout_s, allow_zero=True)
+        deadline = None if timeout_s is None else time.monotonic() + float(timeout_s)
+        ledger = self._ledger
+        with ledger.lock:
+            if self._closed:
+                return
+            self._accepting = False
+            if drain and self._started:
+                while ledger.inflight > 0:
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        break
+                    ledger.idle.wait(timeout=left)
+        for r in list(ledger.live.values()):  # cancel whatever is left (everything, with drain=False)
+            ledger.finish(r, DROPPED, r.stage, CANCELLED, self.now(),
+                          Dropped(r.id, self._stages[r.stage].name, "cancelled"))
+        self._pool.stop()
+        self._loop.stop()
+        stuck = []
+        for t in self._own_threads():
+            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if t.is_alive():
+                stuck.append(t.name)
+        self._loop.flush()
+        self._closed = True
+        if self._blas_ctx is not None:
+            self._blas_ctx.restore_original_limits()
+            self._blas_ctx = None
+        if stuck:
+            stages = sorted({st.name for st in self._stages for t in st.threads if t.name in stuck})
+            what = f"stage(s) {stages}" if stages else "the planner"
+            warnings.warn(
+                f"Runtime.close(timeout_s={timeout_s!r}): thread(s) {stuck} of {what} still running after "
+                f"the timeout (a hung executor?); left behind as daemon thread(s). Every request has ended; "
+                f"whatever they return is discarded.",
+                RuntimeWarning, stacklevel=2)
+
+    # ------------------------------------------------------------------ submit
+    def submit(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> RequestFuture:
+        """Submit one request; returns its future at once.
+
+        Args:
+            payload: the entry stage's input for this request (e.g. an array of ``payload_shape``).
+            slo: end-to-end SLO in seconds, in ``(0, 1e9]`` (the C++ core caps times at 1e9 s);
+                default the pipeline's ``slo``.  The deadline is ``send + slo`` with ``send`` the
+                runtime clock at this call.
+            tier: service tier (int in [0, 2**31)), passed to the schedulers.
+
+        Returns:
+            a :class:`RequestFuture` resolving to the output, or raising ``pard.Dropped``,
+            ``pard.Rejected`` (entry ring full) or ``pard.ExecutorError``.
+
+        Raises (the request is then counted nowhere, and ``close()`` does not wait for it):
+            PardValueError: ``slo`` not in ``(0, 1e9]`` or not finite; ``tier`` out of range; the
+                payload's shape differs from the expected one (``payload_shape``, given or learnt,
+                see :class:`Runtime`).
+            PardTypeError: ``slo`` or ``tier`` of the wrong type.
+            RuntimeError: the runtime is not started or is closed, or a stage is dead (one of its
+                worker threads died outside the executor call; the message names the stage).
+            Whatever the entry stage's C++ ``submit`` raises (not expected once the arguments
+                passed the checks above): the registration is undone and the error propagates.  In a
+                DAG with several entry stages, if the request already reached one entry queue when
+                another raised, it cannot be unregistered: it ends as ``failed`` at once and the
+                error propagates.
+        """
+        slo_s = self._spec.slo if slo is None else _check_slo(slo)
+        if isinstance(tier, bool) or not isinstance(tier, (int, np.integer)):
+            raise PardTypeError(f"tier must be an int, got {type(tier).__name__}: {tier!r}")
+        if not 0 <= int(tier) <= _INT32_MAX:
+            raise PardValueError(f"tier must be in [0, 2**31), got {tier!r}")
+        shape, learning = self._shape.check(payload)
+        clock = self._clock.mine()
+        ledger = self._ledger
+        with ledger.lock:
+            if not self._accepting:
+                raise RuntimeError("this Runtime is not accepting requests (not started, or closed)")
+            if self._pool.dead is not None:
+                raise RuntimeError(_dead_message(self._pool.dead))
+            if learning:
+                self._shape.learn_locked(shape)
+            # Registration and the entry pushes happen under the lock, so that no other request is
+            # registered in between: if the first push raises, the request is unregistered and its
+            # id is reused (counted nowhere).  Lock order: the ledger's lock, then a stage's cond.
+            send = self.now()
+            req = ledger.register_locked(send, slo_s, int(tier))
+            fut = req.future
+            assert fut is not None
+            rejected_at, failure = self._router.enter(self._entries, req, send, payload, clock)
+        if failure is not None:
+            # pushed into some entry stage(s) before the error: the id is in a queue and cannot be
+            # reused, so the request ends as failed (never left in flight) and the error propagates
+            err = ExecutorError(f"submit into entry stage failed: {type(failure).__name__}: {failure}")
+            err.__cause__ = failure
+            ledger.finish(req, FAILED, req.stage, -1, send, err)
+            raise failure
+        if rejected_at >= 0:
+            ledger.finish(req, REJECTED, rejected_at, _REJECTED_CODE, send,
+                          Rejected(f"stage {self._stages[rejected_at].name!r}'s ingress ring is full"))
+        return fut
+
+    async def submit_async(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> Any:
+        """``await``-able form of :meth:`submit`: returns the output or raises as ``future.result()``.
+
+        Cancelling the awaiting task cancels the request.
+        """
+        fut = self.submit(payload, slo=slo, tier=tier)
+        try:
+            waiter = asyncio.wrap_future(fut)
+        except BaseException:  # e.g. no running event loop: end the request rather than leak it
+            fut.cancel()
+            raise
+        return await waiter
+
+    def replay(self, arrivals_s: Sequence[float] | np.ndarray, payloads: Sequence[Any], *,
+               slo: float | None = None, progress: Callable[[float], None] | None = None) -> list[RequestFuture]:
+        """Submit one request per arrival time, in wall-clock time, from the calling thread:
+        :func:`pard.runtime.replay.replay` with this runtime's :meth:`submit` (same arguments)."""
+        return replay(self.submit, arrivals_s, payloads, slo=slo, progress=progress)
+
+    # ------------------------------------------------------------------ results
+    def counts(self) -> dict[str, int]:
+        """Requests by state so far: ``submitted`` and each of :data:`STATES` (``pending`` = in flight).
+
+        ``submitted == pending + on_time + late + dropped + rejected + failed`` at any moment.
+        """
+        with self._ledger.lock:
+            c = dict(zip(STATES, self._ledger.counts))
+            c["submitted"] = self._ledger.out.n
+        return c
+
+    def queued(self, stage: str | None = None) -> int:
+        """Requests waiting in a stage's queue (not yet in a batch, not ended); all stages if None."""
+        ks = range(len(self._stages)) if stage is None else [self._spec.index(stage)]
+        live = list(self._ledger.live.values())
+        return sum(1 for r in live for k in ks if k in r.queued)
+
+    def outcomes(self) -> dict[str, np.ndarray]:
+        """Per request (index = request id): ``send_s``, ``slo_s``, ``tier``, ``state`` (int8, codes of
+        :data:`STATES`), ``finish_s`` (NaN while pending), ``drop_stage`` (-1 unless dropped, rejected or
+        failed), ``reason`` (-1 unless dropped/rejected), ``compute_s`` (compute charged to the request, s).  Same form as
+        ``pard._core.Simulator.outcomes()`` plus the inputs.  Copies."""
+        with self._ledger.lock:
+            return self._ledger.out.copy()
+
+    def batches(self) -> dict[str, np.ndarray]:
+        """One row per executed batch: ``stage`` (int32), ``start_s``, ``duration_s``, ``size`` (int64),
+        ``wait_s`` (batch wait W), as ``pard._core.Simulator.batches()`` plus the wait; by start time."""
+        rows = sorted(((st.index, *b) for st in self._stages for b in list(st.batches)), key=lambda r: r[1])
+        cols = list(zip(*rows)) if rows else [()] * 5
+        return {name: np.asarray(col, dtype=dtype) for name, col, dtype in zip(
+            ("stage", "start_s", "duration_s", "size", "wait_s"), cols,
+            (np.int32, np.float64, np.float64, np.int64, np.float64))}
+
+    def overhead(self) -> dict[str, float]:
+        """Time spent in the scheduler so far (s): ``scheduler_s`` (inside the C++ ``submit`` (wall time)
+        and ``form_batch`` (thread CPU time) calls, binding conversions included), ``planner_s``
+        (planner updates with their ``publish`` calls, thread CPU time), ``planner_calls``."""
+        sched_s, planner_s = self._clock.totals_s()
+        return {"scheduler_s": sched_s, "planner_s": planner_s, "planner_calls": float(self._loop.calls)}
+
+    def report(self, *, t0_s: float | None = None, duration_s: float | None = None,
+               capacity_req_s: float | None = None) -> Report:
+        """The run's :class:`pard.report.Report` (DESIGN §4), built by the same
+        :class:`pard.recorder.RunRecorder` as ``pard simulate``'s.
+
+        Call after :meth:`close` (every request must have ended).  Per-second series start at
+        ``t0_s`` (default: the first request's send time, floored to a whole second) and cover
+        ``duration_s`` seconds, rounded up (default: up to the last send time); goodput is per
+        second of that span.  The goodput bound (DESIGN §4) uses :meth:`bound_capacity`, or
+        ``capacity_req_s`` (req/s, finite, > 0) when given.
+
+        Raises PardValueError while requests are still in flight, or for a bad ``capacity_req_s``.
+        """
+        if capacity_req_s is not None:
+            try:
+                positive_seconds("capacity_req_s", capacity_req_s)
+            except PardValueError:
+                raise PardValueError(f"capacity_req_s must be a finite number of req/s > 0, "
+                                     f"got {show(capacity_req_s)}") from None
+        out = self.outcomes()
+        n = out["send_s"].size
+        if (out["state"] == PENDING).any():
+            raise PardValueError("report() needs every request ended: call close() first")
+        send = out["send_s"]
+        t0 = float(t0_s) if t0_s is not None else (float(math.floor(send[0])) if n else 0.0)
+        if duration_s is not None:
+            nb = max(1, int(math.ceil(float(duration_s) - 1e-9)))
+        else:
+            nb = int(math.floor((float(send[-1]) if n else t0) - t0)) + 1
+        return self._loop.recorder.report(policy=self._policy.name, outcomes=out, t0_s=t0, n_bins=nb,
+                                          slo_s=out["slo_s"], capacity_req_s=capacity_req_s)
+
+    def bound_capacity(self) -> dict[str, Any]:
+        """The pipeline capacity (req/s) the goodput bound of :meth:`report` uses, and how it was found.
+
+        Per stage ``k``: ``workers_k * peak_k * max(1, speedup_k)``, where ``peak_k = max_b b / d_k(b)``
+        over batch sizes up to ``max_batch`` (:func:`pard.profile.peak_throughput`) and ``speedup_k``
+        is the profiled duration of the batches this run executed at stage ``k`` over their measured
+        duration (1 before any batch ran; batches count once the planner loop has recorded them,
+        every sync interval and at :meth:`close`).  The pipeline capacity is the minimum over stages.
+        The profile is measured beside co-load at capacity; on a machine that is quieter during the
+        run, batches run faster than profiled, and the profile alone would understate the capacity.
+        Slower batches do not lower it: a bound must hold whatever the machine did.
+
+        Returns:
+            ``req_s`` (the capacity), ``profile_req_s`` (the same without the speed-up),
+            ``bottleneck`` (the stage with the smallest capacity), ``speedup_by_stage``
+            (stage -> the measured factor before clamping to >= 1, or None without batches).
+        """
+        self._loop.flush()
+        rec = self._loop.recorder
+        workers = np.array([float(st.workers) for st in self._stages])
+        rates = rec.stage_capacity(workers)
+        k = int(np.argmin(rates))
+        speedup = rec.speedup()
+        return {"req_s": float(rates[k]), "profile_req_s": float((workers * rec.peak).min()),
+                "bottleneck": self._stages[k].name,
+                "speedup_by_stage": {st.name: None if math.isnan(s) else float(s)
+                                     for st, s in zip(self._stages, speedup)}}
+
+
+def _dead_message(st: Any) -> str:
+    name, exc = st.dead
+    return (f"stage {st.name!r} is dead: its worker thread {name} died of {type(exc).__name__}: {exc!r} "
+            f"(outside the executor call); the Runtime cannot serve requests any more, close it")
+
+
+def _check_slo(slo: Any) -> float:
+    if isinstance(slo, bool) or not isinstance(slo, (int, float, np.integer, np.floating)):
+        raise PardTypeError(f"slo must be a number of seconds, got {type(slo).__name__}: {slo!r}")
+    v = float(slo)
+    if not (math.isfinite(v) and 0 < v <= _MAX_SLO_S):
+        raise PardValueError(f"slo must be a number of seconds in (0, {_MAX_SLO_S:g}] (the C++ core caps "
+                             f"times at 1e9 s), got {slo!r}")
+    return v

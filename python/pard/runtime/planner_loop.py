@@ -1,0 +1,99 @@
+"""The live runtime's planner loop (DESIGN §3.5): every sync interval on the runtime clock it hands
+each stage's new statistics to the :class:`pard.planner.Planner` (the simulator's planner,
+unchanged) and to the :class:`pard.recorder.RunRecorder` (fed as the simulator feeds it), then
+publishes the new terms to the C++ stage schedulers.
+
+The statistics come from the stages' append-only logs, read past a cursor per log, in the form
+``pard._core.Simulator.take_stats()`` returns.  :meth:`PlannerLoop.flush` hands the recorder what
+is left once the workers have stopped, so a report covers every batch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..planner import Planner
+from ..recorder import RunRecorder
+from .clock import RunClock
+from .workers import Stage
+
+__all__ = ["PlannerLoop"]
+
+
+class PlannerLoop:
+    """The planner thread of one runtime (see the module docstring)."""
+
+    def __init__(self, stages: Sequence[Stage], planner: Planner, recorder: RunRecorder, clock: RunClock,
+                 sync_interval_s: float) -> None:
+        self._stages = stages
+        self._planner = planner
+        self.recorder = recorder
+        self._clock = clock
+        self._sync_s = sync_interval_s
+        self._cursors = [[0, 0, 0] for _ in stages]  # arrivals, queueing delays, batches handed over
+        self._lock = threading.Lock()  # the planner thread and flush() take statistics one at a time
+        self._last_t = 0.0
+        self.calls = 0
+        self.stop_event = threading.Event()
+        self.thread: threading.Thread | None = None
+        #: Exceptions raised by planner updates (the schedulers keep the last published terms).
+        self.errors: list[BaseException] = []
+        self.terms_log: list[tuple[float, list[Any]]] = []
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._loop, name="pard-planner", daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def _take(self, now: float) -> list[dict[str, np.ndarray]]:
+        """Each stage's statistics since the last call, and hand them to the recorder (``(last, now]``)."""
+        stats = []
+        for st, cur in zip(self._stages, self._cursors):
+            na, nq, nb = len(st.arrivals), len(st.q_s), len(st.batches)
+            rows = st.batches[cur[2]:nb]
+            stats.append({
+                "arrival_s": np.asarray(st.arrivals[cur[0]:na], dtype=np.float64),
+                "qdelay_t_s": np.asarray(st.q_t[cur[1]:nq], dtype=np.float64),
+                "qdelay_s": np.asarray(st.q_s[cur[1]:nq], dtype=np.float64),
+                "batch_start_s": np.asarray([b[0] for b in rows], dtype=np.float64),
+                "batch_duration_s": np.asarray([b[1] for b in rows], dtype=np.float64),
+                "batch_size": np.asarray([b[2] for b in rows], dtype=np.int64),
+                "batch_wait_s": np.asarray([b[3] for b in rows], dtype=np.float64),
+            })
+            cur[0], cur[1], cur[2] = na, nq, nb
+        self.recorder.record(stats, [st.workers for st in self._stages], self._last_t, max(now, self._last_t))
+        self._last_t = max(now, self._last_t)
+        return stats
+
+    def flush(self) -> None:
+        """Hand the recorder the statistics not yet taken (call once the workers have stopped)."""
+        with self._lock:
+            self._take(self._clock.now())
+
+    def _loop(self) -> None:
+        clock = self._clock.mine()
+        while True:
+            # every sync interval on the runtime clock (t = 1, 2, ... x sync_interval_s), as the simulator
+            due = self._sync_s * (self.calls + 1)
+            if self.stop_event.wait(max(0.0, due - self._clock.now())):
+                return
+            self.calls += 1
+            t0 = time.thread_time_ns()
+            now = self._clock.now()
+            with self._lock:
+                stats = self._take(now)
+            try:
+                terms = self._planner.update(now, stats, [st.workers for st in self._stages])
+                for st, term in zip(self._stages, terms):
+                    st.sched.publish(**term.publish_kwargs())
+                self.terms_log.append((now, terms))
+            except BaseException as e:  # noqa: BLE001 - keep serving with the last published terms (SystemExit too)
+                self.errors.append(e)
+            clock.planner_ns += time.thread_time_ns() - t0

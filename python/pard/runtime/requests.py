@@ -1,0 +1,199 @@
+"""Requests, their futures, the outcome table and the one terminal transition of the live runtime.
+
+A :class:`Ledger` owns request ids, the per-request outcome arrays (the form of
+``pard._core.Simulator.outcomes()``), the counts by state and the in-flight count, all under one
+lock.  :meth:`Ledger.finish` is the only way a request leaves ``pending``: the first caller wins,
+the outcome is recorded, the request leaves the live set and its future is resolved (or, for
+``future.cancel()``, left to be cancelled by the future itself).  Every request therefore ends in
+exactly one terminal state (:mod:`pard.outcomes`), and ``submitted = pending + on_time + late +
+dropped + rejected + failed`` holds at any moment.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, InvalidStateError
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..outcomes import DROPPED, FAILED, LATE, ON_TIME, PENDING, REJECTED, STATES, reason_code
+
+__all__ = ["Request", "RequestFuture", "OutcomeTable", "Ledger"]
+
+CANCELLED = reason_code("cancelled")
+
+
+class Request:
+    """One request in flight: its keys, per-stage payloads and arrival times, and DAG join state."""
+
+    __slots__ = ("id", "send_s", "deadline_s", "tier", "future", "state", "inputs", "arrival_s",
+                 "queued", "stage", "parts", "outputs", "sinks_left")
+
+    def __init__(self, rid: int, send_s: float, deadline_s: float, tier: int, n_stages: int, sinks: int) -> None:
+        self.id = rid
+        self.send_s = send_s
+        self.deadline_s = deadline_s
+        self.tier = tier
+        self.future: RequestFuture | None = None
+        self.state = PENDING
+        self.inputs: list[Any] = [None] * n_stages
+        self.arrival_s: list[float] = [0.0] * n_stages
+        self.queued: set[int] = set()  # stages whose queue holds it (not yet taken into a batch)
+        self.stage = 0  # the stage it was last handed to
+        self.parts: dict[int, dict[int, Any]] | None = None  # join stage -> predecessor -> output
+        self.outputs: dict[int, Any] | None = None  # exit stage -> output (several exits)
+        self.sinks_left = sinks
+
+
+class RequestFuture(Future):  # type: ignore[type-arg]
+    """A :class:`concurrent.futures.Future` for one request, with its id.
+
+    ``result()`` returns the pipeline's output (for a pipeline with several exit stages, a dict
+    ``{exit stage: output}``) or raises ``pard.Dropped`` / ``pard.Rejected`` / ``pard.ExecutorError``.
+    ``cancel()`` succeeds while the request has not ended: the request becomes terminal at once
+    (counted as dropped, reason ``cancelled``) and leaves its queue's order immediately.
+    """
+
+    request_id: int
+
+    def __init__(self, ledger: Ledger, req: Request) -> None:
+        super().__init__()
+        self._ledger = ledger
+        self._req: Request | None = req  # dropped once the request has ended (frees its payloads)
+        self.request_id = req.id
+
+    def cancel(self) -> bool:
+        req = self._req
+        if req is None or not self._ledger.cancel(req):
+            return False
+        self._req = None
+        return super().cancel()
+
+
+class OutcomeTable:
+    """Growable per-request outcome arrays, indexed by request id (the Simulator's outcomes() form)."""
+
+    _FILL = {"finish_s": np.nan, "drop_stage": -1, "reason": -1}
+    _DTYPES = {"send_s": np.float64, "slo_s": np.float64, "tier": np.int32, "state": np.int8,
+               "finish_s": np.float64, "drop_stage": np.int32, "reason": np.int32, "compute_s": np.float64}
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.n = 0
+        for name, dtype in self._DTYPES.items():
+            setattr(self, name, np.full(capacity, self._FILL.get(name, 0), dtype=dtype))
+
+    def append(self, send_s: float, slo_s: float, tier: int) -> int:
+        """Add a request; returns its id (its row)."""
+        i = self.n
+        if i == self.send_s.size:
+            for name, dtype in self._DTYPES.items():
+                old = getattr(self, name)
+                new = np.full(old.size * 2, self._FILL.get(name, 0), dtype=dtype)
+                new[: old.size] = old
+                setattr(self, name, new)
+        self.send_s[i] = send_s
+        self.slo_s[i] = slo_s
+        self.tier[i] = tier
+        self.n = i + 1
+        return i
+
+    def copy(self) -> dict[str, np.ndarray]:
+        """Copies of the first ``n`` rows of every array, by name."""
+        return {name: getattr(self, name)[: self.n].copy() for name in self._DTYPES}
+
+
+class Ledger:
+    """Request ids, outcomes, counts and the in-flight set, under one lock (see the module docstring)."""
+
+    def __init__(self, n_stages: int, n_sinks: int, now: Callable[[], float]) -> None:
+        self.now = now  # the runtime clock every recorded time uses
+        self.lock = threading.Lock()
+        self.idle = threading.Condition(self.lock)  # notified when nothing is in flight
+        self.live: dict[int, Request] = {}
+        self.out = OutcomeTable()
+        self.counts = [0] * len(STATES)
+        self.inflight = 0
+        self._n_stages = n_stages
+        self._n_sinks = n_sinks
+
+    def register_locked(self, send_s: float, slo_s: float, tier: int) -> Request:
+        """A new request with the next id, in flight, with its future (caller holds :attr:`lock`)."""
+        rid = self.out.append(send_s, slo_s, tier)
+        req = Request(rid, send_s, send_s + slo_s, tier, self._n_stages, self._n_sinks)
+        req.future = RequestFuture(self, req)
+        self.live[rid] = req
+        self.inflight += 1
+        self.counts[PENDING] += 1
+        return req
+
+    def unregister_locked(self, r: Request) -> None:
+        """Undo :meth:`register_locked` for ``r``, which reached no queue (caller holds :attr:`lock`).
+
+        ``r`` is the newest request (registration happens only under the lock), so its id is handed
+        out again and the request is counted nowhere.
+        """
+        self.live.pop(r.id, None)
+        self.inflight -= 1
+        self.counts[PENDING] -= 1
+        self.out.n -= 1
+        fut, r.future = r.future, None
+        r.state = FAILED  # never pending again: a stray lookup treats it as a ghost
+        if fut is not None:
+            fut._req = None
+        if self.inflight == 0:
+            self.idle.notify_all()
+
+    def finish(self, r: Request, state: int, stage: int, reason: int, t: float,
+               exc: BaseException | None = None, result: Any = None) -> bool:
+        """Move ``r`` to terminal ``state`` (first caller wins) and resolve its future.  True if it did.
+
+        ``stage`` is recorded for dropped, rejected and failed requests, ``reason`` for dropped and
+        rejected ones.  The future gets ``exc``, or ``result`` when on time or late; with neither
+        (``future.cancel()``) it is left for the future to cancel itself.
+        """
+        with self.lock:
+            if r.state != PENDING:
+                return False
+            r.state = state
+            o = self.out
+            o.state[r.id] = state
+            o.finish_s[r.id] = t
+            if state in (DROPPED, REJECTED, FAILED):  # the stage it ended at (pard.report attributes it)
+                o.drop_stage[r.id] = stage
+            if state in (DROPPED, REJECTED):
+                o.reason[r.id] = reason
+            self.live.pop(r.id, None)
+            self.counts[PENDING] -= 1
+            self.counts[state] += 1
+            self.inflight -= 1
+            if self.inflight == 0:
+                self.idle.notify_all()
+            fut, r.future = r.future, None
+            if fut is not None:
+                fut._req = None
+        r.queued.clear()
+        r.parts = None
+        r.outputs = None
+        if fut is None:
+            return True
+        try:
+            if exc is not None:
+                fut.set_exception(exc)
+            elif state in (ON_TIME, LATE):
+                fut.set_result(result)
+        except InvalidStateError:  # pragma: no cover - cancelled concurrently
+            pass
+        return True
+
+    def cancel(self, r: Request) -> bool:
+        """``future.cancel()``: ``r`` ends dropped with reason ``cancelled`` at the stage it is at."""
+        return self.finish(r, DROPPED, r.stage, CANCELLED, self.now())
+
+    def add_compute(self, batch: list[Request], share_s: float) -> None:
+        """Charge ``share_s`` seconds of compute to each request of ``batch`` (the invalid-rate account)."""
+        with self.lock:
+            cs = self.out.compute_s
+            for r in batch:
+                cs[r.id] += share_s

@@ -1,0 +1,178 @@
+"""Building a runtime from its arguments: executors, worker counts, stages with their C++ schedulers,
+and the payload-shape check ``submit`` applies.  Every bad argument raises a
+:class:`pard.errors.PardError` subclass naming the argument (or the stage) and the value."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import _core
+from .._checks import show
+from ..errors import ConfigError, PardTypeError, PardValueError
+from ..executors import ArrayExecutor, _shape_arg, as_executor
+from ..wiring import budget_fractions, core_profile
+from .workers import Stage
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..config import PipelineSpec
+    from ..policies import PolicySpec
+
+__all__ = ["options_arg", "executors_arg", "worker_counts", "build_stages", "PayloadShape", "positive_seconds"]
+
+
+def positive_seconds(name: str, value: Any, *, allow_zero: bool = False) -> float:
+    """``value`` as float seconds: finite and > 0 (>= 0 with ``allow_zero``); PardValueError naming ``name``."""
+    ok = (not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+          and math.isfinite(float(value)) and (float(value) >= 0 if allow_zero else float(value) > 0))
+    if not ok:
+        raise PardValueError(f"{name} must be a finite number of seconds {'>=' if allow_zero else '>'} 0, "
+                             f"got {show(value)}")
+    return float(value)
+
+
+def options_arg(options: Any, name: str, target: Callable[..., Any], *, skip: tuple[str, ...]) -> dict[str, Any]:
+    """``options`` as keyword arguments of ``target``; PardTypeError naming ``name`` and any unknown key."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise PardTypeError(f"{name} must be a mapping of keyword arguments, got {type(options).__name__}: {options!r}")
+    allowed = [p for p in inspect.signature(target).parameters if p not in skip]
+    unknown = sorted(str(k) for k in options if k not in allowed)
+    if unknown:
+        raise PardTypeError(f"{name} has unknown option(s) {unknown} (in {dict(options)!r}); "
+                            f"allowed: {', '.join(allowed)}")
+    return dict(options)
+
+
+def executors_arg(spec: PipelineSpec, stages: Mapping[str, Any] | None, model_options: Any,
+                  join: Callable[[list[Any]], Any] | None) -> tuple[dict[str, Any], Callable[[list[Any]], Any]]:
+    """Stage name -> executor, and the join function (see :class:`pard.Runtime`'s ``stages``, ``join``)."""
+    names = [st.name for st in spec.stages]
+    if stages is None:
+        from ..models import INPUT_SHAPE, join_inputs, reference_models  # the reference models load only here
+
+        models = reference_models(spec, **options_arg(model_options, "model_options", reference_models,
+                                                      skip=("pipeline",)))
+        entries = set(spec.entry_stages())
+        executors = {
+            n: ArrayExecutor(m, payload_shape=INPUT_SHAPE if n in entries else None,
+                             to_host=not spec.stage(n).successors)
+            for n, m in models.items()
+        }
+        return executors, join if join is not None else join_inputs
+    if not isinstance(stages, Mapping):
+        raise PardTypeError(f"stages must map stage names to executors, got {type(stages).__name__}")
+    unknown = sorted(set(stages) - set(names))
+    missing = [n for n in names if n not in stages]
+    if unknown or missing:
+        raise ConfigError(f"stages must give one executor per stage of {spec.name!r} {names}: "
+                          f"missing {missing}, unknown {unknown}")
+    executors = {}
+    for n in names:
+        if not callable(stages[n]):
+            raise PardTypeError(f"stages[{n!r}]: a stage executor must be callable (an ArrayExecutor, a "
+                                f"CallableExecutor or a function list -> list), got "
+                                f"{type(stages[n]).__name__}: {stages[n]!r}")
+        executors[n] = as_executor(stages[n])
+    return executors, join if join is not None else tuple
+
+
+def worker_counts(spec: PipelineSpec, workers: Mapping[str, int] | Sequence[int] | None) -> list[int]:
+    """Worker threads per stage in ``spec.stages`` order (default the spec's ``workers``)."""
+    names = [st.name for st in spec.stages]
+    if workers is None:
+        counts = [int(st.workers) for st in spec.stages]
+    elif isinstance(workers, Mapping):
+        bad = sorted(set(workers) - set(names))
+        if bad:
+            raise ConfigError(f"workers names unknown stages {bad}; stages are {names}")
+        counts = [workers.get(n, spec.stage(n).workers) for n in names]
+    else:
+        counts = list(workers)
+        if len(counts) != len(names):
+            raise ConfigError(f"workers must list one count per stage ({len(names)}), got {counts!r}")
+    for n, c in zip(names, counts):
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
+            raise ConfigError(f"workers for stage {n!r} must be an int >= 1, got {c!r}")
+    return [int(c) for c in counts]
+
+
+def build_stages(spec: PipelineSpec, policy: PolicySpec, executors: Mapping[str, Any], counts: Sequence[int],
+                 ring_capacity: int) -> list[Stage]:
+    """One :class:`Stage` per spec stage, each with its C++ scheduler, linked to successors and predecessors."""
+    core_policy = policy.core()
+    fractions = budget_fractions(spec)
+    index = {st.name: k for k, st in enumerate(spec.stages)}
+    order = spec.topological_order()
+    stages = []
+    for k, st in enumerate(spec.stages):
+        sched = _core.StageScheduler(stage=k, profile=core_profile(st), max_batch=int(st.max_batch),
+                                     policy=core_policy, budget_fraction=float(fractions[k]),
+                                     ring_capacity=int(ring_capacity),
+                                     tier_weights=[float(w) for w in spec.tiers.values()],
+                                     entry=not spec.predecessors(st.name))
+        stage = Stage(k, st, sched, executors[st.name], int(counts[k]))
+        stage.successors = [index[s] for s in st.successors]
+        stage.preds = [index[p] for p in sorted(spec.predecessors(st.name), key=order.index)]
+        stages.append(stage)
+    return stages
+
+
+def shape_of(payload: Any) -> tuple[int, ...] | None:
+    """A payload's array shape (its ``shape``, else ``np.shape``), or None when it has none (ragged)."""
+    shape = getattr(payload, "shape", None)
+    try:
+        return tuple(int(d) for d in (np.shape(payload) if shape is None else shape))
+    except Exception:  # ragged nested sequences, or a shape attribute that is not a tuple of ints
+        return None
+
+
+class PayloadShape:
+    """The shape ``submit`` requires of a payload: given, declared by the entry executor, or learnt.
+
+    An ArrayExecutor stacks a batch's payloads, so one payload of another shape would fail its whole
+    batch: without a declared shape, the first payload submitted fixes it (when an entry stage's
+    executor is an ArrayExecutor).  Other executors get no check unless a shape is given.
+    """
+
+    def __init__(self, given: Sequence[int] | None, entry_executors: Sequence[Any]) -> None:
+        self.source = "given as payload_shape"
+        if given is None:
+            given = getattr(entry_executors[0], "payload_shape", None)
+            self.source = "the entry executor's payload_shape"
+        self.shape: tuple[int, ...] | None = None if given is None else _shape_arg(given, "payload_shape")
+        self.learn = self.shape is None and any(isinstance(e, ArrayExecutor) for e in entry_executors)
+        if self.learn:
+            self.source = "learnt from the first payload submitted"
+
+    def message(self, shape: tuple[int, ...] | None) -> str:
+        return (f"payload shape {shape} does not match the entry stage's payload_shape {self.shape} "
+                f"({self.source}); a payload of another shape would fail its whole batch")
+
+    def check(self, payload: Any) -> tuple[tuple[int, ...] | None, bool]:
+        """Check ``payload`` before registration: (its shape, True when it may fix the shape)."""
+        if self.shape is None and not self.learn:
+            return None, False
+        shape = shape_of(payload)
+        if self.shape is not None:
+            if shape != self.shape:
+                raise PardValueError(self.message(shape))
+            return shape, False
+        if shape is None:
+            raise PardValueError(
+                f"payload of type {type(payload).__name__} has no array shape, and the entry stage's "
+                f"ArrayExecutor stacks a batch's payloads into one array; pass arrays of one shape")
+        return shape, True
+
+    def learn_locked(self, shape: tuple[int, ...] | None) -> None:
+        """The first payload submitted fixes the shape (called under the ledger's lock: one wins)."""
+        if self.shape is None:
+            self.shape = shape
+            self.learn = False
+        elif shape != self.shape:
+            raise PardValueError(self.message(shape))

@@ -1,0 +1,252 @@
+"""Stages, their worker threads and batch formation (DESIGN §3.1), around the C++ stage schedulers.
+
+Each stage has one ``pard._core.StageScheduler`` (ingress ring, double-ended priority queue, drop
+rule; DESIGN §3.4) and ``workers`` threads.  A worker is idle, or runs one batch, and may hold the
+*next* batch it collected:
+
+* idle, queue empty: it blocks on its stage's condition variable (no spinning; the GIL is released
+  while it waits) until a request arrives, then forms a batch at once (``now = t_e``, batch wait
+  ``W = 0``) and starts it;
+* when a batch *starts*, the worker first collects its next batch from the queue, with expected start
+  ``t_e = now + d(b)`` (the running batch's profiled duration), then calls the executor; the
+  collected batch is fixed and waits until the running one ends (``W = start - collected``);
+* if the queue was empty when its batch started, it forms a fresh batch when the batch ends (``W = 0``).
+
+Cancellation.  ``StageScheduler`` has no erase-by-id and its binding takes no cancelled predicate,
+so a cancelled request stays in the C++ queue as a *ghost*: it is terminal at once (its future
+done), and when ``form_batch`` pops it the worker discards it and tops the batch up with another
+``form_batch`` (any surplus goes back into the ring with its original keys), so the ghost takes no
+place in a batch.  The same path discards a DAG request's sibling branch once the request was
+dropped in another branch.
+
+A worker survives whatever its executor raises (the batch fails).  Should one die anyway (an error
+outside the executor call), its stage is marked dead and the requests that worker held, those
+queued at the stage and those reaching it later end as ``failed``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import Dropped, ExecutorError, PardValueError
+from ..outcomes import DROPPED, FAILED, PENDING, REASONS, reason_code
+from .clock import RunClock, ThreadClock
+from .requests import Ledger, Request
+from .routing import Router
+
+__all__ = ["Stage", "WorkerPool"]
+
+_REJECTED_CODE = reason_code("rejected")
+_TOP_UPS = 4  #: form_batch calls per batch at most: the first, then top-ups while ghosts took places
+
+
+class Stage:
+    """One stage's scheduler, executor, workers and statistics logs."""
+
+    def __init__(self, index: int, spec: Any, sched: Any, executor: Any, workers: int) -> None:
+        self.index = index
+        self.name: str = spec.name
+        self.spec = spec
+        self.sched = sched
+        self.executor = executor
+        self.workers = workers
+        self.max_batch = int(spec.max_batch)
+        self.cond = threading.Condition(threading.Lock())
+        self.pending = 0  # requests pushed into the scheduler and not yet returned by form_batch
+        self.successors: list[int] = []
+        self.preds: list[int] = []
+        # append-only logs (list.append is atomic under the GIL); the planner loop reads them by index
+        self.arrivals: list[float] = []
+        self.q_t: list[float] = []
+        self.q_s: list[float] = []
+        self.batches: list[tuple[float, float, int, float]] = []  # (start, duration, size, wait)
+        self.drops = 0
+        self.threads: list[threading.Thread] = []
+        #: (thread name, exception) once one of this stage's workers died outside the executor call
+        self.dead: tuple[str, BaseException] | None = None
+
+    def duration(self, b: int) -> float:
+        """The profiled ``d(b)`` (s)."""
+        return float(self.spec.duration(max(1, int(b))))
+
+
+class WorkerPool:
+    """The worker threads of every stage of one runtime, and their batch loop."""
+
+    def __init__(self, stages: Sequence[Stage], ledger: Ledger, router: Router, clock: RunClock) -> None:
+        self._stages = stages
+        self._ledger = ledger
+        self._router = router
+        self._clock = clock
+        self.stopping = False
+        #: the first stage whose worker died (``submit`` then raises)
+        self.dead: Stage | None = None
+
+    def start(self) -> None:
+        """Start ``workers`` threads per stage."""
+        for st in self._stages:
+            for w in range(st.workers):
+                t = threading.Thread(target=self._worker, args=(st,), name=f"pard-{st.name}-{w}", daemon=True)
+                st.threads.append(t)
+                t.start()
+
+    def stop(self) -> None:
+        """Ask every worker to return once its running batch ends."""
+        self.stopping = True
+        for st in self._stages:
+            with st.cond:
+                st.cond.notify_all()
+
+    def threads(self) -> list[threading.Thread]:
+        """Every worker thread started."""
+        return [t for st in self._stages for t in st.threads]
+
+    # ------------------------------------------------------------------ batch formation
+    def _drop(self, st: Stage, dropped: Any, reasons: Any, now: float) -> None:
+        st.drops += len(dropped)
+        k = st.index
+        for rid, code in zip(dropped.tolist(), reasons.tolist()):
+            r = self._ledger.live.get(rid)
+            if r is not None:
+                r.inputs[k] = None
+                r.queued.discard(k)
+                self._ledger.finish(r, DROPPED, k, int(code), now, Dropped(rid, st.name, REASONS[int(code)]))
+
+    def _requeue(self, st: Stage, r: Request, now: float, clock: ThreadClock) -> None:
+        """A top-up's surplus request back into the queue with its original keys."""
+        k = st.index
+        r.queued.add(k)
+        t = time.perf_counter_ns()
+        ok = st.sched.submit(r.id, r.send_s, r.deadline_s, r.arrival_s[k], r.tier)
+        clock.sched_ns += time.perf_counter_ns() - t
+        if ok:
+            with st.cond:
+                st.pending += 1
+        else:  # pragma: no cover - the ring was just drained; full only under extreme load
+            r.queued.discard(k)
+            self._ledger.finish(r, DROPPED, k, _REJECTED_CODE, now, Dropped(r.id, st.name, "rejected"))
+
+    def _form(self, st: Stage, now: float, t_e: float, clock: ThreadClock) -> list[Request]:
+        """One ``form_batch`` (plus top-ups past ghosts); handles its drops; returns the live batch."""
+        k = st.index
+        batch: list[Request] = []
+        for _ in range(_TOP_UPS):
+            t = time.thread_time_ns()
+            ids, dropped, reasons = st.sched.form_batch(now, t_e)
+            clock.sched_ns += time.thread_time_ns() - t
+            taken = len(ids) + len(dropped)
+            if taken:
+                with st.cond:
+                    st.pending -= taken
+            if len(dropped):
+                self._drop(st, dropped, reasons, now)
+            ghosts = 0
+            for rid in ids.tolist():
+                r = self._ledger.live.get(rid)
+                if r is None or r.state != PENDING:
+                    ghosts += 1
+                    continue
+                r.queued.discard(k)
+                if len(batch) < st.max_batch:
+                    batch.append(r)
+                else:
+                    self._requeue(st, r, now, clock)
+            if not ghosts or len(batch) >= st.max_batch or st.pending <= 0:
+                break
+        for r in batch:
+            st.q_t.append(now)
+            st.q_s.append(now - r.arrival_s[k])
+        return batch
+
+    # ------------------------------------------------------------------ the worker thread
+    def _worker(self, st: Stage) -> None:
+        """A worker thread's body: :meth:`_serve`, and if that ever raises, :meth:`_died`."""
+        hand: list[list[Request]] = [[], []]  # the batch running, the batch collected next
+        try:
+            self._serve(st, hand)
+        except BaseException as e:  # noqa: BLE001 - never die silently: fail what this worker held
+            self._died(st, e, hand)
+
+    def _died(self, st: Stage, exc: BaseException, hand: list[list[Request]]) -> None:
+        """A worker of ``st`` ended by an exception outside the executor call: mark the stage dead."""
+        name = threading.current_thread().name
+        with self._ledger.lock:
+            if st.dead is None:
+                st.dead = (name, exc)
+            if self.dead is None:
+                self.dead = st
+        end = self._clock.now()
+        held = [r for b in hand for r in b]
+        queued = [r for r in list(self._ledger.live.values()) if st.index in r.queued]
+        for r in held + queued:
+            self._router.fail_dead(r, st, end)
+
+    def _next_batch(self, st: Stage, nxt: list[Request] | None, nxt_t: float,
+                    clock: ThreadClock) -> tuple[list[Request], float] | None:
+        """The batch to run now and when it was collected; None to stop, [] when there is none."""
+        if nxt is not None:
+            return [r for r in nxt if r.state == PENDING], nxt_t
+        with st.cond:
+            while st.pending <= 0 and not self.stopping:
+                st.cond.wait()
+        if self.stopping:
+            return None
+        now = self._clock.now()
+        return self._form(st, now, now, clock), now
+
+    def _run(self, st: Stage, batch: list[Request]) -> tuple[Sequence[Any], BaseException | None, float, float]:
+        """Call the executor on ``batch``: (outputs, the error it raised or None, start, end)."""
+        payloads = [r.inputs[st.index] for r in batch]
+        start = self._clock.now()
+        err: BaseException | None = None
+        outs: Sequence[Any] = ()
+        try:
+            outs = st.executor(payloads)
+            if len(outs) != len(batch):
+                raise PardValueError(f"executor returned {len(outs)} outputs for a batch of {len(batch)}")
+        except BaseException as e:  # noqa: BLE001 - any executor error (SystemExit and
+            err = e  # KeyboardInterrupt included) fails this batch only; the worker carries on
+        return outs, err, start, self._clock.now()
+
+    def _serve(self, st: Stage, hand: list[list[Request]]) -> None:
+        clock = self._clock.mine()
+        k = st.index
+        nxt: list[Request] | None = None
+        nxt_t = 0.0
+        while True:
+            hand[0] = hand[1] = []
+            got = self._next_batch(st, nxt, nxt_t, clock)
+            if got is None:
+                return
+            batch, t_b = got
+            nxt = None
+            if not batch:
+                continue
+            # DESIGN §3.1: as this batch starts, collect the next one (expected start: this one's end)
+            hand[0] = batch
+            if st.pending > 0 and not self.stopping:
+                t_form = self._clock.now()
+                nb = self._form(st, t_form, t_form + st.duration(len(batch)), clock)
+                if nb:
+                    nxt, nxt_t = nb, t_form
+                    hand[1] = nb
+            outs, err, start, end = self._run(st, batch)
+            st.batches.append((start, end - start, len(batch), start - t_b))
+            self._ledger.add_compute(batch, (end - start) / len(batch))
+            for r in batch:
+                r.inputs[k] = None
+            if err is not None:
+                for r in batch:
+                    failure = ExecutorError(f"stage {st.name!r}: executor raised {type(err).__name__}: {err}")
+                    failure.__cause__ = err
+                    self._ledger.finish(r, FAILED, k, -1, end, failure)
+                continue
+            pushed: dict[int, int] = {}
+            for r, o in zip(batch, outs):
+                if r.state == PENDING:
+                    self._router.advance(r, st, o, end, clock, pushed)
+            if pushed:
+                self._router.wake(pushed)

@@ -1,0 +1,62 @@
+"""Wiring shared by the simulator and the live runtime: a spec turned into what the C++ stage
+schedulers and the planner take (DESIGN §3.5-§3.6, §6).
+
+Both :mod:`pard.sim` and :mod:`pard.runtime` import these; neither imports the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from . import _core
+from .planner import PlannerStage
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import PipelineSpec, StageSpec
+
+__all__ = ["budget_fractions", "planner_stages", "core_profile", "core_stages"]
+
+
+def budget_fractions(spec: PipelineSpec) -> list[float]:
+    """Each stage's share of the SLO for clipper++ / nexus: ``d_k(max batch) / longest path duration``.
+
+    The longest entry-to-exit path at max batch sizes is the denominator, so along that path the
+    shares sum to 1 (DESIGN §3.6, ``slo_k = slo * d_k / sum d``).
+    """
+    total = spec.longest_path_duration()
+    return [st.duration(st.max_batch) / total for st in spec.stages]
+
+
+def planner_stages(spec: PipelineSpec) -> list[PlannerStage]:
+    """The planner's view of ``spec``: profiles, max batches, downstream paths as stage indices."""
+    index = {st.name: k for k, st in enumerate(spec.stages)}
+    entries = set(spec.entry_stages())
+    return [
+        PlannerStage.from_profile(
+            st.name, st.profile, st.max_batch,
+            paths=[[index[n] for n in path] for path in spec.downstream_paths(st.name)],
+            entry=st.name in entries,
+        )
+        for st in spec.stages
+    ]
+
+
+def core_profile(st: StageSpec) -> Any:
+    """Stage ``st``'s profile as the C++ core's ``Profile`` (the scheduler's ``d(b)``)."""
+    pts = sorted(st.profile.items())
+    return _core.Profile([int(b) for b, _ in pts], [float(d) for _, d in pts])
+
+
+def core_stages(spec: PipelineSpec, workers: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """The stage dicts ``pard._core.Simulator`` takes, in ``spec.stages`` order (DESIGN §6)."""
+    index = {st.name: k for k, st in enumerate(spec.stages)}
+    fractions = budget_fractions(spec)
+    return [{
+        "name": st.name,
+        "profile": core_profile(st),
+        "max_batch": int(st.max_batch),
+        "workers": int(st.workers if workers is None else workers[k]),
+        "successors": [index[s] for s in st.successors],
+        "budget_fraction": float(fractions[k]),
+    } for k, st in enumerate(spec.stages)]
