@@ -12,19 +12,18 @@
 Modules: :mod:`~pard.ray.deploy` (placing the actors), :mod:`~pard.ray.pipeline` (the driver's handle),
 :mod:`~pard.ray.stage` (a stage actor: the ``StageScheduler`` and a dispatcher per worker),
 :mod:`~pard.ray.worker` (a worker actor: the executor), :mod:`~pard.ray.planner_actor` (the planner),
-:mod:`~pard.ray.clock` (one clock across nodes), :mod:`~pard.ray.record` (the report).  Importing
+:mod:`~pard.ray.clock` (one clock across nodes), :mod:`~pard.ray.traffic` (the driver's sender and poller).  Importing
 ``pard`` never imports Ray; importing ``pard.ray`` does.
 """
 
 from __future__ import annotations
 
-try:
-    import ray as _ray  # noqa: F401 - fail early with the extra to install
-except ImportError as exc:  # pragma: no cover - only without the extra
-    raise ImportError('pard.ray needs Ray: pip install "pard[ray]"') from exc
+from .._extras import require
+
+require("ray", "ray", "pard.ray (scale-out on Ray)")
 
 from .clock import Offset
 from .deploy import DEFAULT_WORKER_RESOURCES, deploy
-from .pipeline import RayPipeline, RayRequestFuture
+from .pipeline import RayPipeline
 
-__all__ = ["deploy", "RayPipeline", "RayRequestFuture", "Offset", "DEFAULT_WORKER_RESOURCES"]
+__all__ = ["deploy", "RayPipeline", "Offset", "DEFAULT_WORKER_RESOURCES"]

@@ -12,15 +12,18 @@ Requires the ``ray`` package (``pip install "pard[ray]"``) on every node, with p
 
 from __future__ import annotations
 
-import math
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ray
 
-from ..errors import ConfigError
+from ..errors import ConfigError, PardTypeError, PardValueError
+from ..planner import Planner
+from ..policies import get_policy
+from ..config import resolve_pipeline
+from ..runtime.setup import PayloadShape, executors_arg, options_arg, positive_seconds, worker_counts
+from ..wiring import planner_stages
 from .clock import estimate_offset
 from .pipeline import RayPipeline
 from .planner_actor import PlannerActor
@@ -34,69 +37,25 @@ DEFAULT_WORKER_RESOURCES: Mapping[str, Any] = {"num_cpus": 1}
 _RESOURCE_KEYS = ("num_cpus", "num_gpus", "memory", "resources", "accelerator_type", "scheduling_strategy")
 
 
-def _resolve(pipeline: Any) -> Any:
-    from ..config import PipelineSpec, load
-
-    if isinstance(pipeline, PipelineSpec):
-        return pipeline
-    if isinstance(pipeline, (str, os.PathLike)):
-        return load(os.fspath(pipeline))
-    raise TypeError(f"pipeline must be a PipelineSpec, a built-in name or a path, got {type(pipeline).__name__}")
-
-
-def _counts(spec: Any, workers: Mapping[str, int] | Sequence[int] | None) -> list[int]:
-    names = [st.name for st in spec.stages]
-    if workers is None:
-        counts = [int(st.workers) for st in spec.stages]
-    elif isinstance(workers, Mapping):
-        bad = sorted(set(workers) - set(names))
-        if bad:
-            raise ConfigError(f"workers names unknown stages {bad}; stages are {names}")
-        counts = [workers.get(n, spec.stage(n).workers) for n in names]
-    else:
-        counts = list(workers)
-        if len(counts) != len(names):
-            raise ConfigError(f"workers must list one count per stage ({len(names)}), got {counts!r}")
-    for n, c in zip(names, counts):
-        if isinstance(c, bool) or not isinstance(c, int) or c < 1:
-            raise ConfigError(f"workers for stage {n!r} must be an int >= 1, got {c!r}")
-    return [int(c) for c in counts]
-
-
 def _resources(spec: Any, resources: Mapping[str, Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """Each stage's worker actor options (``resources[stage]``, default :data:`DEFAULT_WORKER_RESOURCES`)."""
     names = [st.name for st in spec.stages]
     resources = resources or {}
     if not isinstance(resources, Mapping):
-        raise TypeError(f"resources must map stage names to Ray actor options, got {type(resources).__name__}")
+        raise PardTypeError(f"resources must map stage names to Ray actor options, got {type(resources).__name__}")
     bad = sorted(set(resources) - set(names))
     if bad:
         raise ConfigError(f"resources names unknown stages {bad}; stages are {names}")
     out = []
     for n in names:
-        opts = dict(resources.get(n, DEFAULT_WORKER_RESOURCES))
+        opts = resources.get(n, DEFAULT_WORKER_RESOURCES)
+        if not isinstance(opts, Mapping):
+            raise PardTypeError(f"resources[{n!r}] must be a mapping of Ray actor options, got {opts!r}")
         unknown = sorted(set(opts) - set(_RESOURCE_KEYS))
         if unknown:
             raise ConfigError(f"resources[{n!r}] has unknown option(s) {unknown}; allowed: {', '.join(_RESOURCE_KEYS)}")
-        out.append(opts)
+        out.append(dict(opts))
     return out
-
-
-def _executors(spec: Any, executors: Mapping[str, Any]) -> dict[str, Any]:
-    from ..executors import as_executor
-
-    names = [st.name for st in spec.stages]
-    if not isinstance(executors, Mapping):
-        raise TypeError(f"executors must map stage names to executors, got {type(executors).__name__}")
-    unknown = sorted(set(executors) - set(names))
-    missing = [n for n in names if n not in executors]
-    if unknown or missing:
-        raise ConfigError(f"executors must give one executor per stage of {spec.name!r} {names}: "
-                          f"missing {missing}, unknown {unknown}")
-    for n in names:
-        if not callable(executors[n]):
-            raise TypeError(f"executors[{n!r}]: a stage executor must be callable, got "
-                            f"{type(executors[n]).__name__}: {executors[n]!r}")
-    return {n: as_executor(executors[n]) for n in names}
 
 
 def deploy(
@@ -148,58 +107,40 @@ def deploy(
         pard.ConfigError: unknown stages in ``executors``/``workers``/``resources``, bad counts or
             options, or actors Ray could not place within ``ready_timeout_s`` (the message names the
             stage and its resources).
-        TypeError / ValueError: arguments of the wrong type or out of range.
+        pard.errors.PardTypeError / PardValueError: arguments of the wrong type or out of range.
         RuntimeError: Ray is not initialised.
     """
-    from ..policies import get_policy
-    from ..sim import budget_fractions, planner_stages  # the local runtime's wiring helpers
-
     if not ray.is_initialized():
         raise RuntimeError("Ray is not initialised: call ray.init() (or ray.init(address='auto') to join a "
                            "cluster started with `ray start --head`) before pard.ray.deploy")
-    spec = _resolve(pipeline)
+    spec = resolve_pipeline(pipeline)
     pol = get_policy(policy)
-    if isinstance(sync_interval_s, bool) or not isinstance(sync_interval_s, (int, float)) or not (
-            math.isfinite(sync_interval_s) and sync_interval_s > 0):
-        raise ValueError(f"sync_interval_s must be a finite number of seconds > 0, got {sync_interval_s!r}")
-    for name, v, low in (("max_restarts", max_restarts, -1), ("planner_max_restarts", planner_max_restarts, -1)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            raise ValueError(f"{name} must be an int >= -1, got {v!r}")
-    counts = _counts(spec, workers)
+    positive_seconds("sync_interval_s", sync_interval_s)
+    positive_seconds("ready_timeout_s", ready_timeout_s)
+    for name, v in (("max_restarts", max_restarts), ("planner_max_restarts", planner_max_restarts)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < -1:
+            raise PardValueError(f"{name} must be an int >= -1, got {v!r}")
+    if executors is None:
+        raise PardTypeError("executors must map every stage to its executor (pard.ray ships each worker a copy)")
+    counts = worker_counts(spec, workers)
     res = _resources(spec, resources)
-    execs = _executors(spec, executors)
+    execs, default_join = executors_arg(spec, executors, None, join)
     names = [st.name for st in spec.stages]
     index = {n: k for k, n in enumerate(names)}
-    order = spec.topological_order()
-    entries = [index[n] for n in spec.entry_stages()]
-    exits = [index[n] for n in spec.exit_stages()]
-    shape: tuple[int, ...] | None = None
-    if payload_shape is not None:
-        from ..executors import _shape_arg
-
-        shape = _shape_arg(payload_shape, "payload_shape")
-    else:
-        declared = getattr(execs[names[entries[0]]], "payload_shape", None)
-        shape = None if declared is None else tuple(int(d) for d in declared)
-    from ..executors import ArrayExecutor
-
-    learn = shape is None and any(isinstance(execs[names[k]], ArrayExecutor) for k in entries)
-    opts = dict(planner_options or {})
-    fractions = budget_fractions(spec)
+    shape = PayloadShape(payload_shape, [execs[n] for n in spec.entry_stages()])
+    opts = options_arg(planner_options, "planner_options", Planner.__init__, skip=("self", "stages", "policy"))
     epoch = time.time()
 
     stage_cls = ray.remote(StageActor)
     worker_cls = ray.remote(StageWorker)
     planner_cls = ray.remote(PlannerActor)
     stages = []
-    for k, st in enumerate(spec.stages):
-        preds = sorted((index[p] for p in spec.predecessors(st.name)), key=lambda i: order.index(names[i]))
+    for k in range(len(names)):
         stages.append(stage_cls.options(num_cpus=0, max_restarts=0, max_concurrency=1000).remote(
-            k, st.name, dict(st.profile), int(st.max_batch), pol, float(fractions[k]), int(ring_capacity),
-            k in entries, preds, epoch))
+            spec, k, pol, int(ring_capacity), epoch))
     fleet: list[list[Any]] = []
     for k, st in enumerate(spec.stages):
-        stage_join = (join if join is not None else tuple) if len(spec.predecessors(st.name)) > 1 else None
+        stage_join = default_join if len(spec.predecessors(st.name)) > 1 else None
         fleet.append([worker_cls.options(max_restarts=max_restarts, max_task_retries=0, max_concurrency=2, **res[k]).remote(
             st.name, execs[st.name], stage_join, epoch) for _ in range(counts[k])])
     actors = [(f"stage {n!r} (num_cpus=0)", s) for n, s in zip(names, stages)] + [
@@ -218,10 +159,8 @@ def deploy(
     off = estimate_offset(lambda: ray.get(planner.wall_time.remote(), timeout=30.0), clock_probes)
     planner.set_offset.remote(off.offset_s)
     offsets["the planner"] = off
-    dag = any(len(st.successors) > 1 for st in spec.stages) or len(entries) > 1
     return RayPipeline(spec=spec, policy=pol, epoch_s=epoch, stages=stages, workers=fleet, planner=planner,
-                       entries=entries, exits=exits, payload_shape=shape, learn_shape=learn, offsets=offsets,
-                       dag=dag, sync_interval_s=float(sync_interval_s))
+                       shape=shape, offsets=offsets)
 
 
 def _await_ready(actors: Sequence[tuple[str, Any]], timeout_s: float) -> None:

@@ -35,17 +35,16 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from ray.exceptions import ActorUnavailableError, RayActorError
 
-from .. import _core
+from ..outcomes import reason_code
+from ..wiring import core_profile, stage_scheduler
 from .clock import Clock
+from .stage_log import StageLog
 
 __all__ = ["StageActor"]
 
-_REASONS: list[str] = list(_core.REASONS)
-_REJECTED_CODE = _REASONS.index("rejected")
+_REJECTED_CODE = reason_code("rejected")
 #: Bounds of how early (s) a slot collects a batch before the running one's expected end.
 _MIN_LEAD_S, _MAX_LEAD_S = 0.5e-3, 20e-3
 #: How long a forgotten id that never arrived is remembered after its deadline (s).
@@ -92,22 +91,21 @@ class StageActor:
     """One stage (a Ray actor class body; :func:`pard.ray.deploy` creates it with ``max_concurrency``).
 
     Args:
-        index, name: the stage's position in ``PipelineSpec.stages`` and its name.
-        profile: ``{batch: d(b) seconds}``; max_batch, policy (a ``pard.PolicySpec``), budget_fraction
-            and ring_capacity as ``pard._core.StageScheduler`` takes them.
-        entry: True for an entry stage (a full ring then *rejects*, as the local runtime).
-        preds: the predecessor stage indices in topological order (a join when more than one).
+        spec: the :class:`pard.PipelineSpec`; index: this stage's position in ``spec.stages``.
+        policy: the :class:`pard.PolicySpec`; ring_capacity: the ingress ring's slots.  The scheduler
+            is built by :func:`pard.wiring.stage_scheduler`, as the local runtime builds its own.
         epoch_s: the deployment's epoch on the driver's clock.
     """
 
-    def __init__(self, index: int, name: str, profile: Mapping[int, float], max_batch: int, policy: Any,
-                 budget_fraction: float, ring_capacity: int, entry: bool, preds: Sequence[int],
-                 epoch_s: float) -> None:
-        pts = sorted((int(b), float(d)) for b, d in profile.items())
-        self._prof = _core.Profile([b for b, _ in pts], [d for _, d in pts])
-        self._sched = _core.StageScheduler(stage=index, profile=self._prof, max_batch=int(max_batch),
-                                           policy=policy.core(), budget_fraction=float(budget_fraction),
-                                           ring_capacity=int(ring_capacity))
+    def __init__(self, spec: Any, index: int, policy: Any, ring_capacity: int, epoch_s: float) -> None:
+        st = spec.stages[index]
+        names = [s.name for s in spec.stages]
+        order = spec.topological_order()
+        self._sched = stage_scheduler(spec, index, policy, ring_capacity)
+        self._prof = core_profile(st)
+        name, max_batch = st.name, st.max_batch
+        entry = not spec.predecessors(st.name)
+        preds = [names.index(p) for p in sorted(spec.predecessors(st.name), key=order.index)]
         self._k = int(index)
         self._name = name
         self._max_batch = int(max_batch)
@@ -127,18 +125,10 @@ class StageActor:
         self._slots: list[asyncio.Task[None]] = []
         self._live_slots = 0
         self._dead: tuple[str, Any] | None = None
-        # logs: the planner takes them by cursor, the report reads them whole
-        self._arrivals: list[float] = []
-        self._q_t: list[float] = []
-        self._q_s: list[float] = []
-        self._batches: list[tuple[float, float, int, float]] = []  # start, duration, size, wait
-        self._cursor = [0, 0, 0]
+        self._log = StageLog()  # the planner takes it every sync, the report reads it whole
         self._drops = 0
         self._sched_ns = 0
         self._worker_errors: list[str] = []
-        self._hop_s = 0.0  # sum over arrivals of (received here - arrival time): the hop's delay
-        self._hop_n = 0
-        self._lag_s = 0.0  # sum over batches of (record handled here - batch end on the worker)
         self._lead_s = 2e-3  # moving average of that lag: how early _collect_late collects
         self._cpu0 = time.process_time()  # the process's start-up (imports) is not serving cost
 
@@ -173,8 +163,8 @@ class StageActor:
         pushed = 0
         now = self._clock.now()
         for rid, send, deadline, tier, arrival, g, e in items:
-            self._hop_s += now - arrival
-            self._hop_n += 1
+            self._log.hop_s += now - arrival
+            self._log.hops += 1
             ref = (groups[g], e)
             if rid in self._gone:
                 del self._gone[rid]
@@ -208,7 +198,7 @@ class StageActor:
             self._emit(("reject", rid, self._k, now) if self._entry else ("drop", rid, self._k, _REJECTED_CODE, now))
             return 0
         self._reqs[rid] = _Req(send, deadline, tier, arrival, refs)
-        self._arrivals.append(arrival)
+        self._log.arrivals.append(arrival)
         self._pending += 1
         return 1
 
@@ -259,8 +249,8 @@ class StageActor:
         for rid in batch:
             r = self._reqs[rid]
             r.running = True
-            self._q_t.append(now)
-            self._q_s.append(now - r.arrival)
+            self._log.q_t.append(now)
+            self._log.q_s.append(now - r.arrival)
         return batch
 
     def _resubmit(self, rid: int, r: _Req, now: float) -> None:
@@ -421,10 +411,10 @@ class StageActor:
     def _batch_done(self, b: _Batch, record: Any) -> None:
         start, end, error, join_errors, _cpu = record
         lag = self._clock.now() - end
-        self._lag_s += lag
+        self._log.lag_s += lag
         self._lead_s = min(_MAX_LEAD_S, max(_MIN_LEAD_S, 0.8 * self._lead_s + 0.2 * lag))
         size = len(b.ids)
-        self._batches.append((start, end - start, size, start - b.t_b))
+        self._log.batches.append((start, end - start, size, start - b.t_b))
         self._emit(("batch", b.ids, (end - start) / size))
         per_succ: list[list[tuple[int, float, float, int, float, int, int]]] = [[] for _ in self._succ]
         for pos, rid in enumerate(b.ids):
@@ -461,27 +451,12 @@ class StageActor:
         self._sched.publish(**terms)
 
     def take_stats(self) -> dict[str, Any]:
-        """The samples since the previous call, keyed as the local runtime hands them to the planner."""
-        na, nq, nb = len(self._arrivals), len(self._q_s), len(self._batches)
-        a, q, b = self._cursor
-        rows = self._batches[b:nb]
-        self._cursor = [na, nq, nb]
-        return {
-            "arrival_s": np.asarray(self._arrivals[a:na], dtype=np.float64),
-            "qdelay_t_s": np.asarray(self._q_t[q:nq], dtype=np.float64),
-            "qdelay_s": np.asarray(self._q_s[q:nq], dtype=np.float64),
-            "batch_start_s": np.asarray([r[0] for r in rows], dtype=np.float64),
-            "batch_duration_s": np.asarray([r[1] for r in rows], dtype=np.float64),
-            "batch_size": np.asarray([r[2] for r in rows], dtype=np.int64),
-            "batch_wait_s": np.asarray([r[3] for r in rows], dtype=np.float64),
-            "dropped": np.asarray([self._drops], dtype=np.int64),
-            "queued": np.asarray([self._sched.queued()], dtype=np.int64),
-        }
+        """The samples since the previous call (:meth:`pard.ray.stage_log.StageLog.take`)."""
+        return self._log.take()
 
     def history(self) -> dict[str, Any]:
-        """Every log since the start: arrivals, queueing delays (time, value), batch rows."""
-        return {"arrival_s": list(self._arrivals), "qdelay_t_s": list(self._q_t), "qdelay_s": list(self._q_s),
-                "batches": list(self._batches)}
+        """Every sample since the start (:meth:`pard.ray.stage_log.StageLog.history`)."""
+        return self._log.history()
 
     def held_ids(self) -> list[int]:
         """The ids queued, in a batch or waiting for a join part here (not forgotten)."""
@@ -489,12 +464,10 @@ class StageActor:
 
     def info(self) -> dict[str, Any]:
         """Counters: scheduler time (s), this process's CPU time since construction (s), batches, queued, worker errors."""
-        return {"scheduler_s": self._sched_ns * 1e-9, "cpu_s": time.process_time() - self._cpu0, "batches": len(self._batches),
+        return {"scheduler_s": self._sched_ns * 1e-9, "cpu_s": time.process_time() - self._cpu0, "batches": len(self._log.batches),
                 "queued": self._sched.queued(), "held": len(self._reqs), "live_workers": self._live_slots,
                 "worker_errors": list(self._worker_errors), "order": self._sched.current_order,
-                "dead": None if self._dead is None else self._dead[0],
-                "hop_s_mean": self._hop_s / self._hop_n if self._hop_n else 0.0,
-                "record_lag_s_mean": self._lag_s / len(self._batches) if self._batches else 0.0}
+                "dead": None if self._dead is None else self._dead[0], **self._log.delays()}
 
     async def stop(self) -> None:
         """Stop the slots (after the driver has ended every request)."""

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..errors import PardValueError
 from .clock import Clock
 
 __all__ = ["StageWorker", "BatchRecord"]
@@ -119,7 +120,7 @@ class StageWorker:
                 try:
                     outs = self._executor(payloads)
                     if len(outs) != len(payloads):
-                        raise ValueError(f"executor returned {len(outs)} outputs for a batch of {len(payloads)}")
+                        raise PardValueError(f"executor returned {len(outs)} outputs for a batch of {len(payloads)}")
                     for pos, out in zip(keep, outs):
                         outputs[pos] = out
                 except BaseException as e:  # noqa: BLE001 - any executor error fails this batch only

@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _core
 from .._checks import show
 from ..errors import ConfigError, PardTypeError, PardValueError
 from ..executors import ArrayExecutor, _shape_arg, as_executor
-from ..wiring import budget_fractions, core_profile
+from ..wiring import budget_fractions, stage_scheduler
 from .workers import Stage
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,17 +104,12 @@ def worker_counts(spec: PipelineSpec, workers: Mapping[str, int] | Sequence[int]
 def build_stages(spec: PipelineSpec, policy: PolicySpec, executors: Mapping[str, Any], counts: Sequence[int],
                  ring_capacity: int) -> list[Stage]:
     """One :class:`Stage` per spec stage, each with its C++ scheduler, linked to successors and predecessors."""
-    core_policy = policy.core()
     fractions = budget_fractions(spec)
     index = {st.name: k for k, st in enumerate(spec.stages)}
     order = spec.topological_order()
     stages = []
     for k, st in enumerate(spec.stages):
-        sched = _core.StageScheduler(stage=k, profile=core_profile(st), max_batch=int(st.max_batch),
-                                     policy=core_policy, budget_fraction=float(fractions[k]),
-                                     ring_capacity=int(ring_capacity),
-                                     tier_weights=[float(w) for w in spec.tiers.values()],
-                                     entry=not spec.predecessors(st.name))
+        sched = stage_scheduler(spec, k, policy, ring_capacity, fractions)
         stage = Stage(k, st, sched, executors[st.name], int(counts[k]))
         stage.successors = [index[s] for s in st.successors]
         stage.preds = [index[p] for p in sorted(spec.predecessors(st.name), key=order.index)]
