@@ -7,9 +7,11 @@ planner once per sync interval; this script wraps :meth:`pard.Planner.update` to
 
 * stats in: each stage's statistics dict as the stage actor sends it (pickled, protocol 5), the
   same arrays the local runtime's planner thread reads;
-* summary in: what the planner's update actually reads of them -- per stage an arrival count, the
-  sums and counts of queueing delays and batch sizes (5 numbers) and the batch waits of the stages
-  it draws from (8 bytes each) -- the size a summarising stage actor would send;
+* summary in: what the planner's update actually reads of them -- per stage an arrival count and the
+  sum and count of queueing delays (3 numbers), and per batch its size, duration and wait (24 bytes;
+  the online d(b) correction reads sizes and durations, the Monte Carlo the waits) -- the size a
+  stage actor that summarised its per-request samples would send (not implemented: pard.ray sends
+  the stats as the local runtime's planner thread reads them);
 * terms out: each stage's published terms (pickled).
 
 Traffic per worker per second = bytes per sync / sync interval / workers.
@@ -46,7 +48,7 @@ def _measure(name: str, duration_s: float, load: float) -> dict[str, Any]:
 
     def update(self: Planner, now_s: float, stats: Any, w: Any) -> Any:
         stats_b = sum(len(pickle.dumps(dict(s), protocol=5)) for s in stats)
-        summary_b = sum(5 * 8 + 8 * len(s.get("batch_wait_s", ())) for s in stats)
+        summary_b = sum(3 * 8 + 24 * len(s.get("batch_size", ())) for s in stats)
         t0 = time.perf_counter_ns()
         terms = original(self, now_s, stats, w)
         dt = time.perf_counter_ns() - t0
