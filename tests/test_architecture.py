@@ -15,7 +15,7 @@ import pard
 ROOT = Path(pard.__file__).parent
 #: Modules owned by other work in progress that still raise bare ValueError/TypeError (each to be
 #: converted to pard.errors.PardValueError / PardTypeError by its owner; remove it here then).
-_BARE_RAISES_PENDING = {"executors.py", "models.py"}
+_BARE_RAISES_PENDING: set[str] = set()
 
 
 def _module_name(path: Path) -> str:

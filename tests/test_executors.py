@@ -103,7 +103,8 @@ def test_cupy_path_matches_numpy() -> None:
     """On a GPU, the reference model run through ArrayExecutor matches the NumPy result, per worker stream."""
     import cupy
 
-    from pard.models import _build, sample_inputs
+    from pard.models import sample_inputs
+    from pard.models.reference import _build
 
     m = _build("s0", (32, 32, 3), np.random.default_rng(0), 0.25)
     gpu = ArrayExecutor(m, device="gpu")
@@ -158,3 +159,35 @@ def test_array_executor_bad_payload_shape_named() -> None:
 
     with pytest.raises(TypeError, match=r"payload_shape.*'x'"):
         ArrayExecutor(lambda b: b, device="cpu", payload_shape="x")
+
+
+def test_runtime_binds_engine_executors_and_passes_the_budget() -> None:
+    """The runtime calls bind(stage, workers, threads) once per stage and hands accepts_budget executors the batch's budget."""
+    import pard
+    from pard.executors import BatchExecutor
+
+    class Probe(BatchExecutor):
+        accepts_budget = True
+
+        def __init__(self) -> None:
+            self.bound: list[tuple[str, int, int | None]] = []
+            self.budgets: list[float] = []
+
+        def bind(self, stage: object, *, workers: int, threads: int | None = None) -> None:
+            self.bound.append((stage.name, workers, threads))  # type: ignore[attr-defined]
+
+        def __call__(self, payloads: list[object], *, budget_s: float | None = None) -> list[object]:
+            assert budget_s is not None
+            self.budgets.append(budget_s)
+            return list(payloads)
+
+    spec = pard.PipelineSpec(name="hooks", slo=5.0, stages=[
+        pard.StageSpec(name="a", profile={1: 0.001, 4: 0.002}, max_batch=4, workers=2, successors=["b"]),
+        pard.StageSpec(name="b", profile={1: 0.001, 4: 0.002}, max_batch=4, workers=1)])
+    a, b = Probe(), Probe()
+    with pard.Runtime(spec, {"a": a, "b": b}, policy="naive", blas_threads=None) as rt:
+        assert a.bound == [("a", 2, None)] and b.bound == [("b", 1, None)]
+        outs = [rt.submit(np.full(2, float(i)), slo=3.0).result(timeout=30) for i in range(5)]
+    assert [float(o[0]) for o in outs] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert len(a.budgets) >= 1 and len(b.budgets) >= 1
+    assert all(0.0 < x <= 3.0 for x in a.budgets + b.budgets)  # deadline - now of a fresh 3 s SLO

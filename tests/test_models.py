@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from pard import models
+from pard.models import reference as models
 from pard.models import INPUT_SHAPE, join_inputs, reference_models, sample_inputs
 
 

@@ -102,17 +102,20 @@ class Rejected(PardError):
         reason: why (str).
         retry_after_s: when the caller may retry (seconds), or None when pard has no estimate.
         stage: name of the stage that refused it, or None (e.g. refused before any stage).
+        request_id: the refused request's id (int), or None (``Runtime.infer`` sets it).
     """
 
-    def __init__(self, reason: str, retry_after_s: float | None = None, stage: str | None = None) -> None:
+    def __init__(self, reason: str, retry_after_s: float | None = None, stage: str | None = None,
+                 request_id: int | None = None) -> None:
         where = "" if stage is None else f" at stage {stage!r}"
         super().__init__(f"request rejected{where}: {reason}{_hint(retry_after_s)}")
         self.reason = reason
         self.retry_after_s = retry_after_s
         self.stage = stage
+        self.request_id = request_id
 
-    def __reduce__(self) -> tuple[type, tuple[str, float | None, str | None]]:
-        return (type(self), (self.reason, self.retry_after_s, self.stage))
+    def __reduce__(self) -> tuple[type, tuple[str, float | None, str | None, int | None]]:
+        return (type(self), (self.reason, self.retry_after_s, self.stage, self.request_id))
 
 
 class ExecutorError(PardError):

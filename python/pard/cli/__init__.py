@@ -5,6 +5,7 @@
 - :mod:`~pard.cli.run` -- ``pard run``: replay a real trace live under each policy (start here), in
   steps :mod:`~pard.cli.measure`, :mod:`~pard.cli.replay`, :mod:`~pard.cli.compare`, :mod:`~pard.cli.write`;
 - :mod:`~pard.cli.profile` -- ``pard profile``: measure and save a profile;
+- :mod:`~pard.cli.serve` -- ``pard serve``: serve a pipeline over HTTP (:mod:`pard.serve`);
 - :mod:`~pard.cli.parsers` -- the argument parsers and console helpers they share.
 
 To add a subcommand, write ``pard/cli/<name>.py`` with ``register`` and ``run`` and add the module to
@@ -22,12 +23,12 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import MissingExtraError, PardError, PardWarning, UsageError
-from . import profile, run, simulate
+from . import profile, run, serve, simulate
 
 __all__ = ["main", "build_parser", "COMMANDS", "UsageError"]
 
 #: The subcommand modules, in ``--help`` order.
-COMMANDS = (simulate, run, profile)
+COMMANDS = (simulate, run, profile, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,18 +10,18 @@ from typing import Any
 
 from ..config import load, resolve_pipeline
 from ..errors import UsageError
-from ..executors import gpu_available
+from ..models import engine_description
 from ..profiling import ProfileResult, busy_cores, cached_profile, size_workers
 
 __all__ = ["sizing_line", "measure", "age", "run_profile"]
 
 
-def sizing_line(spec: Any, workers: list[int], cores: int) -> str:
-    """One line: the cores, the worker counts, the device and how busy the workers keep the cores."""
+def sizing_line(spec: Any, workers: list[int], cores: int, models: str = "numpy") -> str:
+    """One line: the cores, the worker counts, the engine and how busy the workers keep the cores."""
     parts = ", ".join(f"{st.name} x{w}" for st, w in zip(spec.stages, workers))
-    device = "CuPy on the GPU, one CUDA stream per worker" if gpu_available() else "NumPy on the CPU"
-    line = (f"sizing: {cores} cores -> workers {parts} ({sum(workers)} threads, {device}, "
-            f"BLAS 1 thread per worker)")
+    threads = "1 ONNX Runtime thread" if models == "onnx" else "BLAS 1 thread"
+    line = (f"sizing: {cores} cores -> workers {parts} ({sum(workers)} threads, {models} models: "
+            f"{engine_description(models)}, {threads} per worker)")
     try:
         busy = busy_cores(spec, workers)
         line += f"; at capacity they keep ~{busy:.1f} cores busy"
@@ -35,9 +35,9 @@ def sizing_line(spec: Any, workers: list[int], cores: int) -> str:
 def measure(args: argparse.Namespace, spec: Any, cores: int, err: Any, *, refresh: bool) -> ProfileResult:
     """The cached profile of ``spec`` sized to ``cores`` (measured when missing, stale or ``refresh``)."""
     workers = size_workers(spec, cores)
-    err.print(sizing_line(spec, workers, cores))
+    err.print(sizing_line(spec, workers, cores, args.models))
     t0 = time.perf_counter()
-    res = cached_profile(spec, workers=workers, model_options={"scale": float(args.scale)},
+    res = cached_profile(spec, workers=workers, model_options={"scale": float(args.scale)}, models=args.models,
                          refresh=refresh, repeats=getattr(args, "repeats", 7))
     if res.cached:
         how = "cached" + (f", measured {age(res.age_s)} ago" if res.age_s is not None else "")
@@ -61,7 +61,8 @@ def age(age_s: float | None) -> str:
 
 
 def run_profile(args: argparse.Namespace, cores: int, err: Any) -> tuple[Any, dict[str, Any], Path | None]:
-    """``pard run``'s pipeline: ``--profile FILE`` as given, else the cached or freshly measured one.
+    """``pard run``'s pipeline: ``--profile FILE`` as given, else the cached or freshly measured one
+    (measured on the ``args.models`` stage models, settled by :func:`~pard.cli.parsers.models_arg`).
 
     Returns the spec, the JSON block ``live.profile_used`` and the cache file (None for a given file).
     """
@@ -79,7 +80,7 @@ def run_profile(args: argparse.Namespace, cores: int, err: Any) -> tuple[Any, di
         used = {"source": "file", "path": str(args.profile), "measured_at": mtime,
                 "age_s": max(0.0, time.time() - mtime), "refreshed_because": None}
         err.print(f"profile: {args.profile} (as given, written {age(used['age_s'])} ago)")
-        err.print(sizing_line(spec, [st.workers for st in spec.stages], cores))
+        err.print(sizing_line(spec, [st.workers for st in spec.stages], cores, args.models))
     else:
         try:
             base = resolve_pipeline(args.pipeline)

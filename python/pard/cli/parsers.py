@@ -19,7 +19,7 @@ from ..policies import POLICIES
 from ..workloads import BUILTIN_TRACES, TRACE_FORMATS, UNITS
 
 __all__ = ["add_command", "positive", "non_negative", "seed", "policies", "cores", "spell", "console", "check_output",
-           "check_plot_suffix", "machine_cores", "clean", "add_pipeline", "DEFAULT_POLICIES", "PIPE_WIDTH",
+           "check_plot_suffix", "machine_cores", "clean", "add_pipeline", "add_models", "models_arg", "DEFAULT_POLICIES", "PIPE_WIDTH",
            "BUILTIN_NAMES", "BUILTIN_TRACES", "TRACE_FORMATS", "UNITS"]
 
 DEFAULT_POLICIES = "pard,nexus,clipper++,naive"
@@ -92,6 +92,33 @@ def add_pipeline(p: argparse.ArgumentParser, default: str) -> None:
     """Add ``--pipeline`` (a built-in name or a spec file) with ``default``."""
     p.add_argument("--pipeline", default=default, metavar="{" + ",".join(BUILTIN_NAMES) + ",FILE}",
                    help=f"a built-in pipeline or a spec file (YAML/JSON/TOML); default {default}")
+
+
+def add_models(p: argparse.ArgumentParser) -> None:
+    """Add ``--models {onnx,numpy}``: which built-in stage models run (default onnx when installed)."""
+    p.add_argument("--models", choices=("onnx", "numpy"), default=None,
+                   help="the stage models: onnx (small convolutional ONNX networks of each stage's kind, random "
+                        "weights, run by ONNX Runtime; the default) or numpy (the NumPy reference models); see "
+                        "docs/engines.md")
+
+
+def models_arg(args: argparse.Namespace, err: Any) -> str:
+    """``args.models``, settled: onnx by default, numpy (with a note on ``err``) when ONNX Runtime is missing.
+
+    Raises:
+        UsageError: ``--models onnx`` given explicitly without onnx/onnxruntime installed.
+    """
+    from ..models import onnx_installed
+
+    if args.models == "numpy":
+        return "numpy"
+    if onnx_installed():
+        return "onnx"
+    if args.models == "onnx":
+        raise UsageError("--models onnx needs the onnx and onnxruntime packages: pip install 'pard[onnx]'")
+    err.print("[yellow]note:[/] onnx/onnxruntime are not installed (pip install 'pard[onnx]'), so the NumPy "
+              "reference models run (--models numpy)")
+    return "numpy"
 
 
 def machine_cores() -> int:

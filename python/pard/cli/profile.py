@@ -11,7 +11,7 @@ from ..config import resolve_pipeline
 from ..errors import UsageError
 from ..profiling import measure_profile, size_workers
 from .measure import measure, sizing_line
-from .parsers import add_command, add_pipeline, console, cores, positive
+from .parsers import add_command, add_models, add_pipeline, console, cores, models_arg, positive
 
 __all__ = ["register", "run"]
 
@@ -20,11 +20,12 @@ def register(subparsers: Any) -> None:
     """Add ``pard profile``."""
     p = add_command(
         subparsers, "profile", run,
-        help="measure each stage's duration per batch size on this machine (reference models)",
-        description="Time each stage's reference model at every batch size (warm-up, then the median of "
-                    "repeats), with all live workers running at once and BLAS limited to one thread per "
-                    "worker, and write the pipeline spec with the measured profiles.  `pard run --profile "
-                    "FILE` and `pard simulate --pipeline FILE` accept the file.",
+        help="measure each stage's duration per batch size on this machine (ONNX or NumPy stage models)",
+        description="Time each stage's model (--models: the ONNX stage models by default, or the NumPy "
+                    "reference models) at every batch size (warm-up, then the median of repeats), with all "
+                    "live workers running at once and one thread per worker, and write the pipeline spec with "
+                    "the measured profiles.  `pard run --profile FILE` and `pard simulate --pipeline FILE` "
+                    "accept the file.",
     )
     add_pipeline(p, "tm")
     p.add_argument("--out", type=Path, default=None, metavar="FILE",
@@ -35,7 +36,8 @@ def register(subparsers: Any) -> None:
                         "has is accepted with a warning)")
     p.add_argument("--repeats", type=int, default=7, help="timed runs per batch size and worker; default 7")
     p.add_argument("--scale", type=positive("--scale"), default=1.0,
-                   help="reference models' work per request, relative to the default size; default 1")
+                   help="stage models' work per request, relative to the default size; default 1")
+    add_models(p)
 
 
 def _profile_table(spec: Any) -> Any:
@@ -60,12 +62,14 @@ def run(args: argparse.Namespace) -> int:
     if args.repeats < 1:
         raise UsageError(f"--repeats must be an int >= 1, got {args.repeats!r}")
     n_cores = cores(args.cores, err)
+    args.models = models_arg(args, err)
     if args.out is None:
         res = measure(args, spec, n_cores, err, refresh=True)
     else:
         workers = size_workers(spec, n_cores)
-        err.print(sizing_line(spec, workers, n_cores))
-        res = measure_profile(spec, workers=workers, repeats=args.repeats, model_options={"scale": float(args.scale)})
+        err.print(sizing_line(spec, workers, n_cores, args.models))
+        res = measure_profile(spec, workers=workers, repeats=args.repeats, model_options={"scale": float(args.scale)},
+                              models=args.models)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         res.spec.save(args.out)
         res.path = args.out

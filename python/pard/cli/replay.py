@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .._extras import require
-from ..models import sample_inputs
+from ..models import sample_inputs, stage_set
 from ..outcomes import LATE, ON_TIME
 from ..profiling import profile_drift, profile_from_batches
 from ..runtime import Runtime
@@ -58,7 +58,9 @@ def replay_policies(args: argparse.Namespace, spec: Any, arrivals: np.ndarray, e
     """Replay ``arrivals`` live once per ``args.policies``, each followed by its two simulations."""
     rp = require("rich.progress", "cli", "the pard command")
     workers = [st.workers for st in spec.stages]
-    payloads = list(sample_inputs(64, seed=args.seed))
+    models = getattr(args, "models", "numpy")
+    entry_shape = stage_set(spec, models, scale=float(args.scale)).entry_shape
+    payloads = list(sample_inputs(64, seed=args.seed, shape=entry_shape))
     res = LiveRuns()
     total = float(args.duration) * len(args.policies)
     with rp.Progress(rp.TextColumn("{task.description}"), rp.BarColumn(), rp.TextColumn("{task.percentage:>3.0f}%"),
@@ -67,7 +69,9 @@ def replay_policies(args: argparse.Namespace, spec: Any, arrivals: np.ndarray, e
         for i, name in enumerate(args.policies):
             bar.update(task, description=f"live {name}")
             offset = i * float(args.duration)
-            rt = Runtime(spec, policy=name, workers=workers, model_options={"scale": float(args.scale)},
+            # fresh executors per run: each runtime's workers bind their own engine sessions
+            built = stage_set(spec, models, scale=float(args.scale))
+            rt = Runtime(spec, built.executors, join=built.join, policy=name, workers=workers,
                          planner_options={"seed": args.seed + 1})
             t_rep = rt.now()
             try:

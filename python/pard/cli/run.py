@@ -1,12 +1,13 @@
 """``pard run`` (no arguments needed) -- what a new user runs first -- in six steps, one module each:
 
-1. :mod:`~pard.cli.measure`: measure the pipeline's stage profiles on this machine with the reference
-   models (:mod:`pard.profiling`; reused from the cache when this machine, pipeline, sizing and version
+1. :mod:`~pard.cli.measure`: measure the pipeline's stage profiles on this machine with the stage
+   models (``--models``: the ONNX stage models of :mod:`pard.models.onnx` on ONNX Runtime by default,
+   or the NumPy reference models) (:mod:`pard.profiling`; reused from the cache when this machine, pipeline, sizing and version
    were measured before), sizing the live worker counts to the cores;
 2. here: cut a window of the bundled Azure LLM conversation trace, amplified (DESIGN §5) to a mean
    rate of ``--load`` times the measured pipeline capacity, so that the trace's bursts overload it;
 3. :mod:`~pard.cli.replay`: for each policy (default ``pard,nexus,clipper++,naive``) replay the window
-   in wall-clock time through :class:`pard.Runtime` (real worker threads, real array compute), and
+   in wall-clock time through :class:`pard.Runtime` (real worker threads, real DNN graphs), and
    simulate the same arrivals with the measured profile;
 4. and 5. :mod:`~pard.cli.compare`: print the metrics table (the same :class:`pard.report.Report`
    ``pard simulate`` builds), the live-vs-simulated goodput, the scheduler's share of request latency,
@@ -29,7 +30,8 @@ from ..report import comparison_table
 from ..workloads import TRACE_FORMATS, load_trace
 from .compare import agreement_table, bound_line, check_profile, drop_reasons, reasons_line, verdict
 from .measure import run_profile
-from .parsers import add_command, add_pipeline, console, cores, machine_cores, non_negative, policies, positive
+from .parsers import (add_command, add_models, add_pipeline, console, cores, machine_cores, models_arg, non_negative,
+                      policies, positive)
 from .parsers import seed as seed_arg
 from .parsers import spell
 from .replay import replay_policies
@@ -58,7 +60,8 @@ def register(subparsers: Any) -> None:
         help="replay a real trace live through a real pipeline under each policy (start here)",
         description="Profile the pipeline on this machine (or reuse the cached profile), then replay a "
                     "window of the bundled Azure LLM conversation trace, amplified so its bursts overload "
-                    "the pipeline, in wall-clock time through the live runtime and the reference models, "
+                    "the pipeline, in wall-clock time through the live runtime and the stage models (ONNX "
+                    "Runtime by default), "
                     "once per policy; print the metrics table, compare with the simulator on the same "
                     "arrivals, and write JSON and a PNG.",
     )
@@ -84,7 +87,8 @@ def register(subparsers: Any) -> None:
                    help="cores to size the workers to; default all this process may use (more than the machine "
                         "has is accepted with a warning: the workers then share the real cores)")
     p.add_argument("--scale", type=positive("--scale"), default=d["scale"],
-                   help="reference models' work per request, relative to the default size; default 1")
+                   help="stage models' work per request, relative to the default size; default 1")
+    add_models(p)
     p.add_argument("--refresh-profile", action="store_true",
                    help="measure even if a cached profile exists (a cached one is also measured again when "
                         "older than 12 h, or when a previous run found the machine >25 %% off its profile)")
@@ -97,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     out = console()
     err = console(stderr=True)
     n_cores = cores(args.cores, err)
+    args.models = models_arg(args, err)
     spec, used, cache_path = run_profile(args, n_cores, err)  # 1.
     workers = [st.workers for st in spec.stages]
     capacity = spec.capacity().pipeline
@@ -138,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     plot_path = args.plot or args.out / "live.png"
     write_outputs(json_path, plot_path, reports, pipeline=spec.name, trace=label, load=args.load, title=title,
                   simulated=live.simulated, refit=live.refit, live={
-                      "cores": n_cores, "machine_cores": machine_cores(),
+                      "cores": n_cores, "machine_cores": machine_cores(), "models": args.models,
                       "workers": dict(zip([st.name for st in spec.stages], workers)),
                       "profile": {st.name: {str(b): d for b, d in sorted(st.profile.items())} for st in spec.stages},
                       "profile_used": used, "profile_check": check,

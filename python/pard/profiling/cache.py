@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._cache import cache_dir
 from .._version import __version__
 from ..config import resolve_pipeline
 
@@ -25,15 +26,6 @@ __all__ = ["cache_dir", "cached_profile", "mark_stale", "MAX_AGE_S"]
 
 #: A cached profile older than this (s) is measured afresh by :func:`cached_profile` (12 hours).
 MAX_AGE_S = 12 * 3600.0
-
-
-def cache_dir() -> Path:
-    """``$PARD_CACHE_DIR``, else ``$XDG_CACHE_HOME/pard``, else ``~/.cache/pard``."""
-    env = os.environ.get("PARD_CACHE_DIR")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "pard"
 
 
 def _meta_path(path: Path) -> Path:
@@ -68,12 +60,14 @@ def mark_stale(path: Path, reason: str) -> None:
     _write_meta(path, doc)
 
 
-def _cache_key(spec: PipelineSpec, workers: Sequence[int], model_options: Mapping[str, Any] | None) -> str:
+def _cache_key(spec: PipelineSpec, workers: Sequence[int], model_options: Mapping[str, Any] | None,
+               models: str = "numpy") -> str:
     doc = {
         "machine": machine_id(),
         "pipeline": spec.to_dict(),
         "workers": list(workers),
         "model_options": dict(model_options or {}),
+        "models": models,
         "version": __version__,
     }
     digest = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -85,6 +79,7 @@ def cached_profile(
     *,
     workers: Sequence[int] | None = None,
     model_options: Mapping[str, Any] | None = None,
+    models: str = "numpy",
     refresh: bool = False,
     directory: Path | None = None,
     max_age_s: float | None = MAX_AGE_S,
@@ -93,12 +88,13 @@ def cached_profile(
     """The measured profile of ``pipeline`` on this machine, from the cache or measured now.
 
     The cache key covers the machine (:func:`machine_id`), the pipeline's content, the worker
-    counts, ``model_options`` and pard's version; any change measures afresh.  A measured profile
+    counts, the models (``"numpy"`` or ``"onnx"``), ``model_options`` and pard's version; any change
+    measures afresh.  A measured profile
     is written to ``<directory or cache_dir()>/profiles/<pipeline>-<key>.yaml``.
 
     Args:
-        pipeline, workers, model_options, measure_options: as :func:`measure_profile` (reference
-            models only: custom executors are not cached).
+        pipeline, workers, model_options, models, measure_options: as :func:`measure_profile`
+            (built-in models only: custom executors are not cached).
         refresh: measure even when a cached profile exists.
         directory: the cache directory (default :func:`cache_dir`).
         max_age_s: measure afresh a cached profile older than this (s; default :data:`MAX_AGE_S`,
@@ -115,7 +111,7 @@ def cached_profile(
     spec = resolve_pipeline(pipeline)
     ws = [int(st.workers) for st in spec.stages] if workers is None else [int(w) for w in workers]
     root = (directory if directory is not None else cache_dir()) / "profiles"
-    path = root / f"{_cache_key(spec, ws, model_options)}.yaml"
+    path = root / f"{_cache_key(spec, ws, model_options, models)}.yaml"
     why: str | None = None
     if path.is_file() and not refresh:
         meta = _read_meta(path)
@@ -136,7 +132,7 @@ def cached_profile(
             if cached is not None and [st.name for st in cached.stages] == [st.name for st in spec.stages]:
                 return ProfileResult(cached, {}, ws, 0.0, machine_id(), path=path, cached=True,
                                      measured_at=float(measured_at))
-    result = measure_profile(spec, workers=ws, model_options=model_options, **measure_options)
+    result = measure_profile(spec, workers=ws, model_options=model_options, models=models, **measure_options)
     root.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}.yaml")
     result.spec.save(tmp)

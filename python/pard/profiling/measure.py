@@ -157,6 +157,7 @@ def measure_profile(
     co_load: str = "capacity",
     blas_threads: int | None = 1,
     model_options: Mapping[str, Any] | None = None,
+    models: str = "numpy",
     progress: Callable[[str, int, int], None] | None = None,
 ) -> ProfileResult:
     """Time every stage at every batch size under the load the live run puts beside it.
@@ -173,10 +174,11 @@ def measure_profile(
 
     Args:
         pipeline: a PipelineSpec, a built-in name or a spec file (as :func:`pard.config.load`).
-        stages: stage name -> executor (called with a list of payloads); default the reference
-            models of :mod:`pard.models` (``model_options`` passed on) in ArrayExecutors.
+        stages: stage name -> executor (called with a list of payloads); default the built-in stage
+            models of kind ``models`` (:func:`pard.models.stage_set`, ``model_options`` passed on).
+            An executor's ``bind(stage, workers=, threads=blas_threads)`` hook is called first.
         inputs: stage name -> ``make(b)`` returning ``b`` payloads for that stage; required with
-            custom ``stages``; default random float32 arrays of each reference model's input shape.
+            custom ``stages``; default random float32 arrays of each built-in model's input shape.
         workers: threads per stage (``spec.stages`` order); default the spec's ``workers``.
         batch_sizes: stage name -> the batch sizes to time; default :func:`default_batch_sizes` of
             each stage's ``max_batch``.
@@ -185,6 +187,8 @@ def measure_profile(
             every worker's runs.
         co_load: the background load, see above.
         blas_threads: BLAS threads during the measurement (as the runtime; None leaves it).
+        models: the built-in models measured when ``stages`` is None: ``"numpy"`` (default, the
+            reference models) or ``"onnx"`` (the ONNX stage models, as ``pard run`` uses).
         progress: called as ``progress(stage, done, total)`` after each batch size of each worker.
 
     Returns:
@@ -208,16 +212,15 @@ def measure_profile(
         raise PardValueError(f"workers must list one int >= 1 per stage ({len(names)}), got {list(workers or [])!r}")
 
     if stages is None:
-        from ..executors import ArrayExecutor
-        from ..models import reference_models
+        from ..models import stage_set
 
-        models = reference_models(spec, **dict(model_options or {}))
-        executors: dict[str, Any] = {n: ArrayExecutor(m) for n, m in models.items()}
+        built = stage_set(spec, models, **dict(model_options or {}))
+        executors: dict[str, Any] = dict(built.executors)
         if inputs is None:
             def _maker(shape: tuple[int, ...], seed: int) -> Callable[[int], Any]:
                 rng = np.random.default_rng(seed)
                 return lambda b: list(rng.random((b, *shape), dtype=np.float32))
-            inputs = {n: _maker(m.input_shape, i) for i, (n, m) in enumerate(models.items())}
+            inputs = {n: _maker(shape, i) for i, (n, shape) in enumerate(built.input_shapes.items())}
     else:
         from ..executors import as_executor
 
@@ -227,6 +230,10 @@ def measure_profile(
         if inputs is None or any(n not in inputs for n in names):
             raise PardValueError("custom stages need inputs: stage name -> make(b) returning b payloads, for every stage")
         executors = {n: as_executor(stages[n]) for n in names}
+    for st, w in zip(spec.stages, ws):  # engine executors: sessions per worker, server config checks
+        bind = getattr(executors[st.name], "bind", None)
+        if callable(bind):
+            bind(st, workers=w, threads=blas_threads)
     makers: Mapping[str, Callable[[int], Any]] = inputs
     sizes = {}
     for st in spec.stages:

@@ -142,7 +142,7 @@ def deploy(
     for k, st in enumerate(spec.stages):
         stage_join = default_join if len(spec.predecessors(st.name)) > 1 else None
         fleet.append([worker_cls.options(max_restarts=max_restarts, max_task_retries=0, max_concurrency=2, **res[k]).remote(
-            st.name, execs[st.name], stage_join, epoch) for _ in range(counts[k])])
+            st, execs[st.name], stage_join, epoch) for _ in range(counts[k])])
     actors = [(f"stage {n!r} (num_cpus=0)", s) for n, s in zip(names, stages)] + [
         (f"a worker of stage {names[k]!r} ({res[k]})", w) for k, ws in enumerate(fleet) for w in ws]
     _await_ready(actors, ready_timeout_s)

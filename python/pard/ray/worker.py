@@ -58,15 +58,20 @@ class StageWorker:
     """One worker of one stage (a Ray actor class body; :func:`pard.ray.deploy` creates them).
 
     Args:
-        stage: the stage's name (for messages).
+        stage: the stage's :class:`pard.StageSpec`; an executor with a ``bind`` hook
+            (:class:`pard.executors.BatchExecutor`) is bound to it here, as one worker, before any
+            batch -- the local runtime binds each executor once per stage the same way.
         executor: the stage's executor, ``list -> list`` of the same length (as the local runtime's).
         join: for a stage with several predecessors, ``join(parts) -> payload``; else None.
         epoch_s: the deployment's epoch on the driver's clock (:class:`pard.ray.clock.Clock`).
     """
 
-    def __init__(self, stage: str, executor: Callable[[list[Any]], Sequence[Any]],
+    def __init__(self, stage: Any, executor: Callable[[list[Any]], Sequence[Any]],
                  join: Callable[[list[Any]], Any] | None, epoch_s: float) -> None:
-        self._stage = stage
+        bind = getattr(executor, "bind", None)
+        if callable(bind):  # e.g. an engine executor creates its session on this node here
+            bind(stage, workers=1, threads=None)
+        self._stage = stage.name
         self._executor = executor
         self._join = join
         self._clock = Clock(epoch_s)

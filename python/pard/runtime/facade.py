@@ -27,7 +27,9 @@ from ..planner import Planner
 from ..policies import get_policy
 from ..recorder import RunRecorder
 from ..wiring import planner_stages
+from .aio import AsyncRuntimeMixin
 from .clock import RunClock
+from .monitor import MonitorMixin
 from .planner_loop import PlannerLoop
 from .requests import CANCELLED, Ledger, RequestFuture
 from .replay import replay
@@ -47,7 +49,7 @@ _INT32_MAX = 2**31 - 1
 _MAX_SLO_S = 1e9
 
 
-class Runtime:
+class Runtime(AsyncRuntimeMixin, MonitorMixin):
     """Serve a pipeline live: worker threads per stage around the C++ stage schedulers.
 
     Args:
@@ -55,10 +57,10 @@ class Runtime:
             file.  Its profiles drive the schedulers' estimates (use a measured profile, see
             :mod:`pard.profiling`), its ``slo`` is the default SLO, its ``workers`` the default
             worker counts.
-        stages: stage name -> executor (an :class:`~pard.executors.ArrayExecutor`, a
-            :class:`~pard.executors.CallableExecutor` or any callable ``list -> list``, see
-            :func:`pard.executors.as_executor`), one per stage.  ``None``: the reference models of
-            :mod:`pard.models` (``scale`` and ``seed`` as ``model_options``) in ArrayExecutors.
+        stages: stage name -> executor (see :mod:`pard.executors` and docs/engines.md: ``bind`` is
+            called here, ``accepts_budget`` ones get each batch's remaining budget), one per stage.
+            ``None``: the reference models of :mod:`pard.models` (``scale`` and ``seed`` as
+            ``model_options``) in ArrayExecutors.
         policy: a policy name (:data:`pard.policies.POLICIES`) or a ``PolicySpec``.
         workers: worker threads per stage, ``{stage: n}`` or a list in ``pipeline.stages`` order;
             default the spec's ``workers``.
@@ -113,7 +115,7 @@ class Runtime:
         self._blas_threads: int | None = blas_threads  # type: ignore[assignment]
         executors, join_fn = executors_arg(spec, stages, model_options, join)
         counts = worker_counts(spec, workers)
-        self._stages = build_stages(spec, self._policy, executors, counts, ring_capacity)
+        self._stages = build_stages(spec, self._policy, executors, counts, ring_capacity, self._blas_threads)
         index = {st.name: k for k, st in enumerate(spec.stages)}
         self._entries = [index[n] for n in spec.entry_stages()]
         exits = [index[n] for n in spec.exit_stages()]

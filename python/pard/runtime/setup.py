@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..config import PipelineSpec
     from ..policies import PolicySpec
 
-__all__ = ["options_arg", "executors_arg", "worker_counts", "build_stages", "PayloadShape", "positive_seconds"]
+__all__ = ["options_arg", "executors_arg", "worker_counts", "bind_executors", "build_stages", "PayloadShape", "positive_seconds"]
 
 
 def positive_seconds(name: str, value: Any, *, allow_zero: bool = False) -> float:
@@ -101,9 +101,25 @@ def worker_counts(spec: PipelineSpec, workers: Mapping[str, int] | Sequence[int]
     return [int(c) for c in counts]
 
 
+def bind_executors(spec: PipelineSpec, executors: Mapping[str, Any], counts: Sequence[int],
+                   threads: int | None) -> None:
+    """Tell each executor that has a ``bind`` hook (:class:`pard.executors.BatchExecutor`) its stage,
+    worker count and cores per worker (``threads``, the runtime's ``blas_threads``), before any batch.
+
+    An engine executor creates its per-worker sessions here, or checks that its server's model config
+    matches the stage (raising :class:`pard.ConfigError`).
+    """
+    for st, count in zip(spec.stages, counts):
+        bind = getattr(executors[st.name], "bind", None)
+        if callable(bind):
+            bind(st, workers=int(count), threads=threads)
+
+
 def build_stages(spec: PipelineSpec, policy: PolicySpec, executors: Mapping[str, Any], counts: Sequence[int],
-                 ring_capacity: int) -> list[Stage]:
-    """One :class:`Stage` per spec stage, each with its C++ scheduler, linked to successors and predecessors."""
+                 ring_capacity: int, threads: int | None = None) -> list[Stage]:
+    """One :class:`Stage` per spec stage, each with its C++ scheduler, linked to successors and predecessors;
+    the executors bound first (:func:`bind_executors`, ``threads`` = cores per worker)."""
+    bind_executors(spec, executors, counts, threads)
     fractions = budget_fractions(spec)
     index = {st.name: k for k, st in enumerate(spec.stages)}
     order = spec.topological_order()

@@ -204,7 +204,10 @@ class WorkerPool:
         err: BaseException | None = None
         outs: Sequence[Any] = ()
         try:
-            outs = st.executor(payloads)
+            if getattr(st.executor, "accepts_budget", False):  # e.g. a remote engine's client timeout
+                outs = st.executor(payloads, budget_s=max(r.deadline_s for r in batch) - start)
+            else:
+                outs = st.executor(payloads)
             if len(outs) != len(batch):
                 raise PardValueError(f"executor returned {len(outs)} outputs for a batch of {len(batch)}")
         except BaseException as e:  # noqa: BLE001 - any executor error (SystemExit and

@@ -1,4 +1,4 @@
-"""Stage executors: what a worker of the live runtime calls to run one batch.
+"""Array and callable executors: NumPy/CuPy models and plain Python callables.
 
 An *executor* is any object with ``__call__(payloads: list) -> Sequence`` that takes a batch's
 payloads (one per request, in the batch's service order) and returns one output per request, in the
@@ -16,7 +16,9 @@ Two executors ship here:
   or per request (``fn(payload) -> output``).
 
 A plain callable handed to the runtime as a stage is wrapped in ``CallableExecutor(fn)`` (batched).
-Neighbours: :mod:`pard.models` provides array models; :mod:`pard.runtime` owns the worker threads.
+Neighbours: :mod:`.base` (the base class and the stacking rule every executor shares),
+:mod:`.onnx` and :mod:`.triton` (real engines); :mod:`pard.models` provides array models;
+:mod:`pard.runtime` owns the worker threads.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from ..errors import PardTypeError, PardValueError
+
+from .base import BatchExecutor, check_shapes, split_rows
 
 __all__ = [
     "Executor",
@@ -62,7 +68,7 @@ def gpu_available() -> bool:
     return _GPU
 
 
-class ArrayExecutor:
+class ArrayExecutor(BatchExecutor):
     """Run an array function on a whole batch: stack, compute once, split.
 
     Args:
@@ -100,9 +106,9 @@ class ArrayExecutor:
         dtype: Any = np.float32,
     ) -> None:
         if not callable(fn):
-            raise TypeError(f"ArrayExecutor: fn must be callable, got {type(fn).__name__}")
+            raise PardTypeError(f"ArrayExecutor: fn must be callable, got {type(fn).__name__}")
         if device not in ("auto", "cpu", "gpu"):
-            raise ValueError(f"ArrayExecutor: device must be 'auto', 'cpu' or 'gpu', got {device!r}")
+            raise PardValueError(f"ArrayExecutor: device must be 'auto', 'cpu' or 'gpu', got {device!r}")
         if device == "gpu" and not gpu_available():
             raise RuntimeError("ArrayExecutor(device='gpu'): CuPy is not installed or no CUDA device is available")
         self.fn = fn
@@ -166,32 +172,15 @@ class ArrayExecutor:
         else:
             batch = np.stack([np.asarray(p, dtype=self.dtype) for p in payloads])
             out = self.fn(batch)
-        shape = getattr(out, "shape", None)
-        if shape is None or len(shape) == 0 or int(shape[0]) != n:
-            raise ValueError(
-                f"ArrayExecutor: fn returned {type(out).__name__} of shape {shape}, expected first axis {n}"
-            )
-        return [out[i] for i in range(n)]
+        return split_rows(out, n, "ArrayExecutor: fn")
 
 
     def _check_shapes(self, payloads: list[Any]) -> None:
         """ValueError naming the first payload whose shape differs (from ``payload_shape``, else payload 0)."""
-        want = self.payload_shape
-        for i, p in enumerate(payloads):
-            shape = getattr(p, "shape", None)
-            got = tuple(int(d) for d in shape) if shape is not None else np.shape(p)
-            if want is None:
-                want = got
-                continue
-            if got != want:
-                what = "payload_shape" if self.payload_shape is not None else "payload 0's shape"
-                raise ValueError(
-                    f"ArrayExecutor: payload {i} of the batch has shape {got}, expected {what} {want}: "
-                    f"a batch's payloads are stacked, so they must share one shape"
-                )
+        check_shapes(payloads, self.payload_shape, "ArrayExecutor")
 
 
-class CallableExecutor:
+class CallableExecutor(BatchExecutor):
     """Wrap a plain Python callable as a stage executor.
 
     Args:
@@ -206,7 +195,7 @@ class CallableExecutor:
 
     def __init__(self, fn: Callable[..., Any], *, per_request: bool = False) -> None:
         if not callable(fn):
-            raise TypeError(f"CallableExecutor: fn must be callable, got {type(fn).__name__}")
+            raise PardTypeError(f"CallableExecutor: fn must be callable, got {type(fn).__name__}")
         self.fn = fn
         self.per_request = bool(per_request)
 
@@ -221,12 +210,12 @@ class CallableExecutor:
         try:
             length = len(out)
         except TypeError:
-            raise ValueError(
+            raise PardValueError(
                 f"CallableExecutor: batched fn returned {type(out).__name__}, expected a sequence of "
                 f"{len(payloads)} outputs"
             ) from None
         if length != len(payloads):
-            raise ValueError(
+            raise PardValueError(
                 f"CallableExecutor: batched fn returned {length} outputs for {len(payloads)} payloads"
             )
         return list(out)
@@ -235,23 +224,25 @@ class CallableExecutor:
 def _shape_arg(value: Any, name: str) -> tuple[int, ...]:
     """``value`` as a shape tuple; TypeError/ValueError naming ``name`` and the value otherwise."""
     if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-        raise TypeError(f"{name} must be a sequence of ints >= 0 (e.g. (32, 32, 3)), got {value!r}")
+        raise PardTypeError(f"{name} must be a sequence of ints >= 0 (e.g. (32, 32, 3)), got {value!r}")
     dims = list(value)
     if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims):
-        raise TypeError(f"{name} must be a sequence of ints >= 0 (e.g. (32, 32, 3)), got {value!r}")
+        raise PardTypeError(f"{name} must be a sequence of ints >= 0 (e.g. (32, 32, 3)), got {value!r}")
     if any(d < 0 for d in dims):
-        raise ValueError(f"{name} must be a sequence of ints >= 0, got {value!r}")
+        raise PardValueError(f"{name} must be a sequence of ints >= 0, got {value!r}")
     return tuple(int(d) for d in dims)
 
 
 def as_executor(stage: Any) -> Any:
-    """The executor for a stage: an ``ArrayExecutor``/``CallableExecutor`` as is, else ``CallableExecutor(stage)``.
+    """The executor for a stage: a pard executor (a :class:`~pard.executors.base.BatchExecutor`:
+    ``ArrayExecutor``, ``CallableExecutor``, ``OnnxExecutor``, ``TritonExecutor``) as is, else
+    ``CallableExecutor(stage)``.
 
     Raises:
         TypeError: if ``stage`` is not callable.
     """
-    if isinstance(stage, (ArrayExecutor, CallableExecutor)):
+    if isinstance(stage, BatchExecutor):
         return stage
     if not callable(stage):
-        raise TypeError(f"a stage executor must be callable, got {type(stage).__name__}: {stage!r}")
+        raise PardTypeError(f"a stage executor must be callable, got {type(stage).__name__}: {stage!r}")
     return CallableExecutor(stage)

@@ -1,4 +1,4 @@
-"""Reference models: real array computations that stand in for a pipeline's DNN stages.
+"""NumPy reference models: real array computations that stand in for a pipeline's DNN stages.
 
 The live runtime (:mod:`pard.runtime`) needs stages that do real work, whose cost grows with the batch
 size, so that ``pard run`` exercises batching, queueing and dropping the way a GPU deployment does.
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError, PardValueError
 
 __all__ = [
     "INPUT_SHAPE",
@@ -150,7 +150,7 @@ class StageModel:
         xp = array_module(batch)
         shape = tuple(int(d) for d in batch.shape)
         if len(shape) != len(self.input_shape) + 1 or shape[1:] != self.input_shape or shape[0] < 1:
-            raise ValueError(
+            raise PardValueError(
                 f"stage {self.name!r} expects a batch of shape (B >= 1, "
                 f"{', '.join(map(str, self.input_shape))}), got {shape}"
             )
@@ -232,7 +232,7 @@ def _graph(pipeline: Any) -> tuple[list[str], dict[str, list[str]], dict[str, fl
     such time in the pipeline (1.0 for every stage when the stages carry no profile).
     """
     if isinstance(pipeline, str):
-        from .config import builtin  # noqa: PLC0415 - pard.config is loaded only when needed
+        from ..config import builtin  # noqa: PLC0415 - pard.config is loaded only when needed
 
         pipeline = builtin(pipeline)
     order = [s if isinstance(s, str) else s.name for s in pipeline.topological_order()]
@@ -282,7 +282,7 @@ def reference_models(
         raise ConfigError(f"reference_models: scale={scale!r} is far past MAX_MODEL_BYTES = "
                           f"{MAX_MODEL_BYTES / 2**30:g} GiB of weights (about scale 100 fits); use a smaller scale")
     if balance not in ("profile", "equal"):
-        raise ValueError(f"reference_models: balance must be 'profile' or 'equal', got {balance!r}")
+        raise PardValueError(f"reference_models: balance must be 'profile' or 'equal', got {balance!r}")
     order, preds, cost = _graph(pipeline)
     # Plan every stage first (pure arithmetic) and refuse a size past the limit before allocating.
     plans: dict[str, tuple[tuple[int, ...], tuple[str, tuple[int, ...], list[tuple[int, int]]]]] = {}
@@ -330,7 +330,7 @@ def join_inputs(parts: Sequence[Any]) -> Any:
         ValueError: if ``parts`` is empty.
     """
     if not parts:
-        raise ValueError("join_inputs needs at least one part, got none")
+        raise PardValueError("join_inputs needs at least one part, got none")
     xp = array_module(parts[0])
     shapes = [tuple(int(d) for d in p.shape) for p in parts]
     target = _join_shape(shapes)
@@ -348,7 +348,7 @@ def join_inputs(parts: Sequence[Any]) -> Any:
 def sample_inputs(n: int, *, seed: int = 0, shape: tuple[int, ...] = INPUT_SHAPE) -> np.ndarray:
     """``n`` seeded image-like payloads, float32 in [0, 1), shape ``(n, *shape)``."""
     if n < 1:
-        raise ValueError(f"sample_inputs needs n >= 1, got {n!r}")
+        raise PardValueError(f"sample_inputs needs n >= 1, got {n!r}")
     return np.random.default_rng(seed).random((n, *shape), dtype=np.float32)
 
 

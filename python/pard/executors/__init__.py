@@ -1,0 +1,58 @@
+"""Stage executors: what a worker of the live runtime calls to run one batch.
+
+An *executor* is any object with ``__call__(payloads: list) -> Sequence`` that takes a batch's
+payloads (one per request, in the batch's service order) and returns one output per request, in the
+same order.  :class:`pard.Runtime` calls it from the stage's worker threads, one batch at a time per
+worker, and treats an exception as the failure of that batch only: its requests end in state
+``failed`` with the error, and the worker carries on with its next batch.
+
+Executors shipped (pard decides every batch's members and drops; the executor only runs it):
+
+* :class:`ArrayExecutor` (:mod:`.array`) -- NumPy/CuPy array models: stack, compute once, split;
+  CuPy on a GPU with one CUDA stream per worker.
+* :class:`CallableExecutor` (:mod:`.array`) -- any Python callable, batched or per request.
+* :class:`OnnxExecutor` (:mod:`.onnx`, extra ``pard[onnx]``) -- an ONNX model under ONNX Runtime,
+  one session per worker, CPU or CUDA execution provider.
+* :class:`TritonExecutor` (:mod:`.triton`, extra ``pard[triton]``) -- a model on a Triton Inference
+  Server over gRPC, the batch's remaining budget as the client timeout, shared-memory input when
+  the server is local.
+
+The engine-backed ones load their engine only when used, so ``import pard`` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .array import ArrayExecutor, CallableExecutor, Executor, _shape_arg, as_executor, gpu_available
+from .base import BatchExecutor
+
+__all__ = [
+    "Executor",
+    "BatchExecutor",
+    "ArrayExecutor",
+    "CallableExecutor",
+    "OnnxExecutor",
+    "TritonExecutor",
+    "as_executor",
+    "gpu_available",
+]
+
+# name -> submodule defining it, imported on first use (the engines are optional dependencies)
+_LAZY = {"OnnxExecutor": "pard.executors.onnx", "TritonExecutor": "pard.executors.triton"}
+
+_ = _shape_arg  # re-exported for pard.runtime (payload_shape validation)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pard.executors' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

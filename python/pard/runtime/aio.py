@@ -1,0 +1,159 @@
+"""The asyncio face of the live runtime: ``await rt.infer(...)``, ``async with``, ``await rt.aclose()``.
+
+:class:`AsyncRuntimeMixin` adds coroutines to :class:`pard.Runtime` and is built only on the
+Runtime's public methods (``submit``, ``start``, ``close``, ``queued``, ``now``, ``pipeline``,
+``workers``) and on the futures ``submit`` returns, so it holds no state of its own and does not
+depend on how the runtime is laid out inside.  An event loop that serves requests (an HTTP front,
+:mod:`pard.serve`) never blocks in it: submitting is a sub-millisecond call under the runtime's
+lock, results arrive through :func:`asyncio.wrap_future`, and closing runs in a worker thread.
+
+Cancellation.  Cancelling the task that awaits :meth:`AsyncRuntimeMixin.infer` cancels the
+request's future, which the runtime turns into a terminal *dropped* state with reason
+``cancelled`` at once: the request leaves its queue's order (``queued()`` no longer counts it) and
+never takes a place in a batch, so an abandoned request costs no compute (the failure Ray Serve
+issue #44644 describes: cancelled requests that keep consuming capacity).
+
+Retry hints.  :func:`retry_after_s` estimates when a retry could be served: the time the most
+backlogged stage needs to work off what is queued there at its peak throughput (DESIGN §2,
+``workers * b / d(b)`` at the best profiled batch size), and never less than one batch of the entry
+stage.  ``infer`` puts it on the ``Dropped`` / ``Rejected`` it raises, unless the runtime already
+gave one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import TYPE_CHECKING, Any
+
+from ..errors import Dropped, ExecutorError, PardError, Rejected
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .facade import Runtime
+
+__all__ = ["AsyncRuntimeMixin", "retry_after_s", "DeadlineError"]
+
+#: The SLO (s) a request gets when its absolute deadline has already passed: the scheduler then
+#: drops it at its first stage (counted, with a reason) instead of it being refused uncounted.
+_PAST_DEADLINE_SLO_S = 1e-9
+
+
+class DeadlineError(PardError, ValueError):
+    """``deadline`` is not a finite number of seconds on the runtime's clock."""
+
+
+def _peak_throughput(spec: Any, workers: int) -> float:
+    """Requests/s one stage sustains at its best profiled batch size (``workers * max_b b/d(b)``)."""
+    sizes = [b for b in spec.profile if b <= spec.max_batch] or [spec.max_batch]
+    return workers * max(b / spec.duration(int(b)) for b in sizes)
+
+
+def retry_after_s(rt: Runtime) -> float:
+    """Seconds after which the pipeline will have worked off what is queued now (a Retry-After hint).
+
+    ``max(d_entry(1), max_k queued_k / throughput_k)``: for every stage ``k``, the requests waiting
+    there (``rt.queued(k)``) over its peak throughput (its workers at the best profiled batch
+    size); at least one batch of size 1 at the (first) entry stage, the least a retry takes.
+    A hint, not a promise: arrivals meanwhile queue too.
+    """
+    spec = rt.pipeline
+    workers = rt.workers
+    entry = spec.stage(spec.entry_stages()[0])
+    wait = float(entry.duration(1))
+    for st in spec.stages:
+        waiting = rt.queued(st.name)
+        if waiting:
+            wait = max(wait, waiting / _peak_throughput(st, int(workers[st.name])))
+    return wait
+
+
+class AsyncRuntimeMixin:
+    """Coroutines for :class:`pard.Runtime`: ``infer``, ``aclose``, ``async with``.
+
+    Mixed into the Runtime class; every method uses only the Runtime's public interface.
+    """
+
+    async def infer(self, payload: Any, slo: float | None = None, tier: int | None = None,
+                    deadline: float | None = None) -> Any:
+        """Serve one request: ``await rt.infer(x)`` returns the pipeline's output.
+
+        The request is submitted when the coroutine starts, before its first suspension, so code
+        that runs right before ``await rt.infer(...)`` in the same task (an admission check) sees
+        the pipeline as the request finds it.
+
+        Args:
+            payload: the entry stage's input (as :meth:`Runtime.submit`).
+            slo: end-to-end SLO in seconds, ``(0, 1e9]``; default the pipeline's ``slo``.
+            tier: service tier (int in ``[0, 2**31)``, higher is worth more); default 0.
+            deadline: an absolute deadline on the runtime's clock (:meth:`Runtime.now`, s), e.g.
+                a client's ``now() + timeout``.  The request's deadline is the earlier of
+                ``send + slo`` and ``deadline``.  A deadline already past still submits the
+                request (with a 1 ns SLO), so the scheduler drops it and it is counted.
+
+        Returns:
+            the output, whether the request finished on time or late (``counts()`` tells them apart).
+
+        Raises:
+            pard.Dropped: a stage's policy dropped it (``stage``, ``reason``, ``retry_after_s``).
+            pard.Rejected: refused at admission (``stage``, ``reason``, ``retry_after_s``,
+                ``request_id``).
+            pard.ExecutorError: a stage's executor raised on its batch (``request_id``, ``__cause__``).
+            asyncio.CancelledError: the awaiting task was cancelled; the request is then cancelled
+                inside the pipeline (terminal at once, dropped with reason ``cancelled``).
+            ValueError / TypeError / RuntimeError: bad arguments or a closed runtime, as
+                :meth:`Runtime.submit` (counted nowhere); :class:`DeadlineError` for a bad ``deadline``.
+        """
+        rt: Runtime = self  # type: ignore[assignment]
+        slo_s = self._effective_slo(rt, slo, deadline)
+        fut = rt.submit(payload, slo=slo_s, tier=0 if tier is None else tier)
+        try:
+            return await asyncio.wrap_future(fut)
+        except asyncio.CancelledError:
+            fut.cancel()  # wrap_future already forwards the cancellation; explicit for clarity
+            raise
+        except Dropped as e:
+            if e.retry_after_s is None and e.reason != "cancelled":
+                e.retry_after_s = retry_after_s(rt)
+            raise
+        except Rejected as e:
+            if e.retry_after_s is None:
+                e.retry_after_s = retry_after_s(rt)
+            if e.stage is None:
+                e.stage = rt.pipeline.entry_stages()[0]
+            if e.request_id is None:
+                e.request_id = fut.request_id
+            raise
+        except ExecutorError as e:
+            if e.request_id is None:
+                e.request_id = fut.request_id
+            raise
+
+    @staticmethod
+    def _effective_slo(rt: Runtime, slo: float | None, deadline: float | None) -> float | None:
+        """The SLO to submit with: ``slo``, shortened so that the request ends by ``deadline``."""
+        if deadline is None:
+            return slo
+        if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not math.isfinite(deadline):
+            raise DeadlineError(f"deadline must be a finite number of seconds on the runtime's clock "
+                                f"(Runtime.now()), got {deadline!r}")
+        left = float(deadline) - rt.now()
+        base = rt.pipeline.slo if slo is None else slo
+        if isinstance(base, (int, float)) and not isinstance(base, bool) and base < left:
+            return slo  # the SLO ends first (or is invalid: submit names it)
+        return max(left, _PAST_DEADLINE_SLO_S)
+
+    async def aclose(self, drain: bool = True, *, timeout_s: float | None = None) -> None:
+        """:meth:`Runtime.close` in a worker thread, so the event loop keeps running meanwhile.
+
+        Same arguments and guarantees (every request terminal afterwards); raises as ``close``.
+        """
+        rt: Runtime = self  # type: ignore[assignment]
+        await asyncio.to_thread(rt.close, drain, timeout_s=timeout_s)
+
+    async def __aenter__(self) -> Any:
+        rt: Runtime = self  # type: ignore[assignment]
+        rt.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose(drain=True)

@@ -1,0 +1,148 @@
+"""The ASGI app of ``pard serve``: the Open Inference Protocol's HTTP routes (KServe v2 / Triton).
+
+=====================================================  ============================================
+``GET  /v2/health/live``                               200 while the process serves HTTP
+``GET  /v2/health/ready``                              200 once the executors are warm and the
+                                                       runtime runs; 503 before, and while draining
+``GET  /v2``                                           server metadata (name, version, extensions)
+``GET  /v2/models/{model}[/versions/{v}]``             model metadata: inputs, outputs, policy, stages
+``GET  /v2/models/{model}[/versions/{v}]/ready``       200 / 503 as ``/v2/health/ready``
+``POST /v2/models/{model}[/versions/{v}]/infer``       one inference request (JSON, or JSON + binary
+                                                       tensors with ``Inference-Header-Content-Length``)
+``GET  /metrics``                                      Prometheus text format (:mod:`pard.serve.metrics`)
+=====================================================  ============================================
+
+The routes only translate HTTP to and from :class:`pard.serve.service.ServedPipeline`, which
+decides every answer.  The app's lifespan starts the pipeline (executors built and warmed, runtime
+started) and closes it.  A body larger than ``server.max_body_bytes`` is answered 413 before it is
+read in full.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .._version import __version__
+from .config import ServeConfig
+from .metrics import make_registry
+from .service import ServedPipeline, _error
+
+__all__ = ["create_app"]
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, refusing (``_TooLarge``) once it passes ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _TooLarge
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _disconnected(request: Request) -> None:
+    """Return once the client has gone (the ASGI ``http.disconnect`` after the body was read)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) -> Starlette:
+    """The Starlette app serving ``config``'s pipeline; ``app.state.service`` is its ServedPipeline.
+
+    Raises: ServeConfigError (via :class:`ServedPipeline`) for a bad pipeline reference.
+    """
+    svc = service if service is not None else ServedPipeline(config)
+    registry = make_registry(svc)
+
+    def ready_answer() -> Response:
+        return Response(status_code=200 if svc.ready and not svc.draining else 503)
+
+    async def live(request: Request) -> Response:
+        return Response(status_code=200)
+
+    async def ready(request: Request) -> Response:
+        return ready_answer()
+
+    async def server_metadata(request: Request) -> Response:
+        return JSONResponse({"name": "pard", "version": __version__, "extensions": ["binary_tensor_data"]})
+
+    def unknown(model: str) -> Response:
+        return JSONResponse({"error": f"unknown model {model!r}; this server serves {svc.model_name!r}"},
+                            status_code=404)
+
+    async def model_metadata(request: Request) -> Response:
+        model = request.path_params["model"]
+        if model != svc.model_name:
+            return unknown(model)
+        rt = svc.runtime
+        tensor = lambda t: {"name": t.name, "datatype": t.datatype,  # noqa: E731
+                            "shape": list(t.shape) if t.shape is not None else [-1]}
+        doc: dict[str, Any] = {
+            "name": svc.model_name, "versions": ["1"], "platform": "pard",
+            "inputs": [tensor(t) for t in svc.inputs], "outputs": [tensor(t) for t in svc.outputs],
+            "policy": config.policy, "slo_s": svc.default_slo_s,
+            "stages": [{"name": st.name, "max_batch": int(st.max_batch),
+                        "workers": int(rt.workers[st.name]) if rt is not None else int(st.workers),
+                        "successors": list(st.successors)} for st in svc.spec.stages],
+        }
+        return JSONResponse(doc)
+
+    async def model_ready(request: Request) -> Response:
+        model = request.path_params["model"]
+        return unknown(model) if model != svc.model_name else ready_answer()
+
+    async def infer(request: Request) -> Response:
+        try:
+            body = await _read_body(request, config.server.max_body_bytes)
+        except _TooLarge:
+            answer = _error(413, "invalid", f"the request body exceeds server.max_body_bytes "
+                            f"({config.server.max_body_bytes} bytes)")
+            svc.counts["invalid"] += 1
+            svc.http[413] = svc.http.get(413, 0) + 1
+        else:
+            answer = await svc.infer(request.path_params["model"], body, request.headers,
+                                   lambda: _disconnected(request))
+        return Response(answer.body, status_code=answer.status, headers=answer.headers)
+
+    async def metrics(request: Request) -> Response:
+        return Response(generate_latest(registry), headers={"content-type": CONTENT_TYPE_LATEST})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await svc.start()
+        try:
+            yield
+        finally:
+            await svc.aclose()
+
+    model = "/v2/models/{model}"
+    version = "/v2/models/{model}/versions/{version}"
+    routes = [
+        Route("/v2/health/live", live), Route("/v2/health/ready", ready), Route("/v2", server_metadata),
+        Route(model, model_metadata), Route(version, model_metadata),
+        Route(model + "/ready", model_ready), Route(version + "/ready", model_ready),
+        Route(model + "/infer", infer, methods=["POST"]), Route(version + "/infer", infer, methods=["POST"]),
+        Route("/metrics", metrics),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.service = svc
+    app.state.registry = registry
+    return app

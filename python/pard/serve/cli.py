@@ -1,0 +1,62 @@
+"""The ``pard serve CONFIG`` command: serve a pipeline over HTTP (Open Inference Protocol).
+
+Wired into pard's CLI by ``add_parser(subparsers)`` and ``run(args)``; ``python -m pard.serve``
+runs it alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .._extras import require
+from ..errors import PardError
+
+__all__ = ["add_parser", "run", "main"]
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``serve`` command to an ``argparse`` sub-parser set; returns its parser."""
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "serve", help="serve a pipeline over HTTP (KServe v2 / Triton protocol)",
+        description="Serve the pipeline a served-pipeline file describes (see docs/serve.md), until "
+                    "SIGTERM/SIGINT, which drains it: readiness fails, new requests get 503, in-flight "
+                    "ones finish, exit 0.")
+    p.add_argument("config", metavar="CONFIG", help="the served-pipeline file (.yaml, .toml or .json)")
+    p.add_argument("--host", default=None, help="listen address (default: the file's server.host)")
+    p.add_argument("--port", type=int, default=None, help="listen port; 0: any free port (default: server.port)")
+    p.add_argument("--port-file", default=None, help="write the port bound to this file once listening")
+    p.add_argument("--report", default=None, metavar="FILE",
+                   help="write the outcome counts (JSON) to FILE after the drain")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``pard serve`` for parsed ``args``; returns the exit status (2 for a bad file or option)."""
+    for module in ("starlette", "uvicorn", "prometheus_client", "yaml"):
+        require(module, "serve", "pard serve")  # MissingExtraError: one line naming pard[serve]
+    from .config import load_serve_config  # noqa: PLC0415 - after the extra is known to be there
+    from .server import serve  # noqa: PLC0415
+    if args.port is not None and not 0 <= args.port <= 65535:
+        print(f"pard serve: --port must be in [0, 65535], got {args.port}", file=sys.stderr)
+        return 2
+    try:
+        config = load_serve_config(args.config)
+    except PardError as exc:
+        print(f"pard serve: {exc}", file=sys.stderr)
+        return 2
+    return serve(config, host=args.host, port=args.port, port_file=args.port_file, report_file=args.report)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m pard.serve CONFIG [options]``."""
+    parser = argparse.ArgumentParser(prog="pard")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["serve", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.func(args))
+    except PardError as exc:  # a missing extra
+        print(f"pard serve: error: {exc}", file=sys.stderr)
+        return 1

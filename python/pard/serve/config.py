@@ -1,0 +1,288 @@
+"""The served-pipeline file: one YAML/TOML/JSON file says what ``pard serve`` runs and how.
+
+```yaml
+pipeline: tm                    # a built-in name, a spec file (relative to this file) or an inline spec
+policy: pard                    # a policy name (pard.POLICIES)
+planner: {lam: 0.1}             # pard.Planner options
+sync_interval_s: 1.0
+workers: {vehicle_detect: 1}    # per stage; default the spec's
+stages:                         # per stage: an executor factory by import path, with kwargs;
+  vehicle_detect:               # absent: pard's NumPy reference models (model_options)
+    executor: pard.serve.factories:reference_model
+    kwargs: {scale: 0.5}
+model_options: {scale: 0.5}     # for the reference models when `stages` is absent
+inputs: [{name: INPUT0, datatype: FP32, shape: [32, 32, 3]}]   # default: one FP32 INPUT0
+outputs: [{name: OUTPUT0}]                                     # default: OUTPUT0 (one per exit stage)
+server: {host: 127.0.0.1, port: 8000, max_body_bytes: 67108864, drain_grace_s: 1.0, drain_timeout_s: 30.0}
+queue:                          # Triton's model-config queue fields, mapped onto pard's
+  max_queue_size: 0             #   > 0: 429 once this many requests wait at the entry stage
+  default_timeout_microseconds: 0   # > 0: the SLO of a request without its own timeout
+  allow_timeout_override: true  #   false: client timeouts are ignored
+  priority_levels: 0            # > 0: v2 parameters.priority p in 1..N -> tier N - p (1 is highest)
+  default_priority_level: 0     #   the level of a request with priority 0 or none
+```
+
+A factory is ``module:function`` (or ``module:Class``) called with ``kwargs``, plus ``stage=``
+(the :class:`pard.StageSpec`) and ``pipeline=`` (the :class:`pard.PipelineSpec`) when its signature
+takes them; it returns the stage's executor (any callable ``list -> list``).  Every bad field
+raises :class:`ServeConfigError` (a :class:`pard.ConfigError`) naming the file, the field and the
+value.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import math
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..config import PipelineSpec
+from ..config import load as load_pipeline
+from .._extras import require
+from ..errors import ConfigError, MissingExtraError
+from .protocol import DATATYPES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = [
+    "ServeConfigError",
+    "ExecutorRef",
+    "TensorSpec",
+    "ServerOptions",
+    "QueueOptions",
+    "ServeConfig",
+    "load_serve_config",
+    "parse_serve_config",
+    "sample_payload",
+]
+
+
+class ServeConfigError(ConfigError):
+    """A served-pipeline file is invalid; the message names the file, the field and the value."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ExecutorRef(_Strict):
+    """A stage's executor: ``executor`` is ``module:factory``, called with ``kwargs``."""
+
+    executor: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    kwargs: dict[str, Any] = {}
+
+
+class TensorSpec(_Strict):
+    """One input or output tensor of the served model's metadata (shape without a batch axis)."""
+
+    name: str = Field(min_length=1)
+    datatype: str = "FP32"
+    shape: list[int] | None = None
+    stage: str | None = None  # outputs only: the exit stage it comes from (several exits)
+
+
+class ServerOptions(_Strict):
+    """Where and how the HTTP server listens, and how it drains on SIGTERM/SIGINT."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    max_body_bytes: int = Field(64 * 2**20, gt=0)
+    drain_grace_s: float = Field(1.0, ge=0, allow_inf_nan=False)
+    drain_timeout_s: float = Field(30.0, gt=0, allow_inf_nan=False)
+    model_name: str | None = Field(None, pattern=r"^[A-Za-z0-9_.\-]+$")
+    log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
+
+
+class QueueOptions(_Strict):
+    """Triton's queue fields (``dynamic_batching.default_queue_policy`` and priorities)."""
+
+    max_queue_size: int = Field(0, ge=0)
+    default_timeout_microseconds: int = Field(0, ge=0)
+    allow_timeout_override: bool = True
+    priority_levels: int = Field(0, ge=0, le=2**31 - 1)
+    default_priority_level: int = Field(0, ge=0)
+
+
+class ServeConfig(_Strict):
+    """A served pipeline (see the module docstring for the file's form)."""
+
+    pipeline: str | dict[str, Any]
+    policy: str = "pard"
+    planner: dict[str, Any] = {}
+    sync_interval_s: float = Field(1.0, gt=0, allow_inf_nan=False)
+    workers: dict[str, int] | None = None
+    stages: dict[str, ExecutorRef] | None = None
+    model_options: dict[str, Any] | None = None
+    inputs: list[TensorSpec] | None = None
+    outputs: list[TensorSpec] | None = None
+    warmup: bool = True
+    server: ServerOptions = ServerOptions()
+    queue: QueueOptions = QueueOptions()
+    base_dir: str = "."  # the file's folder (relative pipeline paths); set by the loader
+
+    # ------------------------------------------------------------------ derived
+    def pipeline_spec(self) -> Any:
+        """The :class:`pard.PipelineSpec` served.  Raises ServeConfigError naming ``pipeline``."""
+        if isinstance(self.pipeline, dict):
+            try:
+                return PipelineSpec.from_dict(self.pipeline, source="pipeline")
+            except ConfigError as exc:
+                raise ServeConfigError(f"pipeline: {exc}") from None
+        path = Path(self.base_dir) / self.pipeline
+        try:
+            return load_pipeline(path if path.is_file() else self.pipeline)
+        except ConfigError as exc:
+            raise ServeConfigError(f"pipeline: {self.pipeline!r}: {exc}") from None
+
+    def default_slo_s(self, spec: Any) -> float:
+        """The SLO of a request without its own timeout: ``default_timeout_microseconds``, else the spec's."""
+        us = self.queue.default_timeout_microseconds
+        return us * 1e-6 if us > 0 else float(spec.slo)
+
+    def tier_of(self, priority: int | None) -> int:
+        """Triton priority level -> pard tier: level ``p`` of ``N`` is tier ``N - p`` (1 is the highest)."""
+        n = self.queue.priority_levels
+        p = priority or self.queue.default_priority_level
+        return 0 if n == 0 or p == 0 else n - p
+
+    def build_executors(self, spec: Any) -> dict[str, Any] | None:
+        """Stage name -> executor from the factories, or None (the reference models)."""
+        if self.stages is None:
+            return None
+        return {name: _call_factory(f"stages.{name}", ref, spec.stage(name), spec)
+                for name, ref in self.stages.items()}
+
+    def check_against(self, spec: Any) -> None:
+        """Cross-field checks that need the pipeline; ServeConfigError naming the field and value."""
+        names = [st.name for st in spec.stages]
+        for field_name, given in (("stages", self.stages), ("workers", self.workers)):
+            unknown = sorted(set(given or {}) - set(names))
+            if unknown:
+                raise ServeConfigError(f"{field_name}: unknown stage(s) {unknown}; {spec.name!r} has {names}")
+        if self.stages is not None:
+            missing = [n for n in names if n not in self.stages]
+            if missing:
+                raise ServeConfigError(f"stages: no executor for stage(s) {missing} (give one per stage, "
+                                       f"or omit `stages` for the reference models)")
+        for field_name, tensors in (("inputs", self.inputs), ("outputs", self.outputs)):
+            for i, t in enumerate(tensors or []):
+                if t.datatype not in DATATYPES:
+                    raise ServeConfigError(f"{field_name}[{i}].datatype: {t.datatype!r} is not one of "
+                                           f"{sorted(DATATYPES)}")
+                if t.stage is not None and t.stage not in spec.exit_stages():
+                    raise ServeConfigError(f"{field_name}[{i}].stage: {t.stage!r} is not an exit stage "
+                                           f"of {spec.name!r} ({spec.exit_stages()})")
+        q = self.queue
+        if q.priority_levels and q.default_priority_level > q.priority_levels:
+            raise ServeConfigError(f"queue.default_priority_level: {q.default_priority_level} exceeds "
+                                   f"queue.priority_levels {q.priority_levels}")
+        if q.default_timeout_microseconds and not q.default_timeout_microseconds * 1e-6 <= 1e9:
+            raise ServeConfigError(f"queue.default_timeout_microseconds: {q.default_timeout_microseconds} "
+                                   f"is above 1e9 s")
+
+
+def _call_factory(where: str, ref: ExecutorRef, stage: Any, spec: Any) -> Any:
+    module_name, _, attr = ref.executor.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ServeConfigError(f"{where}.executor: cannot import module {module_name!r} ({exc})") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ServeConfigError(f"{where}.executor: module {module_name!r} has no {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ServeConfigError(f"{where}.executor: {ref.executor!r} is not callable")
+    kwargs = dict(ref.kwargs)
+    try:
+        params = inspect.signature(obj).parameters
+    except (TypeError, ValueError):  # builtins without a signature: kwargs only
+        params = {}  # type: ignore[assignment]
+    for key, value in (("stage", stage), ("pipeline", spec)):
+        if key in params and key not in kwargs:
+            kwargs[key] = value
+    try:
+        executor = obj(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ServeConfigError(f"{where}.kwargs: {ref.executor}(**{ref.kwargs!r}) raised "
+                               f"{type(exc).__name__}: {exc}") from None
+    if not callable(executor):
+        raise ServeConfigError(f"{where}.executor: {ref.executor!r} returned {type(executor).__name__}, "
+                               f"not an executor (a callable list -> list)")
+    return executor
+
+
+def _describe(exc: ValidationError, source: str) -> str:
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        value = err.get("input")
+        shown = repr(value) if not isinstance(value, dict) or len(repr(value)) < 80 else "{...}"
+        lines.append(f"{where}: {err['msg']} (got {shown})")
+    return f"{source}: " + "; ".join(lines)
+
+
+def parse_serve_config(data: Any, *, source: str = "<serve config>", base_dir: str = ".") -> ServeConfig:
+    """Validate a served-pipeline mapping; ServeConfigError naming ``source``, the field and the value."""
+    if not isinstance(data, Mapping):
+        raise ServeConfigError(f"{source}: expected a mapping of fields, got {type(data).__name__}")
+    try:
+        cfg = ServeConfig(**{**dict(data), "base_dir": base_dir})
+    except ValidationError as exc:
+        raise ServeConfigError(_describe(exc, source)) from None
+    try:
+        spec = cfg.pipeline_spec()
+        cfg.check_against(spec)
+    except ServeConfigError as exc:
+        raise ServeConfigError(f"{source}: {exc}") from None
+    for key, value in cfg.planner.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ServeConfigError(f"{source}: planner.{key}: must be finite, got {value!r}")
+    return cfg
+
+
+def load_serve_config(path: str | Path) -> ServeConfig:
+    """Read a served-pipeline file (``.yaml``/``.yml``, ``.toml`` or ``.json``).
+
+    Raises: ServeConfigError for a missing or unreadable file, bad syntax, or a bad field.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ServeConfigError(f"{path}: no such served-pipeline file")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ServeConfigError(f"{p}: cannot read the file: {exc}") from None
+    suffix = p.suffix.lower()
+    try:
+        if suffix in (".yaml", ".yml"):
+            data = require("yaml", "serve", "served-pipeline YAML files").safe_load(text)
+        elif suffix == ".toml":
+            data = tomllib.loads(text)
+        elif suffix == ".json":
+            data = json.loads(text)
+        else:
+            raise ServeConfigError(f"{p}: unknown suffix {p.suffix!r}; expected .yaml, .yml, .toml or .json")
+    except (ServeConfigError, MissingExtraError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - yaml/toml/json syntax errors of each parser
+        raise ServeConfigError(f"{p}: not valid {suffix[1:].upper()}: {exc}") from None
+    return parse_serve_config(data, source=str(p), base_dir=str(p.parent))
+
+
+def sample_payload(tensors: list[TensorSpec]) -> Any:
+    """A zero payload for warm-up: one array, or a dict of arrays for several inputs (None: unknown shape)."""
+    if any(t.shape is None for t in tensors):
+        return None
+    arrays = {t.name: np.zeros(t.shape or [], dtype=DATATYPES[t.datatype]) for t in tensors}
+    return next(iter(arrays.values())) if len(arrays) == 1 else arrays

@@ -1,0 +1,293 @@
+"""The Open Inference Protocol's tensors (KServe v2, Triton's and MLServer's HTTP API): JSON and binary.
+
+A v2 inference request is a JSON object ``{"id"?, "parameters"?, "inputs": [{"name", "shape",
+"datatype", "data" | "parameters": {"binary_data_size"}}], "outputs"?: [{"name", "parameters"?:
+{"binary_data"}}]}``.  With the binary tensor extension the HTTP body is that JSON header
+(``Inference-Header-Content-Length`` bytes) followed by the raw tensors, in input order, for every
+input whose ``parameters.binary_data_size`` is set.  Responses take the same two forms.
+
+This module decodes requests into NumPy arrays and encodes NumPy outputs into responses; it knows
+nothing of pipelines (:mod:`pard.serve.app` does the routing).  Every malformed field raises
+:class:`ProtocolError`, whose message names the field (``inputs[0].shape``) and the value, and which
+the app answers with HTTP 400.
+
+Datatypes (v2 name -> NumPy): ``BOOL`` bool, ``UINT8..UINT64``, ``INT8..INT64``, ``FP16`` float16,
+``FP32`` float32, ``FP64`` float64, ``BYTES`` (object array of ``bytes``; binary form: each element
+a 4-byte little-endian length, then its bytes).  ``BF16`` has no NumPy type and is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import PardError
+
+__all__ = [
+    "DATATYPES",
+    "HEADER_LENGTH",
+    "ProtocolError",
+    "InferRequest",
+    "datatype_of",
+    "decode_request",
+    "encode_response",
+]
+
+#: The HTTP header of the binary tensor extension: the JSON part's length in bytes.
+HEADER_LENGTH = "Inference-Header-Content-Length"
+
+#: v2 datatype name -> NumPy dtype (BYTES: object arrays of bytes).
+DATATYPES: dict[str, np.dtype[Any]] = {
+    "BOOL": np.dtype(np.bool_),
+    "UINT8": np.dtype(np.uint8), "UINT16": np.dtype(np.uint16),
+    "UINT32": np.dtype(np.uint32), "UINT64": np.dtype(np.uint64),
+    "INT8": np.dtype(np.int8), "INT16": np.dtype(np.int16),
+    "INT32": np.dtype(np.int32), "INT64": np.dtype(np.int64),
+    "FP16": np.dtype(np.float16), "FP32": np.dtype(np.float32), "FP64": np.dtype(np.float64),
+    "BYTES": np.dtype(object),
+}
+_BY_DTYPE = {dt: name for name, dt in DATATYPES.items() if name != "BYTES"}
+
+
+class ProtocolError(PardError, ValueError):
+    """A request does not follow the v2 protocol; the message names the field and the value."""
+
+
+@dataclass
+class InferRequest:
+    """A decoded v2 request.
+
+    Attributes:
+        id: the client's request id (``""`` when absent), echoed in the response.
+        inputs: tensor name -> array, in request order.
+        parameters: the request-level ``parameters`` (e.g. ``timeout`` in µs, ``priority``).
+        outputs: names of the outputs asked for (empty: all).
+        binary_outputs: output name -> whether to return it as binary data; ``"*"`` is the default
+            for outputs not listed (``parameters.binary_data_output``).
+    """
+
+    id: str
+    inputs: dict[str, np.ndarray]
+    parameters: dict[str, Any] = field(default_factory=dict)
+    outputs: list[str] = field(default_factory=list)
+    binary_outputs: dict[str, bool] = field(default_factory=dict)
+
+    def wants_binary(self, name: str) -> bool:
+        """Whether output ``name`` goes back as binary data."""
+        return self.binary_outputs.get(name, self.binary_outputs.get("*", False))
+
+
+def datatype_of(array: np.ndarray) -> str:
+    """The v2 datatype name of a NumPy array; ProtocolError for a dtype v2 has no name for."""
+    if array.dtype == object or array.dtype.kind in ("S", "U"):
+        return "BYTES"
+    name = _BY_DTYPE.get(array.dtype)
+    if name is None:
+        raise ProtocolError(f"output dtype {array.dtype} has no v2 datatype; expected one of {sorted(DATATYPES)}")
+    return name
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _shape(where: str, value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                              for d in value):
+        raise ProtocolError(f"{where}.shape must be a list of ints >= 0, got {_show(value)}")
+    return tuple(value)
+
+
+def _from_json_data(where: str, data: Any, shape: tuple[int, ...], datatype: str) -> np.ndarray:
+    count = math.prod(shape)
+    if datatype == "BYTES":
+        flat = np.asarray(data, dtype=object).reshape(-1) if isinstance(data, list) else None
+        if flat is None or not all(isinstance(x, str) for x in flat):
+            raise ProtocolError(f"{where}.data must be a list of strings for datatype BYTES, got {_show(data)}")
+        arr = np.array([x.encode("utf-8") for x in flat], dtype=object)
+    else:
+        if not isinstance(data, list):
+            raise ProtocolError(f"{where}.data must be a list of numbers, got {_show(data)}")
+        try:
+            arr = np.asarray(data, dtype=DATATYPES[datatype]).reshape(-1)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ProtocolError(f"{where}.data is not a list of {datatype} values ({exc}): {_show(data)}") from None
+    if arr.size != count:
+        raise ProtocolError(f"{where}.data holds {arr.size} elements but shape {list(shape)} needs {count}")
+    return arr.reshape(shape)
+
+
+def _from_binary(where: str, raw: bytes, shape: tuple[int, ...], datatype: str) -> np.ndarray:
+    count = math.prod(shape)
+    if datatype != "BYTES":
+        dt = DATATYPES[datatype].newbyteorder("<")
+        if len(raw) != count * dt.itemsize:
+            raise ProtocolError(f"{where}.parameters.binary_data_size is {len(raw)} bytes but shape "
+                                f"{list(shape)} of {datatype} needs {count * dt.itemsize}")
+        return np.frombuffer(raw, dtype=dt).astype(DATATYPES[datatype]).reshape(shape)
+    items, pos = [], 0
+    while pos < len(raw):
+        if pos + 4 > len(raw):
+            raise ProtocolError(f"{where}: truncated BYTES element length at byte {pos}")
+        (n,) = struct.unpack_from("<I", raw, pos)
+        pos += 4
+        if pos + n > len(raw):
+            raise ProtocolError(f"{where}: BYTES element of {n} bytes overruns the tensor at byte {pos}")
+        items.append(bytes(raw[pos:pos + n]))
+        pos += n
+    if len(items) != count:
+        raise ProtocolError(f"{where} holds {len(items)} BYTES elements but shape {list(shape)} needs {count}")
+    return np.array(items, dtype=object).reshape(shape)
+
+
+def _split_body(body: bytes, header_length: int | None) -> tuple[Any, bytes]:
+    if header_length is None:
+        header, rest = body, b""
+    else:
+        if not 0 < header_length <= len(body):
+            raise ProtocolError(f"{HEADER_LENGTH} is {header_length} but the body has {len(body)} bytes")
+        header, rest = body[:header_length], body[header_length:]
+    try:
+        doc = json.loads(header)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProtocolError(f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ProtocolError(f"the request body must be a JSON object, got {_show(doc)}")
+    return doc, rest
+
+
+def _decode_inputs(entries: Any, rest: bytes) -> dict[str, np.ndarray]:
+    if not isinstance(entries, list) or not entries:
+        raise ProtocolError(f"inputs must be a non-empty list of tensors, got {_show(entries)}")
+    tensors: dict[str, np.ndarray] = {}
+    pos = 0
+    for i, t in enumerate(entries):
+        where = f"inputs[{i}]"
+        if not isinstance(t, dict):
+            raise ProtocolError(f"{where} must be an object, got {_show(t)}")
+        name, datatype = t.get("name"), t.get("datatype")
+        if not isinstance(name, str) or not name:
+            raise ProtocolError(f"{where}.name must be a non-empty string, got {_show(name)}")
+        if name in tensors:
+            raise ProtocolError(f"{where}.name {name!r} is given twice")
+        if datatype not in DATATYPES:
+            raise ProtocolError(f"{where}.datatype must be one of {sorted(DATATYPES)}, got {_show(datatype)}")
+        shape = _shape(where, t.get("shape"))
+        params = t.get("parameters") or {}
+        size = params.get("binary_data_size") if isinstance(params, dict) else None
+        if size is not None:
+            if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+                raise ProtocolError(f"{where}.parameters.binary_data_size must be an int >= 0, got {_show(size)}")
+            if pos + size > len(rest):
+                raise ProtocolError(f"{where}.parameters.binary_data_size {size} overruns the binary part "
+                                    f"({len(rest) - pos} bytes left)")
+            tensors[name] = _from_binary(where, rest[pos:pos + size], shape, datatype)
+            pos += size
+        elif "data" in t:
+            tensors[name] = _from_json_data(where, t["data"], shape, datatype)
+        else:
+            raise ProtocolError(f"{where} ({name!r}) has neither data nor parameters.binary_data_size")
+    if pos != len(rest):
+        raise ProtocolError(f"the binary part has {len(rest) - pos} bytes no input claims")
+    return tensors
+
+
+def _decode_outputs(entries: Any, default_binary: bool) -> tuple[list[str], dict[str, bool]]:
+    binary = {"*": default_binary}
+    if entries is None:
+        return [], binary
+    if not isinstance(entries, list):
+        raise ProtocolError(f"outputs must be a list, got {_show(entries)}")
+    names = []
+    for i, o in enumerate(entries):
+        name = o.get("name") if isinstance(o, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ProtocolError(f"outputs[{i}].name must be a non-empty string, got {_show(o)}")
+        params = o.get("parameters") or {}
+        names.append(name)
+        binary[name] = bool(params.get("binary_data", default_binary)) if isinstance(params, dict) else default_binary
+    return names, binary
+
+
+def decode_request(body: bytes, header_length: int | None = None) -> InferRequest:
+    """Decode a v2 inference request body (JSON, or JSON + binary tensors).
+
+    Args:
+        body: the HTTP body.
+        header_length: the ``Inference-Header-Content-Length`` header's value, or None.
+
+    Returns: an :class:`InferRequest`.
+    Raises: ProtocolError naming the first bad field and its value.
+    """
+    doc, rest = _split_body(body, header_length)
+    rid = doc.get("id", "")
+    if not isinstance(rid, str):
+        raise ProtocolError(f"id must be a string, got {_show(rid)}")
+    params = doc.get("parameters") or {}
+    if not isinstance(params, dict):
+        raise ProtocolError(f"parameters must be an object, got {_show(params)}")
+    inputs = _decode_inputs(doc.get("inputs"), rest)
+    names, binary = _decode_outputs(doc.get("outputs"), bool(params.get("binary_data_output", False)))
+    return InferRequest(id=rid, inputs=inputs, parameters=params, outputs=names, binary_outputs=binary)
+
+
+def _binary_bytes(array: np.ndarray) -> bytes:
+    if datatype_of(array) != "BYTES":
+        return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+    parts = []
+    for x in array.reshape(-1):
+        b = x if isinstance(x, bytes) else str(x).encode("utf-8")
+        parts.append(struct.pack("<I", len(b)) + b)
+    return b"".join(parts)
+
+
+def _json_data(array: np.ndarray) -> list[Any]:
+    if datatype_of(array) == "BYTES":
+        return [x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x) for x in array.reshape(-1)]
+    return array.reshape(-1).tolist()  # type: ignore[no-any-return]
+
+
+def encode_response(model_name: str, request_id: str, outputs: Sequence[tuple[str, np.ndarray]],
+                    binary: Mapping[str, bool] | InferRequest, *, parameters: Mapping[str, Any] | None = None,
+                    ) -> tuple[bytes, dict[str, str]]:
+    """Encode a v2 inference response.
+
+    Args:
+        model_name: the model (pipeline) name.  request_id: echoed as ``id`` when not empty.
+        outputs: ``(name, array)`` pairs, in response order.
+        binary: the request (its :meth:`InferRequest.wants_binary`) or output name -> bool.
+        parameters: response-level ``parameters`` (e.g. pard's request id and outcome).
+
+    Returns:
+        ``(body, headers)``: with any binary output, headers carry ``Inference-Header-Content-Length``
+        and ``Content-Type: application/octet-stream``; otherwise ``application/json``.
+    """
+    wants = binary.wants_binary if isinstance(binary, InferRequest) else (lambda n: bool(binary.get(n, False)))
+    entries, blobs = [], []
+    for name, arr in outputs:
+        a = np.asarray(arr)
+        entry: dict[str, Any] = {"name": name, "shape": list(a.shape), "datatype": datatype_of(a)}
+        if wants(name):
+            blob = _binary_bytes(a)
+            entry["parameters"] = {"binary_data_size": len(blob)}
+            blobs.append(blob)
+        else:
+            entry["data"] = _json_data(a)
+        entries.append(entry)
+    doc: dict[str, Any] = {"model_name": model_name, "outputs": entries}
+    if request_id:
+        doc["id"] = request_id
+    if parameters:
+        doc["parameters"] = dict(parameters)
+    header = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+    if not blobs:
+        return header, {"content-type": "application/json"}
+    return header + b"".join(blobs), {"content-type": "application/octet-stream",
+                                      HEADER_LENGTH.lower(): str(len(header))}

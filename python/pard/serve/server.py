@@ -1,0 +1,105 @@
+"""Run a served pipeline under uvicorn, with a graceful drain on SIGTERM / SIGINT.
+
+On the first SIGTERM or SIGINT the server does not stop at once (uvicorn's own handler would
+close the listening socket, so new requests would be refused rather than answered):
+
+1. the pipeline stops admitting: ``/v2/health/ready`` fails and new inference requests get 503
+   with ``Retry-After`` -- a load balancer sees the instance leave;
+2. in-flight requests finish under the policy, within their budgets (they end by their deadline
+   or are dropped), for at least ``server.drain_grace_s`` and at most ``server.drain_timeout_s``;
+3. the runtime closes (every request terminal, every HTTP request answered), then uvicorn shuts
+   down, and the process exits 0.
+
+A second signal during the drain stops at once (uvicorn's force exit); requests still in
+flight then end as cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import socket
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import uvicorn
+
+from .app import create_app
+from .config import ServeConfig
+from .service import ServedPipeline
+
+__all__ = ["DrainingServer", "serve"]
+
+
+class DrainingServer(uvicorn.Server):
+    """A :class:`uvicorn.Server` whose exit signals drain the pipeline first (module docstring)."""
+
+    def __init__(self, config: uvicorn.Config, service: ServedPipeline, *, port_file: Path | None = None) -> None:
+        super().__init__(config)
+        self.service = service
+        self.port_file = port_file
+        self.signals: list[int] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._drain_task: asyncio.Task[None] | None = None
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().startup(sockets)
+        if self.port_file is not None and self.servers:
+            port = self.servers[0].sockets[0].getsockname()[1]
+            tmp = self.port_file.with_suffix(".tmp")
+            tmp.write_text(str(port))
+            tmp.replace(self.port_file)  # readers never see a half-written file
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # Not appended to uvicorn's captured signals: it would re-raise them after shutdown and the
+        # process would die of the signal instead of exiting 0.
+        self.signals.append(sig)
+        if len(self.signals) > 1 or self._loop is None:
+            self.should_exit = True
+            self.force_exit = len(self.signals) > 1
+            return
+        self._loop.call_soon_threadsafe(self._start_drain)
+
+    def _start_drain(self) -> None:
+        opts = self.service.config.server
+        logging.getLogger("uvicorn.error").info(
+            "Draining: readiness fails, new requests get 503; in-flight requests finish "
+            "(grace %.1f s, at most %.1f s)", opts.drain_grace_s, opts.drain_timeout_s)
+        self.service.begin_drain()
+        self._drain_task = asyncio.ensure_future(self._drain_then_exit())
+
+    async def _drain_then_exit(self) -> None:
+        try:
+            await self.service.drain()
+        finally:
+            self.should_exit = True
+
+
+def serve(config: ServeConfig, *, host: str | None = None, port: int | None = None,
+          port_file: str | Path | None = None, report_file: str | Path | None = None) -> int:
+    """Serve ``config``'s pipeline until SIGTERM/SIGINT; returns the exit status (0 after a clean drain).
+
+    Args:
+        host, port: override ``server.host`` / ``server.port`` (port 0: any free port).
+        port_file: write the port actually bound there once listening.
+        report_file: write :meth:`ServedPipeline.report` there (JSON) after the drain.
+    """
+    service = ServedPipeline(config)
+    app = create_app(config, service=service)
+    opts = config.server
+    uv = uvicorn.Config(app, host=host or opts.host, port=opts.port if port is None else port,
+                        log_level=opts.log_level, lifespan="on", access_log=False,
+                        timeout_graceful_shutdown=int(opts.drain_timeout_s) + 1)
+    server = DrainingServer(uv, service, port_file=None if port_file is None else Path(port_file))
+    server.run()
+    report: dict[str, Any] = service.report()
+    report["signals"] = [signal.Signals(s).name for s in server.signals]
+    if report_file is not None:
+        Path(report_file).write_text(json.dumps(report, indent=2))
+    if not server.started:
+        return 1
+    return 0

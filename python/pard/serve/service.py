@@ -1,0 +1,414 @@
+"""One served pipeline: the runtime it owns, admission, the answer to each request, drain, accounting.
+
+:class:`ServedPipeline` sits between the HTTP routes (:mod:`pard.serve.app`) and the asyncio API
+of :class:`pard.Runtime` (``await rt.infer``).  It turns one decoded v2 request into exactly one
+:class:`Answer` and counts it under exactly one outcome:
+
+===============  ======  ===================================================================
+outcome          status  when
+===============  ======  ===================================================================
+on_time / late   200     the pipeline's output (the runtime tells on time from late)
+dropped          503     a stage's policy dropped it (``Retry-After``; stage and reason)
+rejected         429     refused at admission: the entry ring was full, or ``max_queue_size``
+                         requests already wait at the entry stage (``Retry-After``)
+failed           500     a stage's executor raised on its batch
+invalid          400     a malformed request (the field is named); 404 unknown model; 413 too large
+unavailable      503     not ready yet, or draining after SIGTERM/SIGINT (``Retry-After``)
+client_closed    --      the client disconnected first: the request is cancelled inside the
+                         pipeline (the runtime counts it dropped, reason ``cancelled``)
+===============  ======  ===================================================================
+
+The runtime's own counts (``Runtime.counts()``) cover every request that reached it, so
+``report()`` adds the server-side ones (invalid, unavailable, rejected by the queue limit) to them:
+the HTTP answers by status then equal the report's outcomes exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import Dropped, ExecutorError, PardError, Rejected
+from ..models import INPUT_SHAPE, join_inputs
+from ..runtime import Runtime
+from ..runtime.aio import retry_after_s
+from .config import ServeConfig, TensorSpec, sample_payload
+from .factories import reference_model
+from .protocol import InferRequest, ProtocolError, datatype_of, decode_request, encode_response
+
+__all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "retry_after_header"]
+
+#: Outcomes counted by the server itself (requests that never reached the runtime, or left early).
+SERVER_OUTCOMES = ("invalid", "unavailable", "queue_full", "client_closed", "output_error")
+
+
+@dataclass
+class Answer:
+    """One HTTP answer: status, body, headers, and the outcome it is counted under."""
+
+    status: int
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+    outcome: str = ""
+
+
+def retry_after_header(seconds: float) -> str:
+    """``Retry-After`` in whole seconds (RFC 9110 delta-seconds), rounded up, at least 1."""
+    return str(max(1, math.ceil(seconds - 1e-9)))
+
+
+def _error(status: int, outcome: str, message: str, **fields: Any) -> Answer:
+    doc = {"error": message, **{k: v for k, v in fields.items() if v is not None}}
+    headers = {"content-type": "application/json"}
+    if fields.get("retry_after_s") is not None:
+        headers["retry-after"] = retry_after_header(float(fields["retry_after_s"]))
+    if fields.get("request_id") is not None:
+        headers["x-pard-request-id"] = str(fields["request_id"])
+    return Answer(status, json.dumps(doc).encode("utf-8"), headers, outcome)
+
+
+class ServedPipeline:
+    """The pipeline behind ``pard serve``: builds and owns its Runtime, answers requests, drains.
+
+    Args:
+        config: the served-pipeline file, parsed (:func:`pard.serve.config.load_serve_config`).
+
+    Call :meth:`start` (builds the executors, warms them, starts the runtime; ``ready`` after it),
+    :meth:`infer` per request, :meth:`begin_drain` + :meth:`drain` to stop.
+    """
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.spec = config.pipeline_spec()
+        self.model_name: str = config.server.model_name or str(self.spec.name)
+        self.runtime: Any = None
+        self.inputs: list[TensorSpec] = list(config.inputs or [])
+        self.outputs: list[TensorSpec] = list(config.outputs or [])
+        self.ready = False
+        self.draining = False
+        self.started_at = time.monotonic()
+        self.counts: dict[str, int] = {k: 0 for k in SERVER_OUTCOMES}
+        self.http: dict[int, int] = {}
+        self.inflight = 0  # infer calls in progress (the HTTP answer not yet returned)
+        self._drain_started: float | None = None
+        self.default_slo_s = config.default_slo_s(self.spec)
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        """Build the executors, warm them (one request's worth through every stage), start the runtime.
+
+        Raises: ServeConfigError for a bad factory; whatever a warm-up batch raises.
+        """
+        executors, join = await asyncio.to_thread(self._executors)
+        warm: dict[str, Any] = {}
+        if self.config.warmup:
+            warm = await asyncio.to_thread(self._warm, executors, join)
+        cfg = self.config
+        self.runtime = Runtime(
+            self.spec, executors, policy=cfg.policy, workers=cfg.workers, sync_interval_s=cfg.sync_interval_s,
+            payload_shape=self.inputs[0].shape if len(self.inputs) == 1 and self.inputs[0].shape is not None
+            else None, join=join, planner_options=cfg.planner or None,
+        )
+        if not self.inputs:
+            shape = self.runtime.payload_shape
+            self.inputs = [TensorSpec(name="INPUT0", datatype="FP32", shape=None if shape is None else list(shape))]
+        if not self.outputs:
+            exits = self.spec.exit_stages()
+            self.outputs = [TensorSpec(name=f"OUTPUT{i}", stage=s if len(exits) > 1 else None,
+                                       **_described(warm.get(s)))
+                            for i, s in enumerate(exits)]
+        self.ready = True
+
+    def _executors(self) -> tuple[dict[str, Any], Any]:
+        built = self.config.build_executors(self.spec)
+        if built is not None:
+            return built, None
+        if not self.inputs:  # the reference models take images of INPUT_SHAPE
+            self.inputs = [TensorSpec(name="INPUT0", datatype="FP32", shape=list(INPUT_SHAPE))]
+
+        opts = dict(self.config.model_options or {})
+        return {st.name: reference_model(stage=st, pipeline=self.spec, **opts) for st in self.spec.stages}, join_inputs
+
+    def _warm(self, executors: Mapping[str, Any], join: Any) -> dict[str, Any]:
+        """Run one zero payload through every stage in topological order (first calls are slow:
+        caches, BLAS); returns each stage's output.  Skipped ({}) while the input shape is unknown."""
+        payload = sample_payload(self.inputs) if self.inputs else None
+        if payload is None:
+            return {}
+        outs: dict[str, Any] = {}
+        for name in self.spec.topological_order():
+            preds = self.spec.predecessors(name)
+            if not preds:
+                x = payload
+            elif len(preds) == 1:
+                x = outs[preds[0]]
+            else:
+                parts = [outs[p] for p in sorted(preds, key=self.spec.topological_order().index)]
+                x = (join or tuple)(parts)
+            outs[name] = list(executors[name]([x]))[0]
+        return outs
+
+    def begin_drain(self) -> None:
+        """Stop admitting: readiness fails and new requests get 503 from now on (idempotent)."""
+        if self._drain_started is None:
+            self._drain_started = time.monotonic()
+        self.draining = True
+        self.ready = False
+
+    async def drain(self, *, grace_s: float | None = None, timeout_s: float | None = None) -> None:
+        """Finish in-flight work, then close the runtime; every request answered.
+
+        Waits until ``grace_s`` (default ``server.drain_grace_s``: time for a load balancer to see
+        readiness fail) has passed and no request is in flight, at most ``timeout_s`` (default
+        ``server.drain_timeout_s``) in all; then closes the runtime (draining, bounded by what is
+        left of ``timeout_s``: what has not ended by then is cancelled), and waits for the answers
+        of the last requests to be handed back.
+        """
+        self.begin_drain()
+        opts = self.config.server
+        grace = opts.drain_grace_s if grace_s is None else grace_s
+        limit = opts.drain_timeout_s if timeout_s is None else timeout_s
+        assert self._drain_started is not None
+        end = self._drain_started + limit
+        while time.monotonic() < end and (self.inflight > 0 or time.monotonic() < self._drain_started + grace):
+            await asyncio.sleep(0.02)
+        if self.runtime is not None:
+            await self.runtime.aclose(drain=True, timeout_s=max(0.0, end - time.monotonic()))
+        while self.inflight > 0 and time.monotonic() < end + 1.0:
+            await asyncio.sleep(0.01)
+
+    async def aclose(self) -> None:
+        """Close the runtime without waiting (lifespan shutdown after a drain, or in tests)."""
+        self.begin_drain()
+        if self.runtime is not None and not self.runtime.closed:
+            await self.runtime.aclose(drain=True, timeout_s=self.config.server.drain_timeout_s)
+
+    # ------------------------------------------------------------------ requests
+    async def infer(self, model: str, body: bytes, headers: Mapping[str, str],
+                    disconnected: Callable[[], Awaitable[Any]] | None = None) -> Answer:
+        """Answer one v2 inference request (see the module docstring for the outcomes).
+
+        ``disconnected()``, if given, returns an awaitable that completes when the client has gone;
+        the request is then cancelled inside the pipeline.
+        """
+        self.inflight += 1
+        try:
+            answer = await self._answer(model, body, headers, disconnected)
+        finally:
+            self.inflight -= 1
+        if answer.outcome in self.counts:
+            self.counts[answer.outcome] += 1
+        self.http[answer.status] = self.http.get(answer.status, 0) + 1
+        return answer
+
+    def unavailable(self) -> Answer:
+        """503 for a request that arrives while the pipeline is not ready or is draining."""
+        why = "the server is draining (shutting down)" if self.draining else "the pipeline is not ready yet"
+        return _error(503, "unavailable", why, reason="draining" if self.draining else "not_ready",
+                      retry_after_s=self.config.server.drain_grace_s if self.draining else 1.0)
+
+    async def _answer(self, model: str, body: bytes, headers: Mapping[str, str],
+                      disconnected: Callable[[], Awaitable[Any]] | None) -> Answer:
+        if model != self.model_name:
+            return _error(404, "invalid", f"unknown model {model!r}; this server serves {self.model_name!r}")
+        if not self.ready or self.draining:
+            return self.unavailable()
+        try:
+            req = self._decode(body, headers)
+            payload = self._payload(req)
+            slo, deadline = self._deadline(req, headers)
+            tier = self._tier(req, headers)
+        except ProtocolError as exc:
+            return _error(400, "invalid", str(exc))
+        try:
+            result = await self._run(self._admit(payload, slo, tier, deadline), disconnected)
+        except _QueueFull as e:
+            return _error(429, "queue_full", str(e), stage=e.stage, reason="queue_full",
+                          retry_after_s=e.retry_after_s)
+        except Dropped as e:
+            return _error(503, "dropped", str(e), request_id=e.request_id, stage=e.stage, reason=e.reason,
+                          retry_after_s=e.retry_after_s)
+        except Rejected as e:
+            return _error(429, "rejected", str(e), request_id=e.request_id, stage=e.stage, reason=e.reason,
+                          retry_after_s=e.retry_after_s)
+        except ExecutorError as e:
+            return _error(500, "failed", str(e), request_id=e.request_id)
+        except _ClientClosed:
+            return Answer(499, b"", {}, "client_closed")
+        except RuntimeError as e:  # the runtime closed between the check above and submit
+            if self.draining:
+                return self.unavailable()
+            return _error(500, "output_error", f"the runtime refused the request: {e}")
+        except (PardError, ValueError, TypeError) as e:  # a payload submit refused (shape, tier)
+            return _error(400, "invalid", str(e))
+        return self._encode(req, result)
+
+    async def _admit(self, payload: Any, slo: float, tier: int, deadline: float | None) -> Any:
+        """``queue.max_queue_size`` checked, then ``await rt.infer``: the check and the submit run
+        in one step of the event loop (``infer`` submits before it first suspends), so no other
+        request slips in between."""
+        rt = self.runtime
+        limit = self.config.queue.max_queue_size
+        entry = self.spec.entry_stages()[0]
+        if limit and rt.queued(entry) >= limit:
+            raise _QueueFull(f"{limit} requests already wait at stage {entry!r} (queue.max_queue_size)",
+                             entry, retry_after_s(rt))
+        return await rt.infer(payload, slo=slo, tier=tier, deadline=deadline)
+
+    async def _run(self, infer: Awaitable[Any], disconnected: Callable[[], Awaitable[Any]] | None) -> Any:
+        """Await ``infer``; if the client disconnects first, cancel it (the request is cancelled in the pipeline)."""
+        task = asyncio.ensure_future(infer)
+        if disconnected is None:
+            return await task
+        gone = asyncio.ensure_future(disconnected())
+        try:
+            done, _ = await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            gone.cancel()
+        if task in done:
+            return task.result()
+        task.cancel()
+        try:
+            await task
+        except (asyncio.CancelledError, PardError):
+            pass
+        raise _ClientClosed
+
+    # ------------------------------------------------------------------ decoding
+    def _decode(self, body: bytes, headers: Mapping[str, str]) -> InferRequest:
+        raw = headers.get("inference-header-content-length")
+        length = None
+        if raw is not None:
+            try:
+                length = int(raw)
+            except ValueError:
+                raise ProtocolError(f"header Inference-Header-Content-Length must be an int, got {raw!r}") from None
+        return decode_request(body, length)
+
+    def _payload(self, req: InferRequest) -> Any:
+        declared = {t.name: t for t in self.inputs}
+        unknown = sorted(set(req.inputs) - set(declared))
+        missing = sorted(set(declared) - set(req.inputs))
+        if unknown or missing:
+            raise ProtocolError(f"inputs: expected tensor(s) {sorted(declared)}, got {sorted(req.inputs)} "
+                                f"(missing {missing}, unknown {unknown})")
+        for i, (name, arr) in enumerate(req.inputs.items()):
+            t = declared[name]
+            if datatype_of(arr) != t.datatype:
+                raise ProtocolError(f"inputs[{i}].datatype: {name!r} must be {t.datatype}, got {datatype_of(arr)}")
+            if t.shape is not None and list(arr.shape) != list(t.shape):
+                raise ProtocolError(f"inputs[{i}].shape: {name!r} must be {list(t.shape)}, got {list(arr.shape)}")
+        outs = {t.name for t in self.outputs}
+        bad = [n for n in req.outputs if n not in outs]
+        if bad:
+            raise ProtocolError(f"outputs: unknown output(s) {bad}; this model has {sorted(outs)}")
+        if len(req.inputs) == 1:
+            return next(iter(req.inputs.values()))
+        return dict(req.inputs)
+
+    def _deadline(self, req: InferRequest, headers: Mapping[str, str]) -> tuple[float, float | None]:
+        """The request's SLO and absolute deadline: the client's timeout replaces the default SLO."""
+        timeouts = []
+        raw = headers.get("x-request-timeout-ms")
+        if raw is not None:
+            timeouts.append(_positive("header X-Request-Timeout-Ms", raw, 1e-3))
+        if "timeout" in req.parameters:
+            timeouts.append(_positive("parameters.timeout (microseconds)", req.parameters["timeout"], 1e-6))
+        if not timeouts or not self.config.queue.allow_timeout_override:
+            return self.default_slo_s, None
+        budget = min(timeouts)
+        return budget, self.runtime.now() + budget
+
+    def _tier(self, req: InferRequest, headers: Mapping[str, str]) -> int:
+        raw = headers.get("x-pard-tier")
+        if raw is not None:
+            try:
+                tier = int(raw)
+            except ValueError:
+                raise ProtocolError(f"header X-Pard-Tier must be an int in [0, 2**31), got {raw!r}") from None
+            if not 0 <= tier < 2**31:
+                raise ProtocolError(f"header X-Pard-Tier must be an int in [0, 2**31), got {raw!r}")
+            return tier
+        prio = req.parameters.get("priority")
+        if prio is None:
+            return self.config.tier_of(None)
+        levels = self.config.queue.priority_levels
+        if isinstance(prio, bool) or not isinstance(prio, int) or not 0 <= prio <= max(levels, 2**31 - 1):
+            raise ProtocolError(f"parameters.priority must be an int >= 0, got {prio!r}")
+        if levels and prio > levels:
+            raise ProtocolError(f"parameters.priority must be in [0, {levels}] (queue.priority_levels), got {prio}")
+        return self.config.tier_of(prio)
+
+    def _encode(self, req: InferRequest, result: Any) -> Answer:
+        try:
+            if len(self.outputs) == 1 and self.outputs[0].stage is None:
+                pairs = [(self.outputs[0].name, np.asarray(result))]
+            else:
+                pairs = [(t.name, np.asarray(result[t.stage] if isinstance(result, Mapping) else result))
+                         for t in self.outputs]
+            if req.outputs:
+                pairs = [p for p in pairs if p[0] in req.outputs]
+            body, headers = encode_response(self.model_name, req.id, pairs, req)
+        except (ProtocolError, KeyError, TypeError, ValueError) as exc:
+            return _error(500, "output_error", f"the pipeline's output cannot be encoded: {exc}")
+        return Answer(200, body, headers, "served")
+
+    # ------------------------------------------------------------------ accounting
+    def report(self) -> dict[str, Any]:
+        """Outcome counts: the runtime's (every request that reached it) plus the server's own.
+
+        ``outcomes`` merges them (``rejected`` includes ``queue_full``; ``dropped`` includes the
+        runtime's ``cancelled`` drops of requests whose client disconnected); ``http`` counts the
+        answers by status code.
+        """
+        rt = self.runtime.counts() if self.runtime is not None else {}
+        merged = {k: int(rt.get(k, 0)) for k in ("on_time", "late", "dropped", "rejected", "failed", "pending")}
+        merged["rejected"] += self.counts["queue_full"]
+        for k in ("invalid", "unavailable", "output_error"):
+            merged[k] = self.counts[k]
+        return {"pipeline": self.model_name, "runtime": rt, "server": dict(self.counts),
+                "outcomes": merged, "http": {str(k): v for k, v in sorted(self.http.items())}}
+
+
+def _described(output: Any) -> dict[str, Any]:
+    """Metadata (datatype, shape) of a warm-up output, {} when it is not an array v2 can carry."""
+    if output is None:
+        return {}
+    try:
+        arr = np.asarray(output)
+        return {"datatype": datatype_of(arr), "shape": list(arr.shape)}
+    except (ProtocolError, TypeError, ValueError):
+        return {}
+
+
+class _QueueFull(Exception):
+    """``queue.max_queue_size`` requests already wait at the entry stage."""
+
+    def __init__(self, message: str, stage: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.retry_after_s = retry_after_s
+
+
+class _ClientClosed(Exception):
+    """The client disconnected before its answer was ready."""
+
+
+def _positive(field_name: str, raw: Any, unit_s: float) -> float:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ProtocolError(f"{field_name} must be a number > 0, got {raw!r}") from None
+    if isinstance(raw, bool) or not (math.isfinite(value) and value > 0) or value * unit_s > 1e9:
+        raise ProtocolError(f"{field_name} must be a finite number > 0 (at most 1e9 s), got {raw!r}")
+    return value * unit_s

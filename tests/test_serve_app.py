@@ -1,0 +1,269 @@
+"""The pard serve ASGI app in-process (httpx's ASGI transport): routes, answers, metrics, drain."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("starlette")
+import httpx  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+from pard.serve.app import create_app  # noqa: E402
+from pard.serve.config import parse_serve_config  # noqa: E402
+
+import _serve  # noqa: E402
+from _serve import config, v2_body  # noqa: E402
+
+Client = Callable[..., Awaitable[Any]]
+
+
+def _run(doc: dict[str, Any], body: Callable[[httpx.AsyncClient, Any], Awaitable[Any]]) -> Any:
+    """Start the app's lifespan, run ``body(client, app)``, stop it; returns what ``body`` returned."""
+    app = create_app(parse_serve_config(doc))
+
+    async def main() -> Any:
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=30.0) as client:
+                return await body(client, app)
+
+    return asyncio.run(main())
+
+
+def _metrics(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def test_health_metadata_and_an_echo_inference() -> None:
+    """Live and ready answer 200; metadata lists the tensors, policy and stages; infer echoes the payload."""
+    async def body(c: httpx.AsyncClient, app: Any) -> None:
+        assert (await c.get("/v2/health/live")).status_code == 200
+        assert (await c.get("/v2/health/ready")).status_code == 200
+        assert (await c.get("/v2/models/duo/ready")).status_code == 200
+        meta = (await c.get("/v2/models/duo")).json()
+        assert meta["inputs"] == [{"name": "INPUT0", "datatype": "FP32", "shape": [4]}]
+        assert meta["outputs"] == [{"name": "OUTPUT0", "datatype": "FP32", "shape": [4]}]
+        assert meta["policy"] == "pard" and [s["name"] for s in meta["stages"]] == ["detect", "classify"]
+        assert (await c.get("/v2")).json()["extensions"] == ["binary_tensor_data"]
+        r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4.5], id="q7"))
+        assert r.status_code == 200, r.text
+        doc = r.json()
+        assert doc["id"] == "q7" and doc["outputs"][0]["data"] == [1, 2, 3, 4.5]
+        r = await c.post("/v2/models/duo/versions/1/infer", json=v2_body([0, 0, 0, 1]))
+        assert r.status_code == 200
+
+    _run(config(), body)
+
+
+def test_binary_request_and_binary_response() -> None:
+    """A binary-tensor request (Inference-Header-Content-Length) gets the FP32 output back as raw bytes."""
+    x = np.array([0.5, -1, 2, 8], dtype="<f4")
+
+    async def body(c: httpx.AsyncClient, app: Any) -> None:
+        header = json.dumps({"inputs": [{"name": "INPUT0", "shape": [4], "datatype": "FP32",
+                                         "parameters": {"binary_data_size": 16}}],
+                             "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}]}).encode()
+        r = await c.post("/v2/models/duo/infer", content=header + x.tobytes(),
+                         headers={"Inference-Header-Content-Length": str(len(header))})
+        assert r.status_code == 200, r.text
+        n = int(r.headers["inference-header-content-length"])
+        doc = json.loads(r.content[:n])
+        assert doc["outputs"][0]["parameters"] == {"binary_data_size": 16}
+        np.testing.assert_array_equal(np.frombuffer(r.content[n:], dtype="<f4"), x)
+
+    _run(config(), body)
+
+
+def test_a_client_deadline_shorter_than_any_batch_is_a_503_drop_with_retry_after() -> None:
+    """X-Request-Timeout-Ms 5 (or parameters.timeout 5000 µs) against a 40 ms stage: 503, stage, reason, Retry-After."""
+    async def body(c: httpx.AsyncClient, app: Any) -> list[httpx.Response]:
+        a = await c.post("/v2/models/duo/infer", json=v2_body([1, 1, 1, 1]), headers={"X-Request-Timeout-Ms": "5"})
+        b = await c.post("/v2/models/duo/infer", json=v2_body([1, 1, 1, 1], parameters={"timeout": 5000}))
+        ok = await c.post("/v2/models/duo/infer", json=v2_body([1, 1, 1, 1]), headers={"X-Request-Timeout-Ms": "1000"})
+        assert ok.status_code == 200
+        assert app.state.service.runtime.counts()["on_time"] == 1
+        return [a, b]
+
+    for r in _run(config(), body):
+        assert r.status_code == 503
+        assert int(r.headers["retry-after"]) >= 1
+        doc = r.json()
+        assert (doc["stage"], doc["reason"]) == ("detect", "infeasible")
+        assert isinstance(doc["request_id"], int) and doc["retry_after_s"] >= 0.04
+        assert r.headers["x-pard-request-id"] == str(doc["request_id"])
+
+
+@pytest.mark.parametrize(("request_kw", "status", "text"), [
+    ({"json": v2_body([1, 2, 3])}, 400, "inputs[0].data holds 3"),
+    ({"json": {"inputs": [{"name": "INPUT0", "shape": [2, 2], "datatype": "FP32", "data": [1, 2, 3, 4]}]}},
+     400, "inputs[0].shape"),
+    ({"json": {"inputs": [{"name": "INPUT0", "shape": [4], "datatype": "INT32", "data": [1, 2, 3, 4]}]}},
+     400, "inputs[0].datatype"),
+    ({"json": {"inputs": [{"name": "IMG", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]}]}},
+     400, "unknown ['IMG']"),
+    ({"json": v2_body([1, 2, 3, 4]), "headers": {"X-Request-Timeout-Ms": "soon"}}, 400, "X-Request-Timeout-Ms"),
+    ({"json": v2_body([1, 2, 3, 4]), "headers": {"X-Pard-Tier": "-1"}}, 400, "X-Pard-Tier"),
+    ({"json": v2_body([1, 2, 3, 4], parameters={"timeout": -5})}, 400, "parameters.timeout"),
+    ({"json": v2_body([1, 2, 3, 4], outputs=[{"name": "NOPE"}])}, 400, "unknown output(s) ['NOPE']"),
+    ({"content": b"[1, 2"}, 400, "not valid JSON"),
+    ({"content": b"x" * 2048}, 413, "max_body_bytes"),
+])
+def test_bad_requests_are_answered_with_the_field_named(request_kw: dict, status: int, text: str) -> None:
+    """Malformed, mistyped and oversized requests get 400/413 naming the field, and are counted as invalid."""
+    async def body(c: httpx.AsyncClient, app: Any) -> None:
+        r = await c.post("/v2/models/duo/infer", **request_kw)
+        assert r.status_code == status and text in r.json()["error"], r.text
+        rep = app.state.service.report()
+        assert rep["outcomes"]["invalid"] == 1 and rep["runtime"]["submitted"] == 0
+
+    _run(config(server={"max_body_bytes": 1024, "log_level": "warning"}), body)
+
+
+def test_unknown_model_is_404() -> None:
+    """Metadata, readiness and inference of another model name answer 404 naming the served one."""
+    async def body(c: httpx.AsyncClient, app: Any) -> None:
+        for r in (await c.get("/v2/models/tm"), await c.get("/v2/models/tm/ready"),
+                  await c.post("/v2/models/tm/infer", json=v2_body([1, 2, 3, 4]))):
+            assert r.status_code == 404 and "'duo'" in r.json()["error"]
+
+    _run(config(), body)
+
+
+def test_queue_limit_answers_429_with_retry_after_and_counts_add_up() -> None:
+    """With max_queue_size 3 and the entry stage blocked, 30 requests: those beyond the queue get 429 + Retry-After."""
+    gate = _serve.gate(key="queue-limit")
+    doc = config(stages={"detect": {"executor": "_serve:gate", "kwargs": {"key": "queue-limit"}},
+                         "classify": {"executor": "pard.serve.factories:sleep_profile"}},
+                 queue={"max_queue_size": 3}, warmup=False)
+
+    async def body(c: httpx.AsyncClient, app: Any) -> list[int]:
+        svc = app.state.service
+        tasks = [asyncio.ensure_future(c.post("/v2/models/duo/infer", json=v2_body([i, 0, 0, 0]),
+                                              headers={"X-Request-Timeout-Ms": "20000"})) for i in range(30)]
+        for _ in range(500):  # until every request is either answered or inside the pipeline
+            if svc.counts["queue_full"] + svc.runtime.counts()["pending"] == 30:
+                break
+            await asyncio.sleep(0.01)
+        gate.release.set()
+        statuses = [(await t).status_code for t in tasks]
+        r429 = next(r for r in [await t for t in tasks] if r.status_code == 429)
+        assert int(r429.headers["retry-after"]) >= 1 and r429.json()["reason"] == "queue_full"
+        rep = svc.report()
+        assert rep["outcomes"]["rejected"] == statuses.count(429)
+        assert rep["runtime"]["on_time"] + rep["runtime"]["late"] == statuses.count(200)
+        return statuses
+
+    statuses = _run(doc, body)
+    # the blocked worker holds its running batch and the next one (at most 8 each), 3 more may
+    # queue: at most 19 are served, the other 11 or more are refused
+    assert statuses.count(429) >= 11 and statuses.count(200) + statuses.count(429) == 30
+
+
+def test_executor_failure_is_500_with_the_request_id() -> None:
+    """A stage whose executor raises answers 500 naming the request id; the runtime counts it failed."""
+    doc = config(stages={"detect": {"executor": "pard.serve.factories:sleep_profile"},
+                         "classify": {"executor": "_serve:failing"}}, warmup=False)
+
+    async def body(c: httpx.AsyncClient, app: Any) -> None:
+        r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
+        assert r.status_code == 500 and r.json()["request_id"] == 0 and "KeyError" in r.json()["error"]
+        assert app.state.service.runtime.counts()["failed"] == 1
+
+    _run(doc, body)
+
+
+def test_drain_fails_readiness_and_answers_new_requests_503() -> None:
+    """After begin_drain, /ready is 503 and an inference gets 503 reason draining with Retry-After."""
+    async def body(c: httpx.AsyncClient, app: Any) -> None:
+        assert (await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))).status_code == 200
+        app.state.service.begin_drain()
+        assert (await c.get("/v2/health/ready")).status_code == 503
+        assert (await c.get("/v2/health/live")).status_code == 200
+        r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
+        assert r.status_code == 503 and r.json()["reason"] == "draining" and "retry-after" in r.headers
+        await app.state.service.drain(grace_s=0.0)
+        rep = app.state.service.report()
+        assert rep["outcomes"]["unavailable"] == 1 and rep["runtime"]["submitted"] == 1
+        assert app.state.service.runtime.closed
+
+    _run(config(), body)
+
+
+def test_a_client_that_disconnects_cancels_its_request_inside_the_pipeline() -> None:
+    """A request whose client leaves while it waits is cancelled (dropped, reason cancelled) and never computed."""
+    gate = _serve.gate(key="disconnect")
+    doc = config(stages={"detect": {"executor": "_serve:gate", "kwargs": {"key": "disconnect"}},
+                         "classify": {"executor": "pard.serve.factories:sleep_profile"}}, warmup=False)
+    app = create_app(parse_serve_config(doc))
+
+    async def main() -> dict[str, Any]:
+        async with app.router.lifespan_context(app):
+            svc = app.state.service
+            body = json.dumps(v2_body([1, 0, 0, 0])).encode()
+            first = asyncio.ensure_future(svc.infer("duo", body, {}))
+            await asyncio.to_thread(gate.started.wait, 10.0)
+            left = asyncio.Event()
+            second = asyncio.ensure_future(svc.infer("duo", json.dumps(v2_body([2, 0, 0, 0])).encode(), {},
+                                                     left.wait))
+            for _ in range(200):
+                if svc.runtime.queued() == 1:
+                    break
+                await asyncio.sleep(0.01)
+            left.set()
+            answer = await second
+            queued = svc.runtime.queued()
+            gate.release.set()
+            assert (await first).status == 200
+            out = svc.runtime.outcomes()
+            return {"answer": answer, "queued": queued, "out": out, "report": svc.report()}
+
+    res = asyncio.run(main())
+    assert res["answer"].status == 499 and res["answer"].outcome == "client_closed"
+    assert res["queued"] == 0
+    assert gate.seen == [[1.0, 0.0, 0.0, 0.0]]
+    from pard import _core
+
+    assert _core.REASONS[int(res["out"]["reason"][1])] == "cancelled"
+    assert res["report"]["server"]["client_closed"] == 1
+
+
+def test_metrics_parse_and_agree_with_the_report() -> None:
+    """/metrics parses with prometheus-client's parser; requests, drops, latencies and batches match the report."""
+    async def body(c: httpx.AsyncClient, app: Any) -> tuple[str, dict[str, Any], Any]:
+        posts = [c.post("/v2/models/duo/infer", json=v2_body([i, 0, 0, 0]),
+                        headers={"X-Request-Timeout-Ms": "5" if i % 4 == 0 else "1000"}) for i in range(40)]
+        posts.append(c.post("/v2/models/duo/infer", json=v2_body([1])))
+        answers = await asyncio.gather(*posts)
+        text = (await c.get("/metrics")).text
+        return text, app.state.service.report(), answers
+
+    text, rep, answers = _run(config(), body)
+    m = _metrics(text)
+    statuses = [a.status_code for a in answers]
+    out = rep["outcomes"]
+    for outcome in ("on_time", "late", "dropped", "rejected", "failed", "invalid", "unavailable"):
+        assert m[("pard_requests_total", (("outcome", outcome), ("pipeline", "duo")))] == out[outcome]
+    assert out["on_time"] + out["late"] == statuses.count(200)
+    assert out["dropped"] == statuses.count(503) >= 10 and out["invalid"] == statuses.count(400) == 1
+    drops = sum(v for (name, _), v in m.items() if name == "pard_drops_total")
+    assert drops == out["dropped"]
+    assert m[("pard_drops_total", (("pipeline", "duo"), ("reason", "infeasible"), ("stage", "detect")))] >= 10
+    assert m[("pard_request_duration_seconds_count", (("pipeline", "duo"),))] == statuses.count(200)
+    assert m[("pard_request_duration_seconds_bucket", (("le", "0.3"), ("pipeline", "duo")))] <= statuses.count(200)
+    executed = {st: m[("pard_batch_size_sum", (("pipeline", "duo"), ("stage", st)))] for st in ("detect", "classify")}
+    assert executed["classify"] == statuses.count(200)  # every served request passed both stages
+    assert executed["detect"] >= statuses.count(200)
+    for st in ("detect", "classify"):
+        orders = [m[("pard_stage_order", (("order", o), ("pipeline", "duo"), ("stage", st)))] for o in ("lbf", "hbf", "fcfs")]
+        assert sorted(orders) == [0.0, 0.0, 1.0]
+    assert ("pard_goodput", (("pipeline", "duo"),)) in m

@@ -1,0 +1,106 @@
+"""The served-pipeline file: loading, Triton's queue fields, factories, errors naming field and value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette")
+
+from pard.errors import ConfigError  # noqa: E402
+from pard.serve.config import ServeConfigError, load_serve_config, parse_serve_config  # noqa: E402
+
+from _serve import config  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_example_file_loads_and_builds_its_executors() -> None:
+    """examples/tm.yaml names the built-in tm pipeline and one reference-model executor per stage."""
+    cfg = load_serve_config(ROOT / "examples" / "tm.yaml")
+    spec = cfg.pipeline_spec()
+    assert spec.name == "tm" and spec.slo == 0.4
+    executors = cfg.build_executors(spec)
+    assert executors is not None and sorted(executors) == sorted(st.name for st in spec.stages)
+    assert all(callable(e) for e in executors.values())
+
+
+def test_triton_queue_fields_map_onto_slo_and_tiers() -> None:
+    """default_timeout_microseconds is the default SLO; priority level p of N is tier N - p; 0 is the default level."""
+    cfg = parse_serve_config(config(queue={"default_timeout_microseconds": 250_000, "priority_levels": 3,
+                                            "default_priority_level": 2}))
+    spec = cfg.pipeline_spec()
+    assert cfg.default_slo_s(spec) == pytest.approx(0.25)
+    assert [cfg.tier_of(p) for p in (1, 2, 3)] == [2, 1, 0]
+    assert cfg.tier_of(0) == cfg.tier_of(None) == 1
+    plain = parse_serve_config(config())
+    assert plain.default_slo_s(spec) == 0.3 and plain.tier_of(5) == 0
+
+
+def test_relative_pipeline_paths_resolve_against_the_file(tmp_path: Path) -> None:
+    """`pipeline: spec.yaml` is read from the served file's folder, not the working directory."""
+    import yaml
+
+    from _serve import PIPELINE
+
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(PIPELINE))
+    (tmp_path / "serve.yaml").write_text(yaml.safe_dump(config(pipeline="spec.yaml")))
+    assert load_serve_config(tmp_path / "serve.yaml").pipeline_spec().name == "duo"
+
+
+@pytest.mark.parametrize(("changes", "field", "value"), [
+    ({"server": {"port": 70000}}, "server.port", "70000"),
+    ({"server": {"drain_timeout_s": -1}}, "server.drain_timeout_s", "-1"),
+    ({"queue": {"max_queue_size": -3}}, "queue.max_queue_size", "-3"),
+    ({"queue": {"priority_levels": 2, "default_priority_level": 5}}, "queue.default_priority_level", "5"),
+    ({"polcy": "pard"}, "polcy", "pard"),
+    ({"stages": {"detect": {"executor": "no colon"}}}, "stages.detect.executor", "no colon"),
+    ({"stages": {"detect": {"executor": "pard.serve.factories:sleep_profile"}}}, "stages", "classify"),
+    ({"stages": {"detect": {"executor": "pard.serve.factories:sleep_profile"},
+                 "classify": {"executor": "pard.serve.factories:sleep_profile"},
+                 "ocr": {"executor": "pard.serve.factories:sleep_profile"}}}, "stages", "ocr"),
+    ({"workers": {"nope": 2}}, "workers", "nope"),
+    ({"inputs": [{"name": "x", "datatype": "FP99"}]}, "inputs[0].datatype", "FP99"),
+    ({"outputs": [{"name": "y", "stage": "detect"}]}, "outputs[0].stage", "detect"),
+    ({"pipeline": "no-such-pipeline"}, "pipeline", "no-such-pipeline"),
+    ({"pipeline": {"name": "x", "slo": -1, "stages": []}}, "pipeline", "slo"),
+])
+def test_bad_fields_are_named_with_their_value(changes: dict, field: str, value: str) -> None:
+    """Each bad field raises ServeConfigError (a ConfigError) whose message has the field and the value."""
+    with pytest.raises(ServeConfigError) as info:
+        parse_serve_config(config(**changes), source="test.yaml")
+    msg = str(info.value)
+    assert "test.yaml" in msg and field in msg and value in msg, msg
+    assert isinstance(info.value, ConfigError) and isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize(("executor", "kwargs", "text"), [
+    ("no_such_module_xyz:make", {}, "cannot import module 'no_such_module_xyz'"),
+    ("pard.serve.factories:nothing_here", {}, "has no 'nothing_here'"),
+    ("pard.serve.factories:sleep_profile", {"factor": -1}, "factor must be a finite number >= 0, got -1"),
+    ("pard.serve.factories:sleep_profile", {"speed": 2}, "speed"),
+    ("pard.serve.factories:GOODPUT", {}, "has no 'GOODPUT'"),
+])
+def test_bad_factories_are_named_when_built(executor: str, kwargs: dict, text: str) -> None:
+    """An executor factory that cannot be imported, called or configured names stages.<stage> and the problem."""
+    ref = {"executor": executor, "kwargs": kwargs}
+    cfg = parse_serve_config(config(stages={"detect": ref, "classify": {"executor": "pard.serve.factories:sleep_profile"}}))
+    with pytest.raises(ServeConfigError) as info:
+        cfg.build_executors(cfg.pipeline_spec())
+    assert "stages.detect" in str(info.value) and text in str(info.value)
+
+
+def test_unreadable_files_are_named(tmp_path: Path) -> None:
+    """A missing file, a bad suffix and broken YAML/TOML each raise ServeConfigError naming the file."""
+    with pytest.raises(ServeConfigError, match="no such served-pipeline file"):
+        load_serve_config(tmp_path / "missing.yaml")
+    (tmp_path / "a.ini").write_text("x")
+    with pytest.raises(ServeConfigError, match="unknown suffix"):
+        load_serve_config(tmp_path / "a.ini")
+    (tmp_path / "b.yaml").write_text("pipeline: [unclosed")
+    with pytest.raises(ServeConfigError, match="b.yaml: not valid YAML"):
+        load_serve_config(tmp_path / "b.yaml")
+    (tmp_path / "c.toml").write_text('pipeline = "tm"\n[server]\nport = "eighty"\n')
+    with pytest.raises(ServeConfigError, match="server.port"):
+        load_serve_config(tmp_path / "c.toml")
