@@ -15,7 +15,10 @@ Three measurements, each against its baseline measured in the same run on the sa
    in flight for T s: ``await rt.infer`` in the same process (embedded) vs httpx clients to
    ``pard serve`` (the server process and the client process pinned to the same 2 cores).  The
    client's own CPU (httpx: several ms per request) shares those cores, so the HTTP rate is a
-   lower bound for a server whose clients run elsewhere.
+   lower bound for a server whose clients run elsewhere.  Because the machine is shared, the
+   CPU time per request is recorded too (the server process's from /proc, the client's and the
+   embedded process's from ``time.process_time``), and the rate two otherwise idle cores would
+   sustain is derived from it: ``2 / cpu_per_request``.
 """
 
 from __future__ import annotations
@@ -193,7 +196,14 @@ async def _http_latency(url: str, arrivals: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ 3. max sustainable rate
-def embedded_rate() -> float:
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def embedded_rate() -> tuple[float, float]:
+    """(requests/s, CPU s per request) of the closed loop on the embedded runtime."""
     x = np.zeros(4, dtype=np.float32)
     with pard.Runtime(_spec(0.0), {"a": _echo, "b": _echo}, blas_threads=None) as rt:
         async def closed_loop() -> float:
@@ -208,12 +218,15 @@ def embedded_rate() -> float:
 
             t = time.perf_counter()
             await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-            return count / (time.perf_counter() - t)
+            return count / (time.perf_counter() - t), count
 
-        return asyncio.run(closed_loop())
+        c0 = time.process_time()
+        rate, count = asyncio.run(closed_loop())
+        return rate, (time.process_time() - c0) / count
 
 
-async def _http_rate(url: str) -> float:
+async def _http_rate(url: str, pid: int) -> tuple[float, float, float]:
+    """(requests/s, server CPU s per request, client CPU s per request) of the closed loop over HTTP."""
     import httpx
 
     limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
@@ -229,8 +242,10 @@ async def _http_rate(url: str) -> float:
                 count += 1
 
         t = time.perf_counter()
+        s0, c0 = _cpu_s(pid), time.process_time()
         await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-        return count / (time.perf_counter() - t)
+        rate = count / (time.perf_counter() - t)
+        return rate, (_cpu_s(pid) - s0) / count, (time.process_time() - c0) / count
 
 
 def _pct(a: np.ndarray, q: float) -> float:
@@ -266,16 +281,22 @@ def main() -> int:
         lat["added_p99"] = lat["http_p99"] - lat["embedded_p99"]
         print("latency:", json.dumps(lat, indent=1), flush=True)
 
-        rate_emb = embedded_rate()
+        rate_emb, cpu_emb = embedded_rate()
         srv = _Server(_config(0.0, Path(tmp) / "rate.yaml"), args.cpus)
         try:
-            rate_http = asyncio.run(_http_rate(srv.url))
+            rate_http, cpu_srv, cpu_cli = asyncio.run(_http_rate(srv.url, srv.proc.pid))
         finally:
             srv.stop()
     res["rate_req_s"] = {"embedded": rate_emb, "http": rate_http, "http_over_embedded": rate_http / rate_emb,
                          "concurrency": CONCURRENCY, "duration_s": THROUGHPUT_S}
+    res["cpu_ms_per_request"] = {"embedded": cpu_emb * 1e3, "http_server": cpu_srv * 1e3,
+                                 "http_client": cpu_cli * 1e3}
+    res["rate_on_2_idle_cores_req_s"] = {
+        "embedded": 2 / cpu_emb, "http_server_and_client": 2 / (cpu_srv + cpu_cli), "http_server_only": 2 / cpu_srv,
+        "http_over_embedded": cpu_emb / (cpu_srv + cpu_cli)}
     res["load_average_after"] = os.getloadavg()
-    print("rate:", json.dumps(res["rate_req_s"], indent=1), flush=True)
+    print("rate:", json.dumps(res["rate_req_s"], indent=1), json.dumps(res["cpu_ms_per_request"], indent=1),
+          json.dumps(res["rate_on_2_idle_cores_req_s"], indent=1), flush=True)
     args.out.write_text(json.dumps(res, indent=2))
     return 0
 

@@ -105,7 +105,7 @@ class PyTritonServer:
         grpc_port, http_port, metrics_port = _free_ports(3)
         spec = Path(self._dir.name) / "spec.json"
         spec.write_text(json.dumps({"grpc_port": grpc_port, "http_port": http_port, "metrics_port": metrics_port,
-                                    "models": self.models}))
+                                    "workspace": str(Path(self._dir.name) / "workspace"), "models": self.models}))
         self.url = f"127.0.0.1:{grpc_port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
         env["PATH"] = f"{self.python.parent}:{env.get('PATH', '')}"
@@ -148,23 +148,27 @@ class PyTritonServer:
             return "(no log)"
 
     def stop(self) -> None:
-        """SIGTERM the server's process group, SIGKILL it after 20 s; idempotent."""
+        """SIGTERM the server's process group, then SIGKILL whatever of the group is left; idempotent.
+
+        The group outlives the Python process: tritonserver and its Python-backend stubs (which
+        ignore SIGTERM while their parent shuts down) are in it, so the group is always killed last.
+        """
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=20)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait(timeout=10)
-        elif proc is not None:  # exited by itself: its children (tritonserver) may still run
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

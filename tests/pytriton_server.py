@@ -3,7 +3,8 @@
 Run by ``tests/_pytriton.py`` with the Python of a venv that holds nvidia-pytriton (Debian's
 /usr/bin/python3.11: PyTriton's Python-backend stub fails under a pyenv-built 3.11), never imported
 by pard or pytest.  Usage: ``python pytriton_server.py SPEC.json``; the spec is
-``{"grpc_port", "http_port", "metrics_port", "models": [...]}`` with one entry per model:
+``{"grpc_port", "http_port", "metrics_port", "workspace", "models": [...]}`` (``workspace``: where
+PyTriton keeps its sockets and model store; optional) with one entry per model:
 
 * ``{"name", "kind": "onnx", "path", "max_batch", "delay_us"}`` -- runs the ONNX file with
   onnxruntime (one CPU thread) on each batch Triton hands over;
@@ -68,7 +69,8 @@ def main(spec_path: str) -> None:
     # listens on 127.0.0.1 only, for a test, so those two stay open (pard registers its input
     # regions and the tests read per-model inference counts).
     security = TritonSecurityConfig(restricted_endpoints=["model-repository", "trace", "logging"])
-    with Triton(config=config, security_config=security) as triton:
+    workspace = spec.get("workspace")  # in the caller's temporary directory: removed even after a SIGKILL
+    with Triton(config=config, workspace=workspace, security_config=security) as triton:
         for m in spec["models"]:
             kind = m["kind"]
             if kind == "onnx":

@@ -77,11 +77,12 @@ def test_cli_profile_then_run_and_simulate(tmp_path: Any, capsys: Any) -> None:
     printed = capsys.readouterr()
     # piped (not a terminal): long lines stay whole instead of wrapping at 80 columns
     sizing = [ln for ln in printed.err.splitlines() if ln.startswith("sizing:")]
-    assert len(sizing) == 1 and "cores busy" in sizing[0]
+    assert len(sizing) == 1 and "cores busy" in sizing[0] and "onnx models: ONNX Runtime" in sizing[0]
     assert any(ln.startswith("goodput bound") and ln.rstrip().endswith("req/s") for ln in printed.out.splitlines())
     assert any(ln.startswith("pard ") and "req/s" in ln and ln.rstrip().endswith(".") for ln in printed.out.splitlines())
     doc = json.loads((out / "live.json").read_text())
     live = doc["live"]
+    assert live["models"] == "onnx"  # the default: the ONNX stage models on ONNX Runtime
     assert live["profile_used"]["source"] == "file" and live["profile_used"]["path"] == str(prof)
     assert live["profile_used"]["age_s"] >= 0 and live["profile_used"]["measured_at_utc"].endswith("Z")
     for name in ("pard", "naive"):

@@ -199,3 +199,34 @@ def test_stage_set_builds_either_kind(tmp_path: Path, monkeypatch: pytest.Monkey
     assert numpy_set.entry_shape == INPUT_SHAPE
     with pytest.raises(pard.ConfigError, match="models must be one of onnx, numpy, got 'torch'"):
         stage_set("tm", "torch")
+
+
+def test_models_option_defaults_to_onnx_and_falls_back_with_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--models: onnx by default; without onnxruntime the default becomes numpy with a note, an explicit onnx a UsageError."""
+    import argparse
+
+    import pard.models
+    from pard.cli.parsers import models_arg
+
+    notes: list[str] = []
+
+    class Err:
+        def print(self, msg: str) -> None:
+            notes.append(msg)
+
+    assert models_arg(argparse.Namespace(models=None), Err()) == "onnx"
+    assert models_arg(argparse.Namespace(models="numpy"), Err()) == "numpy"
+    monkeypatch.setattr(pard.models, "onnx_installed", lambda: False)
+    assert models_arg(argparse.Namespace(models=None), Err()) == "numpy"
+    assert len(notes) == 1 and "pip install 'pard[onnx]'" in notes[0]
+    with pytest.raises(pard.errors.UsageError, match="--models onnx needs the onnx and onnxruntime packages"):
+        models_arg(argparse.Namespace(models="onnx"), Err())
+
+
+def test_engine_executors_are_public_names() -> None:
+    """pard.OnnxExecutor and pard.TritonExecutor resolve lazily to the executors package's classes."""
+    assert pard.OnnxExecutor is OnnxExecutor
+    from pard.executors.triton import TritonExecutor
+
+    assert pard.TritonExecutor is TritonExecutor
+    assert {"OnnxExecutor", "TritonExecutor"} <= set(dir(pard))

@@ -104,3 +104,18 @@ def test_unreadable_files_are_named(tmp_path: Path) -> None:
     (tmp_path / "c.toml").write_text('pipeline = "tm"\n[server]\nport = "eighty"\n')
     with pytest.raises(ServeConfigError, match="server.port"):
         load_serve_config(tmp_path / "c.toml")
+
+
+def test_pard_serve_command_rejects_a_bad_file_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`pard serve FILE` with a bad field exits 2 before listening, naming the field and the value."""
+    import yaml
+
+    from pard.cli import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(config(server={"port": 70000})))
+    assert main(["serve", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "server.port" in err and "70000" in err
+    assert main(["serve", str(tmp_path / "missing.yaml")]) == 2
+    assert "no such served-pipeline file" in capsys.readouterr().err

@@ -48,6 +48,8 @@ _LAZY: dict[str, str] = {
     "PolicySpec": "pard.policies",
     "ArrayExecutor": "pard.executors",
     "CallableExecutor": "pard.executors",
+    "OnnxExecutor": "pard.executors",  # engines load on first use (pard[onnx], pard[triton])
+    "TritonExecutor": "pard.executors",
     "Runtime": "pard.runtime",
     "Workload": "pard.workloads",
 }

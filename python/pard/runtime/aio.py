@@ -45,7 +45,7 @@ class DeadlineError(PardError, ValueError):
 def _peak_throughput(spec: Any, workers: int) -> float:
     """Requests/s one stage sustains at its best profiled batch size (``workers * max_b b/d(b)``)."""
     sizes = [b for b in spec.profile if b <= spec.max_batch] or [spec.max_batch]
-    return workers * max(b / spec.duration(int(b)) for b in sizes)
+    return float(workers * max(b / spec.duration(int(b)) for b in sizes))
 
 
 def retry_after_s(rt: Runtime) -> float:

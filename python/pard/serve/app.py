@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .._version import __version__
-from .config import ServeConfig
+from .config import ServeConfig, TensorSpec
 from .metrics import make_registry
 from .service import ServedPipeline, _error
 
@@ -64,6 +64,11 @@ async def _disconnected(request: Request) -> None:
             return
 
 
+def _tensor(t: TensorSpec) -> dict[str, Any]:
+    """A tensor's v2 metadata (``[-1]``: a shape not known in advance)."""
+    return {"name": t.name, "datatype": t.datatype, "shape": list(t.shape) if t.shape is not None else [-1]}
+
+
 def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) -> Starlette:
     """The Starlette app serving ``config``'s pipeline; ``app.state.service`` is its ServedPipeline.
 
@@ -93,11 +98,9 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
         if model != svc.model_name:
             return unknown(model)
         rt = svc.runtime
-        tensor = lambda t: {"name": t.name, "datatype": t.datatype,  # noqa: E731
-                            "shape": list(t.shape) if t.shape is not None else [-1]}
         doc: dict[str, Any] = {
             "name": svc.model_name, "versions": ["1"], "platform": "pard",
-            "inputs": [tensor(t) for t in svc.inputs], "outputs": [tensor(t) for t in svc.outputs],
+            "inputs": [_tensor(t) for t in svc.inputs], "outputs": [_tensor(t) for t in svc.outputs],
             "policy": config.policy, "slo_s": svc.default_slo_s,
             "stages": [{"name": st.name, "max_batch": int(st.max_batch),
                         "workers": int(rt.workers[st.name]) if rt is not None else int(st.workers),

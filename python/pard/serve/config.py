@@ -95,22 +95,22 @@ class ServerOptions(_Strict):
     """Where and how the HTTP server listens, and how it drains on SIGTERM/SIGINT."""
 
     host: str = "127.0.0.1"
-    port: int = Field(8000, ge=0, le=65535)
-    max_body_bytes: int = Field(64 * 2**20, gt=0)
-    drain_grace_s: float = Field(1.0, ge=0, allow_inf_nan=False)
-    drain_timeout_s: float = Field(30.0, gt=0, allow_inf_nan=False)
-    model_name: str | None = Field(None, pattern=r"^[A-Za-z0-9_.\-]+$")
+    port: int = Field(default=8000, ge=0, le=65535)
+    max_body_bytes: int = Field(default=64 * 2**20, gt=0)
+    drain_grace_s: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    drain_timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    model_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.\-]+$")
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
 
 
 class QueueOptions(_Strict):
     """Triton's queue fields (``dynamic_batching.default_queue_policy`` and priorities)."""
 
-    max_queue_size: int = Field(0, ge=0)
-    default_timeout_microseconds: int = Field(0, ge=0)
+    max_queue_size: int = Field(default=0, ge=0)
+    default_timeout_microseconds: int = Field(default=0, ge=0)
     allow_timeout_override: bool = True
-    priority_levels: int = Field(0, ge=0, le=2**31 - 1)
-    default_priority_level: int = Field(0, ge=0)
+    priority_levels: int = Field(default=0, ge=0, le=2**31 - 1)
+    default_priority_level: int = Field(default=0, ge=0)
 
 
 class ServeConfig(_Strict):
@@ -119,7 +119,7 @@ class ServeConfig(_Strict):
     pipeline: str | dict[str, Any]
     policy: str = "pard"
     planner: dict[str, Any] = {}
-    sync_interval_s: float = Field(1.0, gt=0, allow_inf_nan=False)
+    sync_interval_s: float = Field(default=1.0, gt=0, allow_inf_nan=False)
     workers: dict[str, int] | None = None
     stages: dict[str, ExecutorRef] | None = None
     model_options: dict[str, Any] | None = None

@@ -251,7 +251,8 @@ def _binary_bytes(array: np.ndarray) -> bytes:
 def _json_data(array: np.ndarray) -> list[Any]:
     if datatype_of(array) == "BYTES":
         return [x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x) for x in array.reshape(-1)]
-    return array.reshape(-1).tolist()  # type: ignore[no-any-return]
+    flat: list[Any] = array.reshape(-1).tolist()
+    return flat
 
 
 def encode_response(model_name: str, request_id: str, outputs: Sequence[tuple[str, np.ndarray]],
