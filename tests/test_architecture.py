@@ -56,10 +56,10 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
-            found.add(mod)
-            for a in node.names:
-                if f"{mod}.{a.name}" in known:
-                    found.add(f"{mod}.{a.name}")
+            subs = {f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in known}
+            found.update(subs)
+            if len(subs) < len(node.names):  # names defined by the module itself, not submodules of it
+                found.add(mod)
         for child in ast.iter_child_nodes(node):
             visit(child)
 

@@ -146,7 +146,7 @@ class RunRecorder:
         return cut(self._qsum), cut(self._qcnt), w
 
     def report(self, *, policy: str, outcomes: Mapping[str, Any], t0_s: float, n_bins: int,
-               slo_s: Any, capacity_req_s: float | None = None) -> Report:
+               slo_s: Any, capacity_req_s: float | None = None, duration_s: float | None = None) -> Report:
         """The run's Report from ``outcomes`` (the ``Simulator.outcomes()`` form: ``send_s``, ``state``,
         ``finish_s``, ``drop_stage``, ``reason``, ``compute_s``; optional ``tier``, per-request tier codes,
         default 0) and what was recorded.
@@ -166,6 +166,6 @@ class RunRecorder:
             drop_stage=outcomes["drop_stage"], reason=outcomes["reason"], compute_s=outcomes["compute_s"],
             reasons=list(REASONS), stage_submitted=self.submitted, stage_executed=self.executed,
             stage_compute_s=self.compute_s, t0_s=t0_s, qdelay_sum_s=qsum, qdelay_count=qcnt,
-            workers=workers, capacity=capacity, slo_s=slo_s, tier=outcomes.get("tier"),
+            workers=workers, capacity=capacity, slo_s=slo_s, duration_s=duration_s, tier=outcomes.get("tier"),
             tier_names=list(spec.tiers), tier_weights=[float(w) for w in spec.tiers.values()],
         )

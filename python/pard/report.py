@@ -195,6 +195,7 @@ class Report:
             over to later seconds (:func:`fluid_goodput_bound`).  None: the per-second bound of DESIGN
             §4 without carry-over, which a policy can exceed slightly when work queued in one second
             finishes in the next.
+        duration_s: the span goodput is per (s); default the number of one-second bins.
 
     Raises:
         ValueError: shapes disagree, a request is still pending, or conservation fails.
@@ -222,6 +223,7 @@ class Report:
         workers: npt.ArrayLike,
         capacity: npt.ArrayLike,
         slo_s: float | npt.ArrayLike | None = None,
+        duration_s: float | None = None,
         tier: npt.ArrayLike | None = None,
         tier_names: Sequence[str] = (),
         tier_weights: Sequence[float] = (),
@@ -299,7 +301,7 @@ class Report:
             ))
 
         # ---- per-second series (requests binned by send time)
-        self.duration_s = float(nb)
+        self.duration_s = float(nb) if duration_s is None else float(duration_s)
         self.arrivals_per_s = bin_per_second(self.send_s, self.t0_s, nb)
         self.goodput_per_s = bin_per_second(self.send_s[self.state == _ON_TIME], self.t0_s, nb)
         lost = (self.state == _DROPPED) | (self.state == _REJECTED)

@@ -58,7 +58,7 @@ def reasons_line(live_info: dict[str, Any], drain_limit_s: float) -> str:
         parts.append(f"{name}: {seen}")
     return (f"drops by reason: {'; '.join(parts)}. (\"cancelled\": still in flight {drain_limit_s:g} s after the "
             f"last arrival, when the run stopped draining -- end-of-run cancellations, not policy drops; "
-            f"\"rejected\": a full ingress ring.)")
+            f"\"rejected\": a full queue (max_queue_size) or ingress ring: back-pressure.)")
 
 
 def bound_line(live_info: dict[str, Any]) -> str:

@@ -154,6 +154,8 @@ class TritonExecutor(BatchExecutor):
         local = _host(url) in _LOCAL_HOSTS
         self.shared_memory = shared_memory == "on" or (shared_memory == "auto" and local)
         self._shm_required = shared_memory == "on"
+        #: why ``shared_memory="auto"`` fell back to the socket (the server's refusal), else None
+        self.shared_memory_error: str | None = None
         # the event loop that carries every call's gRPC request (the aio client lives on it)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"pard-triton-{self.name}", daemon=True)

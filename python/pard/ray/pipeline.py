@@ -31,6 +31,7 @@ import ray
 from ..errors import Dropped, ExecutorError, PardValueError, Rejected
 from ..outcomes import DROPPED, FAILED, LATE, ON_TIME, PENDING, REASONS, REJECTED, STATES, reason_code
 from ..recorder import RunRecorder
+from ..runtime.facade import HISTORY
 from ..runtime.replay import replay as _replay
 from ..runtime.requests import Ledger, Request, RequestFuture
 from ..runtime.setup import PayloadShape, positive_seconds
@@ -48,7 +49,7 @@ class _Ledger(Ledger):
     """The local runtime's ledger, telling every stage actor to forget a request the caller cancelled."""
 
     def __init__(self, n_stages: int, n_sinks: int, now: Any, stages: Sequence[Any]) -> None:
-        super().__init__(n_stages, n_sinks, now)
+        super().__init__(n_stages, n_sinks, now, HISTORY)
         self._stage_actors = list(stages)
 
     def cancel(self, r: Request) -> bool:
@@ -205,9 +206,10 @@ class RayPipeline:
             kind = ev[0]
             if kind == "batch":
                 with led.lock:
-                    cs = led.out.compute_s
+                    o = led.out
                     for rid in ev[1]:
-                        cs[rid] += ev[2]
+                        if o.holds(rid):
+                            o.compute_s[rid % o.history] += ev[2]
                 continue
             r = led.live.get(ev[1])
             if r is None:  # ended already (a sibling branch, a cancel): first event won

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,20 +23,22 @@ import numpy as np
 from .._checks import show
 from .._extras import available, require
 from ..config import resolve_pipeline
-from ..errors import Dropped, ExecutorError, PardTypeError, PardValueError, Rejected
-from ..outcomes import DROPPED, FAILED, PENDING, REJECTED, STATES, reason_code
+from ..errors import ExecutorError, PardTypeError, PardValueError, Rejected
+from ..outcomes import FAILED, REJECTED, STATES, reason_code
 from ..planner import Planner
 from ..policies import get_policy
 from ..recorder import RunRecorder
 from ..wiring import planner_stages
+from . import lifecycle, results
 from .aio import AsyncRuntimeMixin
 from .clock import RunClock
 from .monitor import MonitorMixin
 from .planner_loop import PlannerLoop
-from .requests import CANCELLED, Ledger, RequestFuture
 from .replay import replay
+from .requests import Ledger, RequestFuture
 from .routing import Router
-from .setup import PayloadShape, build_stages, executors_arg, options_arg, positive_seconds, worker_counts
+from .setup import (PayloadShape, build_stages, executors_arg, options_arg, positive_seconds, queue_sizes,
+                    worker_counts)
 from .workers import WorkerPool
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,6 +51,19 @@ _REJECTED_CODE = reason_code("rejected")
 _INT32_MAX = 2**31 - 1
 #: The largest SLO ``submit`` accepts (s): the C++ core caps times at 1e9 s (about 31.7 years).
 _MAX_SLO_S = 1e9
+#: Default ``history``: per-request outcome records kept (about 45 bytes each).
+HISTORY = 100_000
+#: Runtimes of this process, for the fork hook (weak: it keeps none alive).
+_RUNTIMES: weakref.WeakSet[Runtime] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for rt in list(_RUNTIMES):
+        rt._after_fork()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Runtime(AsyncRuntimeMixin, MonitorMixin):
@@ -80,6 +97,16 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         planner_options: keyword arguments for :class:`pard.planner.Planner` (``lam``, ``window_s``,
             ``adapt_window``, ``samples``, ``seed``).
         model_options: keyword arguments for :func:`pard.models.reference_models` (``stages=None``).
+        max_queue_size: each stage's queue bound, an int or ``{stage: int}`` (ints >= 1); a request
+            arriving at a full queue is refused (back-pressure): ``pard.Rejected`` at an entry stage,
+            ``pard.Dropped`` (reason ``rejected``) downstream, both with ``retry_after_s`` = the queue's
+            drain time at the stage's capacity.  Default ``ceil(10 * slo * capacity)`` per stage
+            (:func:`pard.runtime.setup.queue_sizes`).
+        history: per-request outcome records kept, the most recent ones (int >= 1, default 100 000):
+            :meth:`outcomes` and :meth:`report` cover them; :meth:`counts` and :meth:`snapshot` count
+            every request ever.  Memory stays flat in a long run.
+        close_timeout_s: the ``timeout_s`` of the :meth:`close` that ``with Runtime(...)`` ends with
+            (None: wait for every request, however long).
         start: start the threads now (default); otherwise call :meth:`start`.
 
     Raises:
@@ -101,6 +128,9 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         blas_threads: int | str | None = "auto",
         planner_options: Mapping[str, Any] | None = None,
         model_options: Mapping[str, Any] | None = None,
+        max_queue_size: int | Mapping[str, int] | None = None,
+        history: int = HISTORY,
+        close_timeout_s: float | None = None,
         start: bool = True,
     ) -> None:
         spec = resolve_pipeline(pipeline)
@@ -115,7 +145,12 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         self._blas_threads: int | None = blas_threads  # type: ignore[assignment]
         executors, join_fn = executors_arg(spec, stages, model_options, join)
         counts = worker_counts(spec, workers)
-        self._stages = build_stages(spec, self._policy, executors, counts, ring_capacity, self._blas_threads)
+        if isinstance(history, bool) or not isinstance(history, (int, np.integer)) or history < 1:
+            raise PardValueError(f"history must be an int >= 1 (requests), got {show(history)}")
+        self._close_timeout_s = (None if close_timeout_s is None else
+                                 positive_seconds("close_timeout_s", close_timeout_s, allow_zero=True))
+        self._stages = build_stages(spec, self._policy, executors, counts, ring_capacity,
+                                    queue_sizes(spec, counts, max_queue_size), self._blas_threads)
         index = {st.name: k for k, st in enumerate(spec.stages)}
         self._entries = [index[n] for n in spec.entry_stages()]
         exits = [index[n] for n in spec.exit_stages()]
@@ -124,7 +159,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         self._planner = Planner(planner_stages(spec), policy=self._policy, **opts)
 
         self._clock = RunClock()
-        self._ledger = Ledger(len(self._stages), len(exits), self._clock.now)
+        self._ledger = Ledger(len(self._stages), len(exits), self._clock.now, int(history))
         self._router = Router(self._stages, self._ledger, exits, join_fn)
         self._pool = WorkerPool(self._stages, self._ledger, self._router, self._clock)
         recorder = RunRecorder(spec, origin_s=0.0, workers=counts)
@@ -133,6 +168,11 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         self._started = False
         self._closed = False
         self._blas_ctx: Any = None
+        self._pid = os.getpid()
+        # an unreferenced, unclosed runtime cancels what is in flight and stops its threads (which
+        # hold its parts, never the Runtime itself)
+        self._finalizer = weakref.finalize(self, lifecycle.stop, self._ledger, self._stages, self._pool, self._loop)
+        _RUNTIMES.add(self)
         if start:
             self.start()
 
@@ -168,8 +208,17 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         return self._loop.errors
 
     @property
+    def max_queue_size(self) -> dict[str, int]:
+        """Each stage's queue bound (requests)."""
+        return {st.name: st.max_queue for st in self._stages}
+
+    @property
     def _planner_thread(self) -> threading.Thread | None:
         return self._loop.thread
+
+    def _after_fork(self) -> None:
+        """In a forked child: fresh locks (the parent's threads may have held them), no threads."""
+        lifecycle.reinit_locks(self._ledger, self._stages, self._loop, self._clock)
 
     def now(self) -> float:
         """Seconds since the runtime was created (the clock every recorded time uses)."""
@@ -201,7 +250,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close(drain=True)
+        self.close(drain=True, timeout_s=self._close_timeout_s)
 
     def _own_threads(self) -> list[threading.Thread]:
         return self._pool.threads() + ([self._loop.thread] if self._loop.thread is not None else [])
@@ -231,41 +280,33 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             raise RuntimeError("Runtime.close() must not be called from a worker or planner thread")
         if timeout_s is not None:
             positive_seconds("timeout_s", timeout_s, allow_zero=True)
+        forked = os.getpid() != self._pid  # a forked child has none of the threads: nothing to wait for
         deadline = None if timeout_s is None else time.monotonic() + float(timeout_s)
+        drain_until = None if deadline is None else deadline - lifecycle.join_reserve_s(self._stages, timeout_s)
         ledger = self._ledger
         with ledger.lock:
             if self._closed:
                 return
             self._accepting = False
-            if drain and self._started:
+            if drain and self._started and not forked:
                 while ledger.inflight > 0:
-                    left = None if deadline is None else deadline - time.monotonic()
+                    left = None if drain_until is None else drain_until - time.monotonic()
                     if left is not None and left <= 0:
                         break
                     ledger.idle.wait(timeout=left)
-        for r in list(ledger.live.values()):  # cancel whatever is left (everything, with drain=False)
-            ledger.finish(r, DROPPED, r.stage, CANCELLED, self.now(),
-                          Dropped(r.id, self._stages[r.stage].name, "cancelled"))
-        self._pool.stop()
-        self._loop.stop()
-        stuck = []
-        for t in self._own_threads():
-            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-            if t.is_alive():
-                stuck.append(t.name)
+        lifecycle.stop(ledger, self._stages, self._pool, self._loop)  # cancels what is left
+        stuck = [] if forked else lifecycle.join(self._own_threads(), self._stages, deadline)
         self._loop.flush()
         self._closed = True
+        self._finalizer.detach()
         if self._blas_ctx is not None:
             self._blas_ctx.restore_original_limits()
             self._blas_ctx = None
         if stuck:
-            stages = sorted({st.name for st in self._stages for t in st.threads if t.name in stuck})
-            what = f"stage(s) {stages}" if stages else "the planner"
             warnings.warn(
-                f"Runtime.close(timeout_s={timeout_s!r}): thread(s) {stuck} of {what} still running after "
-                f"the timeout (a hung executor?); left behind as daemon thread(s). Every request has ended; "
-                f"whatever they return is discarded.",
-                RuntimeWarning, stacklevel=2)
+                f"Runtime.close(timeout_s={timeout_s!r}): {', '.join(map(repr, stuck))} still running a batch "
+                f"after the timeout (a hung executor?); its thread(s) are left behind as daemons. Every request "
+                f"has ended; whatever they return is discarded.", RuntimeWarning, stacklevel=2)
 
     # ------------------------------------------------------------------ submit
     def submit(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> RequestFuture:
@@ -295,6 +336,8 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 another raised, it cannot be unregistered: it ends as ``failed`` at once and the
                 error propagates.
         """
+        if os.getpid() != self._pid:
+            raise lifecycle.ForkedError(lifecycle.forked_message(self._pid))
         slo_s = self._spec.slo if slo is None else _check_slo(slo)
         if isinstance(tier, bool) or not isinstance(tier, (int, np.integer)):
             raise PardTypeError(f"tier must be an int, got {type(tier).__name__}: {tier!r}")
@@ -317,7 +360,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             req = ledger.register_locked(send, slo_s, int(tier))
             fut = req.future
             assert fut is not None
-            rejected_at, failure = self._router.enter(self._entries, req, send, payload, clock)
+            rejected_at, why, failure = self._router.enter(self._entries, req, send, payload, clock)
         if failure is not None:
             # pushed into some entry stage(s) before the error: the id is in a queue and cannot be
             # reused, so the request ends as failed (never left in flight) and the error propagates
@@ -326,8 +369,9 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             ledger.finish(req, FAILED, req.stage, -1, send, err)
             raise failure
         if rejected_at >= 0:
+            st = self._stages[rejected_at]
             ledger.finish(req, REJECTED, rejected_at, _REJECTED_CODE, send,
-                          Rejected(f"stage {self._stages[rejected_at].name!r}'s ingress ring is full"))
+                          Rejected(str(why), retry_after_s=st.retry_after_s(), stage=st.name))
         return fut
 
     async def submit_async(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> Any:
@@ -375,13 +419,10 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             return self._ledger.out.copy()
 
     def batches(self) -> dict[str, np.ndarray]:
-        """One row per executed batch: ``stage`` (int32), ``start_s``, ``duration_s``, ``size`` (int64),
-        ``wait_s`` (batch wait W), as ``pard._core.Simulator.batches()`` plus the wait; by start time."""
-        rows = sorted(((st.index, *b) for st in self._stages for b in list(st.batches)), key=lambda r: r[1])
-        cols = list(zip(*rows)) if rows else [()] * 5
-        return {name: np.asarray(col, dtype=dtype) for name, col, dtype in zip(
-            ("stage", "start_s", "duration_s", "size", "wait_s"), cols,
-            (np.int32, np.float64, np.float64, np.int64, np.float64))}
+        """The most recent executed batches (up to :data:`~pard.runtime.workers.BATCH_HISTORY` per stage):
+        ``stage`` (int32), ``start_s``, ``duration_s``, ``size`` (int64), ``wait_s`` (batch wait W), as
+        ``pard._core.Simulator.batches()`` plus the wait; by start time."""
+        return results.batches(self._stages)
 
     def overhead(self) -> dict[str, float]:
         """Time spent in the scheduler so far (s): ``scheduler_s`` (inside the C++ ``submit`` (wall time)
@@ -390,65 +431,41 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         sched_s, planner_s = self._clock.totals_s()
         return {"scheduler_s": sched_s, "planner_s": planner_s, "planner_calls": float(self._loop.calls)}
 
+    def snapshot(self) -> dict[str, Any]:
+        """The runtime now, without stopping it: ``counts`` (every request ever), ``in_flight``, ``queued``
+        and ``max_queue_size`` per stage, ``goodput_recent`` and ``drop_rate_recent`` over the last
+        ``window_s`` (10 s) of sends, ``now_s``, ``planner_calls`` (:func:`pard.runtime.results.snapshot`)."""
+        return results.snapshot(self._ledger, self._stages, self._loop, self.now())
+
     def report(self, *, t0_s: float | None = None, duration_s: float | None = None,
                capacity_req_s: float | None = None) -> Report:
         """The run's :class:`pard.report.Report` (DESIGN §4), built by the same
-        :class:`pard.recorder.RunRecorder` as ``pard simulate``'s.
+        :class:`pard.recorder.RunRecorder` as ``pard simulate``'s; callable while the runtime runs.
 
-        Call after :meth:`close` (every request must have ended).  Per-second series start at
-        ``t0_s`` (default: the first request's send time, floored to a whole second) and cover
-        ``duration_s`` seconds, rounded up (default: up to the last send time); goodput is per
-        second of that span.  The goodput bound (DESIGN §4) uses :meth:`bound_capacity`, or
-        ``capacity_req_s`` (req/s, finite, > 0) when given.
+        It covers the requests held (the last ``history``) that have ended -- all of them after
+        :meth:`close`.  Per-second series start at ``t0_s`` (default the first such request's send
+        time) and goodput is per ``duration_s`` seconds (default the true span of the sends,
+        ``(last - first) * n / (n - 1)``, so ``n`` requests at rate ``r`` give ``r``).  The goodput
+        bound (DESIGN §4) uses :meth:`bound_capacity`, or ``capacity_req_s`` (req/s, > 0) when given.
 
-        Raises PardValueError while requests are still in flight, or for a bad ``capacity_req_s``.
+        Raises PardValueError for a bad ``capacity_req_s`` or ``duration_s``.
         """
-        if capacity_req_s is not None:
-            try:
-                positive_seconds("capacity_req_s", capacity_req_s)
-            except PardValueError:
-                raise PardValueError(f"capacity_req_s must be a finite number of req/s > 0, "
-                                     f"got {show(capacity_req_s)}") from None
-        out = self.outcomes()
-        n = out["send_s"].size
-        if (out["state"] == PENDING).any():
-            raise PardValueError("report() needs every request ended: call close() first")
-        send = out["send_s"]
-        t0 = float(t0_s) if t0_s is not None else (float(math.floor(send[0])) if n else 0.0)
-        if duration_s is not None:
-            nb = max(1, int(math.ceil(float(duration_s) - 1e-9)))
-        else:
-            nb = int(math.floor((float(send[-1]) if n else t0) - t0)) + 1
-        return self._loop.recorder.report(policy=self._policy.name, outcomes=out, t0_s=t0, n_bins=nb,
-                                          slo_s=out["slo_s"], capacity_req_s=capacity_req_s)
+        return results.report(self._ledger, self._loop, self._policy.name, t0_s=t0_s, duration_s=duration_s,
+                              capacity_req_s=capacity_req_s)
 
     def bound_capacity(self) -> dict[str, Any]:
         """The pipeline capacity (req/s) the goodput bound of :meth:`report` uses, and how it was found.
 
         Per stage ``k``: ``workers_k * peak_k * max(1, speedup_k)``, where ``peak_k = max_b b / d_k(b)``
-        over batch sizes up to ``max_batch`` (:func:`pard.profile.peak_throughput`) and ``speedup_k``
-        is the profiled duration of the batches this run executed at stage ``k`` over their measured
-        duration (1 before any batch ran; batches count once the planner loop has recorded them,
-        every sync interval and at :meth:`close`).  The pipeline capacity is the minimum over stages.
-        The profile is measured beside co-load at capacity; on a machine that is quieter during the
-        run, batches run faster than profiled, and the profile alone would understate the capacity.
-        Slower batches do not lower it: a bound must hold whatever the machine did.
+        (:func:`pard.profile.peak_throughput`) and ``speedup_k`` is the profiled over the measured
+        duration of the batches this run executed at stage ``k`` (1 before any ran).  The minimum over
+        stages.  A quieter machine runs batches faster than profiled; slower ones do not lower it (a
+        bound must hold whatever the machine did).
 
-        Returns:
-            ``req_s`` (the capacity), ``profile_req_s`` (the same without the speed-up),
-            ``bottleneck`` (the stage with the smallest capacity), ``speedup_by_stage``
-            (stage -> the measured factor before clamping to >= 1, or None without batches).
+        Returns ``req_s``, ``profile_req_s`` (without the speed-up), ``bottleneck`` and
+        ``speedup_by_stage`` (stage -> the factor before clamping to >= 1, or None without batches).
         """
-        self._loop.flush()
-        rec = self._loop.recorder
-        workers = np.array([float(st.workers) for st in self._stages])
-        rates = rec.stage_capacity(workers)
-        k = int(np.argmin(rates))
-        speedup = rec.speedup()
-        return {"req_s": float(rates[k]), "profile_req_s": float((workers * rec.peak).min()),
-                "bottleneck": self._stages[k].name,
-                "speedup_by_stage": {st.name: None if math.isnan(s) else float(s)
-                                     for st, s in zip(self._stages, speedup)}}
+        return results.bound_capacity(self._stages, self._loop)
 
 
 def _dead_message(st: Any) -> str:

@@ -1,9 +1,8 @@
 """A live view of the runtime's stages for monitoring (``pard serve``'s ``/metrics``).
 
 :func:`stage_snapshot` reads what the parts already keep -- each stage's scheduler (its current
-order), queue-delay log (:mod:`~pard.runtime.workers`) and the planner loop's published terms
-(:mod:`~pard.runtime.planner_loop`) -- without locks: the logs are append-only, so a reader sees
-a consistent prefix.  :class:`MonitorMixin` puts it on the :class:`~pard.runtime.facade.Runtime`
+order), most recent queueing delays (:mod:`~pard.runtime.workers`, a bounded window) and the planner loop's
+published terms (:mod:`~pard.runtime.planner_loop`) -- without locks.  :class:`MonitorMixin` puts it on the :class:`~pard.runtime.facade.Runtime`
 façade as ``Runtime.stage_stats()``.
 """
 
@@ -24,14 +23,13 @@ def stage_snapshot(stages: Sequence[Any], terms_log: Sequence[tuple[float, list[
     out = []
     for st in stages:
         term = last[st.index] if last is not None else None
-        n = len(st.q_s)
         out.append({
             "stage": st.name,
             "queued": queued(st.name),
             "order": str(st.sched.current_order),
             "mu": float(term.mu) if term is not None else float("nan"),
             "eps": float(term.eps) if term is not None else float("nan"),
-            "queue_delay_s": np.asarray(st.q_s[:n], dtype=np.float64),
+            "queue_delay_s": np.asarray(list(st.recent_delays), dtype=np.float64),
         })
     return out
 
@@ -45,8 +43,9 @@ class MonitorMixin:
         Each entry: ``stage`` (name), ``queued`` (as ``Runtime.queued``), ``order`` (the scheduler's
         current order, ``"fcfs"``, ``"lbf"`` or ``"hbf"``; DESIGN §3.3), ``mu`` and ``eps`` (the
         planner's last load factor and burstiness band; NaN before its first update),
-        ``queue_delay_s`` (every queueing delay observed so far, s, float64, in the order the
-        requests were taken into batches).
+        ``queue_delay_s`` (the most recent queueing delays, up to
+        :data:`~pard.runtime.workers.BATCH_HISTORY`, s, float64, in the order the requests were
+        taken into batches).
         """
         rt: Any = self
         return stage_snapshot(rt._stages, rt._loop.terms_log, rt.queued)

@@ -3,8 +3,9 @@ each stage's new statistics to the :class:`pard.planner.Planner` (the simulator'
 unchanged) and to the :class:`pard.recorder.RunRecorder` (fed as the simulator feeds it), then
 publishes the new terms to the C++ stage schedulers.
 
-The statistics come from the stages' append-only logs, read past a cursor per log, in the form
-``pard._core.Simulator.take_stats()`` returns.  :meth:`PlannerLoop.flush` hands the recorder what
+The statistics come from the stages' logs, in the form ``pard._core.Simulator.take_stats()``
+returns; each log's taken prefix is deleted at once (workers only append, and only this loop
+deletes), so the logs hold one interval's samples and a long run's memory stays flat.  :meth:`PlannerLoop.flush` hands the recorder what
 is left once the workers have stopped, so a report covers every batch.
 """
 
@@ -25,6 +26,14 @@ from .workers import Stage
 __all__ = ["PlannerLoop"]
 
 
+def _cut(log: list[Any]) -> list[Any]:
+    """The entries of ``log`` so far, removed from it (entries appended meanwhile stay)."""
+    n = len(log)
+    taken = log[:n]
+    del log[:n]
+    return taken
+
+
 class PlannerLoop:
     """The planner thread of one runtime (see the module docstring)."""
 
@@ -35,7 +44,6 @@ class PlannerLoop:
         self.recorder = recorder
         self._clock = clock
         self._sync_s = sync_interval_s
-        self._cursors = [[0, 0, 0] for _ in stages]  # arrivals, queueing delays, batches handed over
         self._lock = threading.Lock()  # the planner thread and flush() take statistics one at a time
         self._last_t = 0.0
         self.calls = 0
@@ -53,21 +61,19 @@ class PlannerLoop:
         self.stop_event.set()
 
     def _take(self, now: float) -> list[dict[str, np.ndarray]]:
-        """Each stage's statistics since the last call, and hand them to the recorder (``(last, now]``)."""
+        """Each stage's statistics since the last call, handed to the recorder too (``(last, now]``)."""
         stats = []
-        for st, cur in zip(self._stages, self._cursors):
-            na, nq, nb = len(st.arrivals), len(st.q_s), len(st.batches)
-            rows = st.batches[cur[2]:nb]
+        for st in self._stages:
+            arrivals, delays, rows = _cut(st.arrivals), _cut(st.queue_delays), _cut(st.batches)
             stats.append({
-                "arrival_s": np.asarray(st.arrivals[cur[0]:na], dtype=np.float64),
-                "qdelay_t_s": np.asarray(st.q_t[cur[1]:nq], dtype=np.float64),
-                "qdelay_s": np.asarray(st.q_s[cur[1]:nq], dtype=np.float64),
+                "arrival_s": np.asarray(arrivals, dtype=np.float64),
+                "qdelay_t_s": np.asarray([q[0] for q in delays], dtype=np.float64),
+                "qdelay_s": np.asarray([q[1] for q in delays], dtype=np.float64),
                 "batch_start_s": np.asarray([b[0] for b in rows], dtype=np.float64),
                 "batch_duration_s": np.asarray([b[1] for b in rows], dtype=np.float64),
                 "batch_size": np.asarray([b[2] for b in rows], dtype=np.int64),
                 "batch_wait_s": np.asarray([b[3] for b in rows], dtype=np.float64),
             })
-            cur[0], cur[1], cur[2] = na, nq, nb
         self.recorder.record(stats, [st.workers for st in self._stages], self._last_t, max(now, self._last_t))
         self._last_t = max(now, self._last_t)
         return stats

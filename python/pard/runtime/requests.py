@@ -29,14 +29,16 @@ class Request:
     """One request in flight: its keys, per-stage payloads and arrival times, and DAG join state."""
 
     __slots__ = ("id", "send_s", "deadline_s", "tier", "future", "state", "inputs", "arrival_s",
-                 "queued", "stage", "parts", "outputs", "sinks_left")
+                 "queued", "stage", "parts", "outputs", "sinks_left", "running", "slo_s")
 
     def __init__(self, rid: int, send_s: float, deadline_s: float, tier: int, n_stages: int, sinks: int) -> None:
         self.id = rid
         self.send_s = send_s
         self.deadline_s = deadline_s
         self.tier = tier
+        self.slo_s = deadline_s - send_s
         self.future: RequestFuture | None = None
+        self.running = False  # in an executor call now (set under the ledger's lock): cancel() fails
         self.state = PENDING
         self.inputs: list[Any] = [None] * n_stages
         self.arrival_s: list[float] = [0.0] * n_stages
@@ -52,8 +54,10 @@ class RequestFuture(Future):  # type: ignore[type-arg]
 
     ``result()`` returns the pipeline's output (for a pipeline with several exit stages, a dict
     ``{exit stage: output}``) or raises ``pard.Dropped`` / ``pard.Rejected`` / ``pard.ExecutorError``.
-    ``cancel()`` succeeds while the request has not ended: the request becomes terminal at once
-    (counted as dropped, reason ``cancelled``) and leaves its queue's order immediately.
+    ``cancel()`` succeeds while the request has not ended and is not being executed: the request
+    becomes terminal at once (counted as dropped, reason ``cancelled``), leaves its queue's order
+    immediately, and no executor is called on it afterwards.  While one of its stages' executors is
+    running it (its batch has started), ``cancel()`` returns False, as for any running Future.
     """
 
     request_id: int
@@ -73,46 +77,61 @@ class RequestFuture(Future):  # type: ignore[type-arg]
 
 
 class OutcomeTable:
-    """Growable per-request outcome arrays, indexed by request id (the Simulator's outcomes() form)."""
+    """Per-request outcome arrays of the most recent ``history`` requests (the Simulator's outcomes()
+    form), a ring indexed by ``id % history``.  Older requests are retired: their rows are reused,
+    and only the counters of :class:`Ledger` remember them.  ``n`` counts every request ever."""
 
     _FILL = {"finish_s": np.nan, "drop_stage": -1, "reason": -1}
     _DTYPES = {"send_s": np.float64, "slo_s": np.float64, "tier": np.int32, "state": np.int8,
                "finish_s": np.float64, "drop_stage": np.int32, "reason": np.int32, "compute_s": np.float64}
 
-    def __init__(self, capacity: int = 1024) -> None:
+    def __init__(self, history: int, capacity: int = 1024) -> None:
         self.n = 0
+        self.history = history
         for name, dtype in self._DTYPES.items():
-            setattr(self, name, np.full(capacity, self._FILL.get(name, 0), dtype=dtype))
+            setattr(self, name, np.full(min(capacity, history), self._FILL.get(name, 0), dtype=dtype))
+
+    def holds(self, rid: int) -> bool:
+        """True while request ``rid``'s row has not been reused by a newer request."""
+        return rid >= self.n - self.history
 
     def append(self, send_s: float, slo_s: float, tier: int) -> int:
-        """Add a request; returns its id (its row)."""
+        """Add a request; returns its id (its row is ``id % history``)."""
         i = self.n
-        if i == self.send_s.size:
+        size = self.send_s.size
+        if i == size and size < self.history:  # grow until the ring reaches its size
             for name, dtype in self._DTYPES.items():
                 old = getattr(self, name)
-                new = np.full(old.size * 2, self._FILL.get(name, 0), dtype=dtype)
-                new[: old.size] = old
+                new = np.full(min(size * 2, self.history), self._FILL.get(name, 0), dtype=dtype)
+                new[:size] = old
                 setattr(self, name, new)
-        self.send_s[i] = send_s
-        self.slo_s[i] = slo_s
-        self.tier[i] = tier
+        row = i % self.history
+        for name in ("state", "finish_s", "drop_stage", "reason", "compute_s"):  # a reused row starts afresh
+            getattr(self, name)[row] = self._FILL.get(name, 0)
+        self.send_s[row] = send_s
+        self.slo_s[row] = slo_s
+        self.tier[row] = tier
         self.n = i + 1
         return i
 
     def copy(self) -> dict[str, np.ndarray]:
-        """Copies of the first ``n`` rows of every array, by name."""
-        return {name: getattr(self, name)[: self.n].copy() for name in self._DTYPES}
+        """The held rows in request-id order, by name, plus ``request_id``: copies."""
+        first = max(0, self.n - self.history)
+        rows = np.arange(first, self.n) % self.history
+        out = {name: getattr(self, name)[rows] for name in self._DTYPES}
+        out["request_id"] = np.arange(first, self.n, dtype=np.int64)
+        return out
 
 
 class Ledger:
     """Request ids, outcomes, counts and the in-flight set, under one lock (see the module docstring)."""
 
-    def __init__(self, n_stages: int, n_sinks: int, now: Callable[[], float]) -> None:
+    def __init__(self, n_stages: int, n_sinks: int, now: Callable[[], float], history: int) -> None:
         self.now = now  # the runtime clock every recorded time uses
         self.lock = threading.Lock()
         self.idle = threading.Condition(self.lock)  # notified when nothing is in flight
         self.live: dict[int, Request] = {}
-        self.out = OutcomeTable()
+        self.out = OutcomeTable(history)
         self.counts = [0] * len(STATES)
         self.inflight = 0
         self._n_stages = n_stages
@@ -146,7 +165,7 @@ class Ledger:
             self.idle.notify_all()
 
     def finish(self, r: Request, state: int, stage: int, reason: int, t: float,
-               exc: BaseException | None = None, result: Any = None) -> bool:
+               exc: BaseException | None = None, result: Any = None, *, unless_running: bool = False) -> bool:
         """Move ``r`` to terminal ``state`` (first caller wins) and resolve its future.  True if it did.
 
         ``stage`` is recorded for dropped, rejected and failed requests, ``reason`` for dropped and
@@ -154,16 +173,18 @@ class Ledger:
         (``future.cancel()``) it is left for the future to cancel itself.
         """
         with self.lock:
-            if r.state != PENDING:
+            if r.state != PENDING or (unless_running and r.running):
                 return False
             r.state = state
             o = self.out
-            o.state[r.id] = state
-            o.finish_s[r.id] = t
-            if state in (DROPPED, REJECTED, FAILED):  # the stage it ended at (pard.report attributes it)
-                o.drop_stage[r.id] = stage
-            if state in (DROPPED, REJECTED):
-                o.reason[r.id] = reason
+            if o.holds(r.id):  # else retired: counted only
+                row = r.id % o.history
+                o.state[row] = state
+                o.finish_s[row] = t
+                if state in (DROPPED, REJECTED, FAILED):  # the stage it ended at (pard.report attributes it)
+                    o.drop_stage[row] = stage
+                if state in (DROPPED, REJECTED):
+                    o.reason[row] = reason
             self.live.pop(r.id, None)
             self.counts[PENDING] -= 1
             self.counts[state] += 1
@@ -188,12 +209,28 @@ class Ledger:
         return True
 
     def cancel(self, r: Request) -> bool:
-        """``future.cancel()``: ``r`` ends dropped with reason ``cancelled`` at the stage it is at."""
-        return self.finish(r, DROPPED, r.stage, CANCELLED, self.now())
+        """``future.cancel()``: ``r`` ends dropped with reason ``cancelled`` at the stage it is at,
+        unless it is being executed (False then)."""
+        return self.finish(r, DROPPED, r.stage, CANCELLED, self.now(), unless_running=True)
+
+    def start_batch(self, batch: list[Request]) -> list[Request]:
+        """The requests of ``batch`` still pending, marked running (cancel() then fails) -- atomically,
+        so a request cancelled before this is never executed and one after is never cancelled."""
+        with self.lock:
+            live = [r for r in batch if r.state == PENDING]
+            for r in live:
+                r.running = True
+        return live
+
+    def end_batch(self, batch: list[Request]) -> None:
+        """The executor call on ``batch`` returned: its requests may be cancelled again."""
+        for r in batch:
+            r.running = False
 
     def add_compute(self, batch: list[Request], share_s: float) -> None:
         """Charge ``share_s`` seconds of compute to each request of ``batch`` (the invalid-rate account)."""
         with self.lock:
-            cs = self.out.compute_s
+            o = self.out
             for r in batch:
-                cs[r.id] += share_s
+                if o.holds(r.id):
+                    o.compute_s[r.id % o.history] += share_s

@@ -35,12 +35,15 @@ class Router:
         self._join = join
 
     def enqueue(self, st: Stage, r: Request, arrival_s: float, payload: Any, clock: ThreadClock,
-                pushed: dict[int, int] | None = None) -> bool:
-        """Push ``r`` into stage ``st`` arriving at ``arrival_s``; False when the ring is full.
+                pushed: dict[int, int] | None = None) -> str | None:
+        """Push ``r`` into stage ``st`` arriving at ``arrival_s``; None, or why it was refused: the
+        stage's queue is at ``max_queue_size`` (back-pressure), or its ingress ring is full.
 
         With ``pushed``, the stage's workers are not woken here: the count is added to
         ``pushed[stage]`` and :meth:`wake` wakes them once for the whole upstream batch.
         """
+        if st.pending >= st.max_queue:  # read without the lock: a bound to within the concurrent pushes
+            return f"its queue is full ({st.pending} queued, max_queue_size {st.max_queue})"
         k = st.index
         r.inputs[k] = payload
         r.arrival_s[k] = arrival_s
@@ -56,35 +59,36 @@ class Router:
                 r.queued.discard(k)
                 r.inputs[k] = None
         if not ok:
-            return False
+            return "its ingress ring is full"
         st.arrivals.append(arrival_s)
         if pushed is not None:
             pushed[k] = pushed.get(k, 0) + 1
-            return True
+            return None
         with st.cond:
             st.pending += 1
             st.cond.notify()
-        return True
+        return None
 
     def enter(self, entries: Sequence[int], req: Request, send: float, payload: Any,
-              clock: ThreadClock) -> tuple[int, BaseException | None]:
+              clock: ThreadClock) -> tuple[int, str | None, BaseException | None]:
         """Push a new ``req`` into every entry stage (caller holds the ledger's lock).
 
-        Returns (the entry stage whose ring was full, or -1; the error a later push raised, or None).
+        Returns (the entry stage that refused it, or -1; why; the error a later push raised, or None).
         An error at the first push unregisters the request and propagates (it reached no queue).
         """
         pushed = 0  # entry queues it reached (a worker may already have taken it from them)
         try:
             for k in entries:
-                if not self.enqueue(self._stages[k], req, send, payload, clock):
-                    return k, None
+                refused = self.enqueue(self._stages[k], req, send, payload, clock)
+                if refused is not None:
+                    return k, refused, None
                 pushed += 1
         except BaseException as e:
             if pushed == 0:
                 self._ledger.unregister_locked(req)
                 raise
-            return -1, e
-        return -1, None
+            return -1, None, e
+        return -1, None, None
 
     def wake(self, pushed: dict[int, int]) -> None:
         """Count the requests of one upstream batch into their stages and wake that many workers."""
@@ -159,12 +163,13 @@ class Router:
                 self.fail_dead(r, nxt, end)
                 return
             try:
-                ok = self.enqueue(nxt, r, end, payload, clock, pushed)
+                refused = self.enqueue(nxt, r, end, payload, clock, pushed)
             except BaseException as e:  # noqa: BLE001 - fail the request, keep the worker alive
                 self._fail(r, s, end, f"handing over to stage {nxt.name!r}", e)
                 return
-            if not ok:
-                self._ledger.finish(r, DROPPED, s, _REJECTED_CODE, end, Dropped(r.id, nxt.name, "rejected"))
+            if refused is not None:
+                self._ledger.finish(r, DROPPED, s, _REJECTED_CODE, end,
+                                    Dropped(r.id, nxt.name, "rejected", retry_after_s=nxt.retry_after_s()))
                 return
             if nxt.dead is not None:  # it died while r was handed over: the dying worker may have missed r
                 self.fail_dead(r, nxt, end)

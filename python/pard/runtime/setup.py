@@ -11,17 +11,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import _core
 from .._checks import show
 from ..errors import ConfigError, PardTypeError, PardValueError
 from ..executors import ArrayExecutor, _shape_arg, as_executor
-from ..wiring import budget_fractions, stage_scheduler
+from ..profile import peak_throughput
+from ..wiring import budget_fractions, core_profile
 from .workers import Stage
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config import PipelineSpec
     from ..policies import PolicySpec
 
-__all__ = ["options_arg", "executors_arg", "worker_counts", "bind_executors", "build_stages", "PayloadShape", "positive_seconds"]
+__all__ = ["options_arg", "executors_arg", "worker_counts", "queue_sizes", "bind_executors", "build_stages",
+           "PayloadShape", "positive_seconds", "QUEUE_SLOS"]
 
 
 def positive_seconds(name: str, value: Any, *, allow_zero: bool = False) -> float:
@@ -101,6 +104,38 @@ def worker_counts(spec: PipelineSpec, workers: Mapping[str, int] | Sequence[int]
     return [int(c) for c in counts]
 
 
+#: The default queue bound of a stage is this many SLOs' worth of its capacity (see :func:`queue_sizes`).
+QUEUE_SLOS = 10.0
+
+
+def queue_sizes(spec: PipelineSpec, counts: Sequence[int], max_queue_size: Any) -> list[int]:
+    """Each stage's queue bound: ``max_queue_size`` (an int >= 1 for every stage, or ``{stage: int}``
+    for some), else ``ceil(QUEUE_SLOS * slo * capacity)`` with ``capacity = workers * max_b b / d(b)``,
+    and at least one full batch per worker.  A request queued behind more than one SLO's worth of work
+    cannot finish in time in FCFS order; the bound is ten times that, so that it only stops a runaway
+    queue (naive at 10x overload) and never turns away the fresh requests a budget-ordered policy
+    would serve first (pard purges its infeasible requests and keeps far less than that queued)."""
+    names = [st.name for st in spec.stages]
+    given: dict[str, Any] = {}
+    if isinstance(max_queue_size, Mapping):
+        bad = sorted(set(max_queue_size) - set(names))
+        if bad:
+            raise ConfigError(f"max_queue_size names unknown stages {bad}; stages are {names}")
+        given = dict(max_queue_size)
+    elif max_queue_size is not None:
+        given = {n: max_queue_size for n in names}
+    out = []
+    for st, w in zip(spec.stages, counts):
+        q = given.get(st.name)
+        if q is None:
+            cap = w * peak_throughput(st.profile, st.max_batch)
+            q = max(w * st.max_batch, math.ceil(QUEUE_SLOS * spec.slo * cap))
+        elif isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 1:
+            raise PardValueError(f"max_queue_size for stage {st.name!r} must be an int >= 1, got {show(q)}")
+        out.append(int(q))
+    return out
+
+
 def bind_executors(spec: PipelineSpec, executors: Mapping[str, Any], counts: Sequence[int],
                    threads: int | None) -> None:
     """Tell each executor that has a ``bind`` hook (:class:`pard.executors.BatchExecutor`) its stage,
@@ -116,17 +151,23 @@ def bind_executors(spec: PipelineSpec, executors: Mapping[str, Any], counts: Seq
 
 
 def build_stages(spec: PipelineSpec, policy: PolicySpec, executors: Mapping[str, Any], counts: Sequence[int],
-                 ring_capacity: int, threads: int | None = None) -> list[Stage]:
+                 ring_capacity: int, max_queue: Sequence[int], threads: int | None = None) -> list[Stage]:
     """One :class:`Stage` per spec stage, each with its C++ scheduler, linked to successors and predecessors;
     the executors bound first (:func:`bind_executors`, ``threads`` = cores per worker)."""
     bind_executors(spec, executors, counts, threads)
+    core_policy = policy.core()
     fractions = budget_fractions(spec)
     index = {st.name: k for k, st in enumerate(spec.stages)}
     order = spec.topological_order()
     stages = []
     for k, st in enumerate(spec.stages):
-        sched = stage_scheduler(spec, k, policy, ring_capacity, fractions)
-        stage = Stage(k, st, sched, executors[st.name], int(counts[k]))
+        sched = _core.StageScheduler(stage=k, profile=core_profile(st), max_batch=int(st.max_batch),
+                                     policy=core_policy, budget_fraction=float(fractions[k]),
+                                     ring_capacity=int(ring_capacity),
+                                     tier_weights=[float(w) for w in spec.tiers.values()],
+                                     entry=not spec.predecessors(st.name))
+        stage = Stage(k, st, sched, executors[st.name], int(counts[k]), int(max_queue[k]),
+                      counts[k] * peak_throughput(st.profile, st.max_batch))
         stage.successors = [index[s] for s in st.successors]
         stage.preds = [index[p] for p in sorted(spec.predecessors(st.name), key=order.index)]
         stages.append(stage)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,16 +38,20 @@ from .clock import RunClock, ThreadClock
 from .requests import Ledger, Request
 from .routing import Router
 
-__all__ = ["Stage", "WorkerPool"]
+__all__ = ["Stage", "WorkerPool", "BATCH_HISTORY"]
 
 _REJECTED_CODE = reason_code("rejected")
 _TOP_UPS = 4  #: form_batch calls per batch at most: the first, then top-ups while ghosts took places
+#: How many of each stage's most recent batches (``Runtime.batches()``) and queueing delays
+#: (``Runtime.stage_stats()``) are kept.
+BATCH_HISTORY = 10_000
 
 
 class Stage:
     """One stage's scheduler, executor, workers and statistics logs."""
 
-    def __init__(self, index: int, spec: Any, sched: Any, executor: Any, workers: int) -> None:
+    def __init__(self, index: int, spec: Any, sched: Any, executor: Any, workers: int,
+                 max_queue: int, capacity_req_s: float) -> None:
         self.index = index
         self.name: str = spec.name
         self.spec = spec
@@ -56,13 +61,20 @@ class Stage:
         self.max_batch = int(spec.max_batch)
         self.cond = threading.Condition(threading.Lock())
         self.pending = 0  # requests pushed into the scheduler and not yet returned by form_batch
+        #: the queue bound: a request arriving while ``pending`` is this high is refused
+        self.max_queue = max_queue
+        #: workers x best b / d(b) (req/s): how fast the queue drains, for ``retry_after_s``
+        self.capacity_req_s = capacity_req_s
         self.successors: list[int] = []
         self.preds: list[int] = []
-        # append-only logs (list.append is atomic under the GIL); the planner loop reads them by index
+        # logs appended to by the workers (list.append is atomic under the GIL) and emptied by the
+        # planner loop each sync interval (it alone deletes the prefix it has taken)
         self.arrivals: list[float] = []
-        self.q_t: list[float] = []
-        self.q_s: list[float] = []
+        self.queue_delays: list[tuple[float, float]] = []  # (taken into a batch at, queueing delay)
         self.batches: list[tuple[float, float, int, float]] = []  # (start, duration, size, wait)
+        #: the most recent batches and queueing delays, for ``Runtime.batches()`` and monitoring (bounded)
+        self.recent: deque[tuple[float, float, int, float]] = deque(maxlen=BATCH_HISTORY)
+        self.recent_delays: deque[float] = deque(maxlen=BATCH_HISTORY)
         self.drops = 0
         self.threads: list[threading.Thread] = []
         #: (thread name, exception) once one of this stage's workers died outside the executor call
@@ -71,6 +83,10 @@ class Stage:
     def duration(self, b: int) -> float:
         """The profiled ``d(b)`` (s)."""
         return float(self.spec.duration(max(1, int(b))))
+
+    def retry_after_s(self) -> float:
+        """How long the queue ahead of a new request takes to drain at this stage's capacity (s)."""
+        return (max(self.pending, 0) + 1) / self.capacity_req_s
 
 
 class WorkerPool:
@@ -157,8 +173,8 @@ class WorkerPool:
             if not ghosts or len(batch) >= st.max_batch or st.pending <= 0:
                 break
         for r in batch:
-            st.q_t.append(now)
-            st.q_s.append(now - r.arrival_s[k])
+            st.queue_delays.append((now, now - r.arrival_s[k]))
+            st.recent_delays.append(now - r.arrival_s[k])
         return batch
 
     # ------------------------------------------------------------------ the worker thread
@@ -226,6 +242,7 @@ class WorkerPool:
                 return
             batch, t_b = got
             nxt = None
+            batch = self._ledger.start_batch(batch)  # from here on cancel() fails and the batch runs
             if not batch:
                 continue
             # DESIGN §3.1: as this batch starts, collect the next one (expected start: this one's end)
@@ -237,7 +254,10 @@ class WorkerPool:
                     nxt, nxt_t = nb, t_form
                     hand[1] = nb
             outs, err, start, end = self._run(st, batch)
-            st.batches.append((start, end - start, len(batch), start - t_b))
+            self._ledger.end_batch(batch)
+            row = (start, end - start, len(batch), start - t_b)
+            st.batches.append(row)
+            st.recent.append(row)
             self._ledger.add_compute(batch, (end - start) / len(batch))
             for r in batch:
                 r.inputs[k] = None

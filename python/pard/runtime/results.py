@@ -1,0 +1,108 @@
+"""What a runtime reports: its Report (from the run recorder and the held outcomes), a live snapshot,
+the goodput bound's capacity and the recent batches.  Functions of the runtime's parts, so the
+:class:`~pard.runtime.Runtime` façade only delegates.
+
+Memory stays flat in a long run: the recorder keeps counters and per-second bins, the outcome
+table the most recent ``history`` requests, each stage the most recent
+:data:`~pard.runtime.workers.BATCH_HISTORY` batches; the counts by state cover every request ever.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._checks import show
+from ..errors import PardValueError
+from ..outcomes import ON_TIME, PENDING, STATES
+from .planner_loop import PlannerLoop
+from .requests import Ledger
+from .workers import Stage
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..report import Report
+
+__all__ = ["report", "snapshot", "bound_capacity", "batches", "true_span_s"]
+
+
+def true_span_s(send: np.ndarray) -> float:
+    """The span of ``n`` sends (s): ``(last - first) * n / (n - 1)``, the mean inter-arrival time added
+    once, so ``n`` requests at rate ``r`` span ``n / r`` (1 s for fewer than two)."""
+    n = send.size
+    if n < 2 or not send[-1] > send[0]:
+        return 1.0
+    return float(send[-1] - send[0]) * n / (n - 1)
+
+
+def report(ledger: Ledger, loop: PlannerLoop, policy: str, *, t0_s: float | None, duration_s: float | None,
+           capacity_req_s: float | None) -> Report:
+    """See :meth:`pard.runtime.Runtime.report`."""
+    if capacity_req_s is not None and (
+            isinstance(capacity_req_s, bool) or not isinstance(capacity_req_s, (int, float, np.integer, np.floating))
+            or not (math.isfinite(float(capacity_req_s)) and float(capacity_req_s) > 0)):
+        raise PardValueError(f"capacity_req_s must be a finite number of req/s > 0, got {show(capacity_req_s)}")
+    if duration_s is not None and (isinstance(duration_s, bool) or not isinstance(duration_s, (int, float))
+                                   or not (math.isfinite(float(duration_s)) and float(duration_s) > 0)):
+        raise PardValueError(f"duration_s must be a finite number of seconds > 0, got {show(duration_s)}")
+    loop.flush()
+    with ledger.lock:
+        out = ledger.out.copy()
+    ended = out["state"] != PENDING  # a live report covers the requests that have ended
+    out = {k: v[ended] for k, v in out.items()}
+    send = out["send_s"]
+    n = send.size
+    t0 = float(t0_s) if t0_s is not None else (float(send[0]) if n else 0.0)
+    span = float(duration_s) if duration_s is not None else (true_span_s(send) if n else 1.0)
+    nb = max(1, int(math.ceil(span - 1e-9)))
+    return loop.recorder.report(policy=policy, outcomes=out, t0_s=t0, n_bins=nb, slo_s=out["slo_s"],
+                                capacity_req_s=capacity_req_s, duration_s=span)
+
+
+def snapshot(ledger: Ledger, stages: Sequence[Stage], loop: PlannerLoop, now: float) -> dict[str, Any]:
+    """See :meth:`pard.runtime.Runtime.snapshot`."""
+    with ledger.lock:
+        counts = dict(zip(STATES, ledger.counts))
+        counts["submitted"] = ledger.out.n
+        o = ledger.out
+        held = min(o.n, o.history)
+        rows = np.arange(o.n - held, o.n) % o.history
+        recent_state, recent_send = o.state[rows].copy(), o.send_s[rows].copy()
+    window = 10.0
+    last = recent_send >= now - window
+    recent = recent_state[last]
+    done = recent[recent != PENDING]
+    lost = np.isin(done, [STATES.index("late"), STATES.index("dropped"), STATES.index("rejected"),
+                          STATES.index("failed")])
+    return {
+        "now_s": now, "counts": counts, "in_flight": counts["pending"],
+        "queued": {st.name: max(0, st.pending) for st in stages},
+        "max_queue_size": {st.name: st.max_queue for st in stages},
+        "goodput_recent": float(np.count_nonzero(recent == ON_TIME)) / window,
+        "drop_rate_recent": float(lost.mean()) if done.size else 0.0,
+        "window_s": window, "planner_calls": loop.calls,
+    }
+
+
+def bound_capacity(stages: Sequence[Stage], loop: PlannerLoop) -> dict[str, Any]:
+    """See :meth:`pard.runtime.Runtime.bound_capacity`."""
+    loop.flush()
+    rec = loop.recorder
+    workers = np.array([float(st.workers) for st in stages])
+    rates = rec.stage_capacity(workers)
+    k = int(np.argmin(rates))
+    speedup = rec.speedup()
+    return {"req_s": float(rates[k]), "profile_req_s": float((workers * rec.peak).min()),
+            "bottleneck": stages[k].name,
+            "speedup_by_stage": {st.name: None if math.isnan(s) else float(s) for st, s in zip(stages, speedup)}}
+
+
+def batches(stages: Sequence[Stage]) -> dict[str, np.ndarray]:
+    """See :meth:`pard.runtime.Runtime.batches`."""
+    rows = sorted(((st.index, *b) for st in stages for b in list(st.recent)), key=lambda r: r[1])
+    cols = list(zip(*rows)) if rows else [()] * 5
+    return {name: np.asarray(col, dtype=dtype) for name, col, dtype in zip(
+        ("stage", "start_s", "duration_s", "size", "wait_s"), cols,
+        (np.int32, np.float64, np.float64, np.int64, np.float64))}
