@@ -66,7 +66,8 @@ def core_stages(spec: PipelineSpec, workers: Sequence[int] | None = None) -> lis
 def stage_scheduler(spec: PipelineSpec, k: int, policy: PolicySpec, ring_capacity: int,
                     fractions: Sequence[float] | None = None) -> Any:
     """Stage ``k``'s C++ ``StageScheduler`` (profile, max batch, policy, SLO share, ring, tier weights,
-    entry flag): one construction for the live runtime's stages and pard.ray's stage actors."""
+    entry flag) for pard.ray's stage actors: the arguments ``runtime.setup.build_stages`` passes
+    (which still builds its own inline; keep the two in step, or make it call this)."""
     st = spec.stages[k]
     shares = budget_fractions(spec) if fractions is None else fractions
     return _core.StageScheduler(stage=k, profile=core_profile(st), max_batch=int(st.max_batch),
