@@ -30,7 +30,7 @@ import json
 import statistics
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +123,10 @@ def run_scenario(key: tuple[str, str, str, float, str], duration: float, start: 
     return out
 
 
+def _key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (row["pipeline"], row["trace"], row["bottleneck"], row["load"], row["dynamics"])
+
+
 def _g(row: dict[str, Any], p: str) -> float:
     return float(row["policies"][p]["goodput_ratio"])
 
@@ -200,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=None,
                     help="comma-separated filter: a scenario runs when every term names one of its fields")
     ap.add_argument("--policies", default=",".join(POLICIES), help="comma-separated policies (pard and nexus needed)")
+    ap.add_argument("--rows", type=Path, default=None,
+                    help="append each finished scenario to this JSON-lines file and skip scenarios already in it "
+                         "(resume a long grid)")
     args = ap.parse_args(argv)
     policies = args.policies.split(",")
     keys = list(itertools.product(PIPELINES, TRACES, BOTTLENECKS, LOADS, DYNAMICS))
@@ -207,10 +214,22 @@ def main(argv: list[str] | None = None) -> int:
         want = set(args.only.split(","))
         keys = [k for k in keys if want <= {str(x) for x in k}]
     t0 = time.perf_counter()
-    n = len(keys)
+    done: dict[tuple[Any, ...], dict[str, Any]] = {}
+    if args.rows and args.rows.exists():
+        for line in args.rows.read_text().splitlines():
+            r = json.loads(line)
+            done[_key(r)] = r
+    todo = [k for k in keys if k not in done]
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        rows = list(pool.map(run_scenario, keys, [args.duration] * n, [args.start] * n, [args.seed] * n,
-                             [policies] * n))
+        futures = [pool.submit(run_scenario, k, args.duration, args.start, args.seed, policies) for k in todo]
+        for fut in as_completed(futures):
+            r = fut.result()
+            done[_key(r)] = r
+            if args.rows:
+                with args.rows.open("a") as fh:
+                    fh.write(json.dumps(r) + "\n")
+            print(f"done {len(done)}/{len(keys)}: {'/'.join(map(str, _key(r)))}", file=sys.stderr, flush=True)
+    rows = [done[k] for k in keys]
     total = time.perf_counter() - t0
     table = markdown(rows, policies)
     summ = summary(rows)

@@ -1,7 +1,8 @@
 """Shared pieces of the benchmark suites in bench/ (run with `pytest bench --benchmark-only`).
 
 Every benchmark records how many items one timed call handles (``extra_info["items"]``); C++-side
-timings record the nanoseconds per item that the C++ loop measured (``extra_info["cpp_ns"]``).
+timings record the nanoseconds per item that the C++ loop measured (``extra_info["cpp_ns"]``), and
+a C++ call that timed its own baseline in alternating rounds records it too (``"paired_ns"``).
 At the end of the run a table prints the median cost per item of each benchmark and its ratio to
 the baseline of its group (``extra_info["baseline"] = True``), all measured in the same run.
 """
@@ -39,6 +40,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         base = next((b for b in rows if b.extra_info.get("baseline")), None)
         base_ns = per_item_ns(base) if base is not None else None
         tr.write_line(f"[{group}]")
+        # A C++ call that timed its own baseline in alternating rounds (extra_info["paired_ns"]).
+        paired = next((b for b in rows if "paired_ns" in b.extra_info), None)
+        if base is None and paired is not None:
+            base_ns = float(statistics.median(paired.extra_info["paired_ns"]))
+            tr.write_line(f"  {paired.extra_info['paired_label']:<44} {base_ns:12.1f} ns/item      1.00x")
         for b in sorted(rows, key=per_item_ns):
             ns = per_item_ns(b)
             ratio = f"{base_ns / ns:8.2f}x" if base_ns else "        "

@@ -126,6 +126,30 @@ def test_depq_cpp(benchmark: Any, n: int, end: str) -> None:
     benchmark.pedantic(lambda: results.append(_core.bench_depq(n, CPP_OPS, end)), rounds=5)
 
 
+# ---- DEPQ in C++ against std::priority_queue of the same key (issue 15: <= 1.5x, both ends) ----
+
+CPP_PAIR_OPS = 50_000  # push+pop pairs per round and queue
+CPP_PAIR_ROUNDS = 41  # rounds, alternating which queue goes first
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("end", ["min", "max"])
+def test_depq_cpp_vs_std_priority_queue(benchmark: Any, n: int, end: str) -> None:
+    """RequestDepq and std::priority_queue<(deadline_ns, id)> timed in alternating rounds of one C++ call."""
+    benchmark.group = f"depq-vs-std-{end}-n{n}"
+    runs: list[dict[str, list[float]]] = []
+    benchmark.pedantic(lambda: runs.append(_core.bench_depq_vs_std(n, CPP_PAIR_OPS, end, CPP_PAIR_ROUNDS)), rounds=1)
+    r = runs[-1]
+    ratios = [d / s for d, s in zip(r["depq_ns"], r["std_ns"])]
+    benchmark.extra_info.update(
+        label=f"C++ RequestDepq push+pop_{end} (interleaved)",
+        cpp_ns=r["depq_ns"],
+        paired_ns=r["std_ns"],
+        paired_label="std::priority_queue same key (baseline)",
+        ratio_median=sorted(ratios)[len(ratios) // 2],
+    )
+
+
 # ---- ring: one thread ----------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../cpp/bench/depq_vs_std.hpp"
 #include "pard/depq.hpp"
 #include "pard/mpmc_ring.hpp"
 #include "pard/estimator.hpp"
@@ -53,6 +54,30 @@ double bench_depq(std::int64_t n, std::int64_t ops, const std::string& end) {
     const auto t1 = std::chrono::steady_clock::now();
     g_sink = g_sink + sum;
     return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(ops);
+}
+
+// Interleaved rounds of RequestDepq and std::priority_queue of the same 16-byte key (issue 15):
+// {"depq_ns": [...], "std_ns": [...]}, ns per push + pop_<end> pair per round, thread CPU time.
+py::dict bench_depq_vs_std(std::int64_t n, std::int64_t ops, const std::string& end, int rounds) {
+    if (n < 0 || n > (std::int64_t{1} << 30)) throw py::value_error("bench_depq_vs_std: 'n' must be in [0, 2^30], got " + std::to_string(n));
+    if (ops < 1) throw py::value_error("bench_depq_vs_std: 'ops' must be >= 1, got " + std::to_string(ops));
+    if (rounds < 1) throw py::value_error("bench_depq_vs_std: 'rounds' must be >= 1, got " + std::to_string(rounds));
+    if (end != "min" && end != "max") throw py::value_error("bench_depq_vs_std: 'end' must be 'min' or 'max', got '" + end + "'");
+    bench::DepqVsStd r;
+    {
+        py::gil_scoped_release release;
+        r = bench::depq_vs_std(static_cast<std::size_t>(n), static_cast<std::size_t>(ops), end == "min", rounds);
+    }
+    if (r.checksum == 0) throw std::runtime_error("bench_depq_vs_std: the DEPQ and std::priority_queue popped different elements");
+    auto as_list = [](const std::vector<double>& v) {
+        py::list l;
+        for (double x : v) l.append(x);
+        return l;
+    };
+    py::dict out;
+    out["depq_ns"] = as_list(r.depq_ns);
+    out["std_ns"] = as_list(r.std_ns);
+    return out;
 }
 
 // One thread alternating try_push and try_pop on an MpmcRing<uint64_t> of `capacity` slots.
@@ -142,6 +167,9 @@ double bench_form_batch(std::int64_t queue, std::int64_t max_batch, const Policy
 void register_bench(py::module_& m) {
     m.def("bench_depq", &bench_depq, py::arg("n"), py::arg("ops"), py::arg("end"),
           "Nanoseconds per (push + pop_<end>) pair on a C++ RequestDepq holding n requests (GIL released).");
+    m.def("bench_depq_vs_std", &bench_depq_vs_std, py::arg("n"), py::arg("ops"), py::arg("end"), py::arg("rounds"),
+          "Interleaved rounds: ns per (push + pop_<end>) pair of RequestDepq and of std::priority_queue of the "
+          "same (deadline_ns, id) key, both holding n (GIL released). Returns {'depq_ns': [...], 'std_ns': [...]}.");
     m.def("bench_ring", &bench_ring, py::arg("ops"), py::arg("capacity"),
           "Nanoseconds per (try_push + try_pop) pair on a C++ MpmcRing<uint64>, one thread (GIL released).");
     m.def("bench_drop_decision", &bench_drop_decision, py::arg("n"),

@@ -30,10 +30,11 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_defaults() -> None:
-    """The simulate defaults are the bundled trace, lv, amplify and the four headline policies."""
+    """The simulate defaults are the bundled trace, lv, amplify and the headline policies (pard and the five
+    baselines users run today or the paper compares, issue 9)."""
     args = build_parser().parse_args(["simulate"])
     assert (args.pipeline, args.trace, args.scaling, args.load) == ("lv", "azure-conv", "amplify", None)
-    assert args.policies == ["pard", "nexus", "clipper++", "naive"]
+    assert args.policies == ["pard", "nexus", "clipper++", "triton", "ray-serve", "naive"]
     assert args.autoscale is False and args.jitter == 0.1 and args.seed == 0
 
 

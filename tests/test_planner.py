@@ -369,3 +369,22 @@ def test_rate_aware_admission_cuts_to_the_short_stage_and_grows_back() -> None:
     assert t[0].admit_fraction == pytest.approx(0.55)
     plain = Planner(stages, policy="pard-paper", window_s=1.0, adapt_window=False).update(1.0, over, [1, 1])
     assert plain[0].admit_fraction == 1.0 and plain[1].demand_rate == pytest.approx(100.0)
+
+
+def test_coherent_branches_share_the_most_loaded_branchs_mu() -> None:
+    """A DAG 0 -> {1, 2 -> 3} -> 4: with coherent_branches, stages 2 and 3 (parallel to 1, joined at 4)
+    publish stage 1's larger load factor, stage 1 the largest of 2 and 3, and 0 and 4 their own; without
+    the lever every stage publishes its own."""
+    d = 0.01
+    def mk(name: str, paths: tuple[tuple[int, ...], ...], entry: bool = False) -> PlannerStage:
+        return PlannerStage(name, (1,), (d,), 1, paths, entry)
+    stages = [mk("a", ((1, 4), (2, 3, 4)), True), mk("b", ((4,),)), mk("c", ((3, 4),)), mk("e", ((4,),)),
+              mk("j", ())]
+    rates = [50, 200, 50, 20, 50]  # one worker at batch 1 serves 100 req/s: mu = rate / 100
+    stats = [{"arrival_s": np.full(r, 0.5)} for r in rates]
+    on = Planner(stages, policy=_paper_with(coherent_branches=True), window_s=1.0, adapt_window=False)
+    off = Planner(stages, policy="pard-paper", window_s=1.0, adapt_window=False)
+    mu_on = [t.mu for t in on.update(1.0, stats, [1] * 5)]
+    mu_off = [t.mu for t in off.update(1.0, stats, [1] * 5)]
+    assert mu_off == pytest.approx([0.5, 2.0, 0.5, 0.2, 0.5])
+    assert mu_on == pytest.approx([0.5, 2.0, 2.0, 2.0, 0.5])

@@ -101,17 +101,18 @@ def test_spec_rejects_bad_scalar_fields() -> None:
 
 def test_pard_levers_and_that_ablations_are_of_pard_paper() -> None:
     """pard = pard-paper + tiers, the hot-path overload reaction (with shedding), the tail batch-wait
-    budget and online d(b) correction; the paper's ablations switch none of pard's levers on; the
+    budget, online d(b) correction and coherent DAG branches; the paper's ablations switch none of pard's levers on; the
     baselines' queue bounds default to none, ray-serve's applies at the entry only."""
     p = get_policy("pard")
-    assert (p.tiered, p.reactive, p.shed, p.correct_durations) == (True, True, True, True)
+    assert (p.tiered, p.reactive, p.shed, p.correct_durations, p.coherent_branches) == (True,) * 5
     assert (p.tune_lam, p.rate_admission, p.lam) == (False, False, None)
     core = p.core()
     assert (core.tiered, core.reactive, core.shed) == (True, True, True)
     for name in ["pard-paper", "pard-back", "pard-sf", "pard-lower", "pard-upper", "pard-fcfs", "pard-lbf",
                  "pard-hbf", "pard-instant"]:
         a = get_policy(name)
-        assert not (a.tiered or a.reactive or a.correct_durations or a.tune_lam or a.rate_admission), name
+        assert not (a.tiered or a.reactive or a.correct_durations or a.tune_lam or a.rate_admission
+                    or a.coherent_branches), name
     assert (get_policy("triton").max_queue, get_policy("triton").max_queue_entry_only) == (0, False)
     assert (get_policy("ray-serve").max_queue, get_policy("ray-serve").max_queue_entry_only) == (0, True)
 

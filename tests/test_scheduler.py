@@ -366,18 +366,22 @@ def test_tiered_admission_sheds_the_low_tier_first() -> None:
 
 
 def test_reactive_overload_switches_to_hbf_and_sheds_the_unreachable() -> None:
-    """reactive: 10 queued, service rate 50 req/s, downstream 0, t_e 0, b 2 (d = 20 ms).
+    """reactive: 10 queued, service rate 50 req/s, t_e 0, b 2 (d = 20 ms).
 
-    Deadlines 0.1 .. 1.0 s: the most slack is 1.0 - 0.02 = 0.98 s, enough for 49 requests, so the queue
-    drains in time: LBF as published.  With deadlines 0.1 .. 0.19 s the most slack is 0.17 s = 8.5
-    requests: overloaded; HBF now (latest deadlines first) and the 2 lowest (ids 0, 1) are shed.
+    Downstream 0, deadlines 0.1 .. 1.0 s: the most slack is 1.0 - 0.02 = 0.98 s, enough for 49 requests,
+    so the queue drains in time: LBF as published.  Deadlines 0.1 .. 0.19 s: the most slack is 0.17 s =
+    8.5 requests: overloaded; HBF now (latest deadlines first) and the 2 lowest (ids 0, 1) are shed.
+    Downstream 0.05 s, deadlines 0.15 .. 0.24 s: the slack with the downstream estimate is again 0.17 s
+    (overloaded: HBF), but only what cannot leave this stage by its deadline is shed: 0.22 s = 11
+    requests, so none is.
     """
-    for deadlines, want_batch, want_drops in [
-        ([0.1 * (i + 1) for i in range(10)], [0, 1], {}),
-        ([0.1 + 0.01 * i for i in range(10)], [9, 8], {0: "shed", 1: "shed"}),
+    for downstream, deadlines, want_batch, want_drops in [
+        (0.0, [0.1 * (i + 1) for i in range(10)], [0, 1], {}),
+        (0.0, [0.1 + 0.01 * i for i in range(10)], [9, 8], {0: "shed", 1: "shed"}),
+        (0.05, [0.15 + 0.01 * i for i in range(10)], [9, 8], {}),
     ]:
         s = sched("pard", "adaptive", 2, reactive=True)
-        s.publish(downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0, service_rate=50.0)
+        s.publish(downstream_s=downstream, mu=0.5, eps=0.1, queue_delay_s=0.0, service_rate=50.0)
         for i, dl in enumerate(deadlines):
             s.submit(i, 0.0, dl, 0.0)
         res = s.form_batch(0.0, 0.0)

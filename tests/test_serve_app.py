@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -267,3 +268,42 @@ def test_metrics_parse_and_agree_with_the_report() -> None:
         orders = [m[("pard_stage_order", (("order", o), ("pipeline", "duo"), ("stage", st)))] for o in ("lbf", "hbf", "fcfs")]
         assert sorted(orders) == [0.0, 0.0, 1.0]
     assert ("pard_goodput", (("pipeline", "duo"),)) in m
+
+
+def test_metrics_stay_monotonic_and_complete_past_the_runtime_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the runtime holding only its last 16 request records, 90 requests later the counters and
+    histograms still equal the true totals (from the HTTP answers) and none went down between scrapes."""
+    import pard.serve.service as service
+
+    monkeypatch.setattr(service, "Runtime", functools.partial(service.Runtime, history=16))
+
+    async def wave(c: httpx.AsyncClient, start: int) -> list[int]:
+        posts = [c.post("/v2/models/duo/infer", json=v2_body([i, 0, 0, 0]),
+                        headers={"X-Request-Timeout-Ms": "5" if i % 3 == 0 else "1000"})
+                 for i in range(start, start + 45)]
+        return [a.status_code for a in await asyncio.gather(*posts)]
+
+    async def body(c: httpx.AsyncClient, app: Any) -> tuple[list[str], list[int], dict[str, Any]]:
+        texts, statuses = [], []
+        for start in (0, 45):
+            statuses += await wave(c, start)
+            texts.append((await c.get("/metrics")).text)
+        assert app.state.service.runtime.outcomes()["state"].size == 16  # the window really is smaller
+        return texts, statuses, app.state.service.report()
+
+    texts, statuses, rep = _run(config(), body)
+    first, last = _metrics(texts[0]), _metrics(texts[1])
+    served, dropped = statuses.count(200), statuses.count(503)
+    assert served + dropped == 90 and dropped >= 30  # every 5 ms budget is infeasible (d(1) = 40 ms)
+    assert last[("pard_requests_total", (("outcome", "on_time"), ("pipeline", "duo")))] + \
+        last[("pard_requests_total", (("outcome", "late"), ("pipeline", "duo")))] == served
+    assert last[("pard_requests_total", (("outcome", "dropped"), ("pipeline", "duo")))] == dropped
+    assert sum(v for (name, _), v in last.items() if name == "pard_drops_total") == dropped
+    assert last[("pard_request_duration_seconds_count", (("pipeline", "duo"),))] == served
+    assert last[("pard_batch_size_sum", (("pipeline", "duo"), ("stage", "classify")))] == served
+    queued = last[("pard_queue_duration_seconds_count", (("pipeline", "duo"), ("stage", "classify")))]
+    assert queued == served  # every served request was taken into exactly one classify batch
+    for key, value in first.items():
+        if key[0].endswith(("_total", "_count", "_sum", "_bucket")):
+            assert last[key] >= value, key
+    assert rep["outcomes"]["dropped"] == dropped

@@ -1,19 +1,33 @@
 // Standalone test of pard::MinMaxHeap against a std::multiset oracle (plain checks that abort in
 // every build type, so the sanitizer and release builds check the same things).
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
 #include <random>
 #include <set>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "pard/depq.hpp"
 #include "pard/request.hpp"
+#include "pard/stage_scheduler.hpp"
 
 #include "check.hpp"
 
 namespace {
+
+// The layout each element type gets, and the noexcept the header promises, checked at compile time.
+static_assert(pard::RequestDepq::uses_slab, "48-byte Requests with a split key live in the slab");
+static_assert(pard::MinMaxHeap<pard::Request, pard::ByArrival>::uses_slab, "ByArrival is a split key too");
+static_assert(pard::MinMaxHeap<pard::Request, pard::StageKeyLess>::uses_slab, "the stage queue uses the slab");
+static_assert(!pard::MinMaxHeap<int>::uses_slab, "small elements stay in the heap array");
+static_assert(noexcept(std::declval<pard::RequestDepq&>().pop_min()) &&
+                  noexcept(std::declval<pard::RequestDepq&>().pop_max()) &&
+                  noexcept(std::declval<const pard::RequestDepq&>().max()),
+              "pops and peeks of the stage queue are noexcept");
 
 // Counts live objects, to show the heap neither leaks nor double-destroys its elements.
 struct Tracked {
@@ -150,6 +164,132 @@ void no_leaks_with_tracked_type() {
     CHECK(Tracked::live == 0);
 }
 
+// The oracle's order for Requests: the heap's Less, as a multiset comparator.
+template <class Less>
+using RequestSet = std::multiset<pard::Request, Less>;
+
+bool same(const pard::Request& a, const pard::Request& b) {
+    return a.id == b.id && a.send_ns == b.send_ns && a.deadline_ns == b.deadline_ns && a.arrival_ns == b.arrival_ns &&
+           a.tier == b.tier && a.compute_ns == b.compute_ns;
+}
+
+// The slab layout against a multiset: unique ids, few distinct keys (so most comparisons are
+// ties resolved through the slab), every field of every popped Request intact, and the heap's
+// view (begin/end) always holding exactly the oracle's elements.
+template <class Less>
+void slab_random_ops_vs_multiset(Less less, std::uint32_t seed, int ops, int key_range) {
+    std::mt19937 rng(seed);
+    pard::MinMaxHeap<pard::Request, Less> heap(less);
+    RequestSet<Less> oracle(less);
+    std::uniform_int_distribution<int> key(0, key_range);
+    std::uniform_int_distribution<int> op(0, 11);
+    std::uint64_t next_id = 0;
+    auto fresh = [&] {
+        const std::uint64_t id = next_id++;
+        const auto k = static_cast<std::int64_t>(key(rng));
+        // Both orders' keys are drawn; the other fields tag the request so a mix-up shows.
+        return pard::Request{id, static_cast<std::int64_t>(id * 3), k, static_cast<std::int64_t>(key(rng)),
+                             static_cast<std::int32_t>(id % 5), static_cast<std::int64_t>(id * 7)};
+    };
+    for (int step = 0; step < ops; ++step) {
+        const int o = op(rng);
+        if (o < 5 || oracle.empty()) {
+            const pard::Request r = fresh();
+            heap.push(r);
+            oracle.insert(r);
+        } else if (o < 7) {
+            CHECK(same(heap.pop_min(), *oracle.begin()));
+            oracle.erase(oracle.begin());
+        } else if (o < 9) {
+            CHECK(same(heap.pop_max(), *std::prev(oracle.end())));
+            oracle.erase(std::prev(oracle.end()));
+        } else if (o == 9) {
+            const std::size_t k = oracle.size() / 4;
+            std::size_t seen = 0;
+            heap.drain_max_while([&](const pard::Request&) { return seen < k; },
+                                 [&](pard::Request&& r) {
+                                     CHECK(same(r, *std::prev(oracle.end())));
+                                     oracle.erase(std::prev(oracle.end()));
+                                     ++seen;
+                                 });
+            CHECK(seen == k);
+        } else if (o == 10) {
+            const std::uint64_t m = 2 + static_cast<std::uint64_t>(rng() % 5);
+            std::size_t want = 0;
+            for (auto it = oracle.begin(); it != oracle.end();) {
+                if (it->id % m == 0) {
+                    it = oracle.erase(it);
+                    ++want;
+                } else {
+                    ++it;
+                }
+            }
+            std::size_t got = 0;
+            const std::size_t removed = heap.erase_if([m](const pard::Request& r) { return r.id % m == 0; },
+                                                      [&](pard::Request&& r) {
+                                                          CHECK(r.id % m == 0);
+                                                          ++got;
+                                                      });
+            CHECK(removed == want && got == want);
+        } else {
+            // Push a burst with one shared key (a batch arriving at once), then interleave pops.
+            const auto k = static_cast<std::int64_t>(key(rng));
+            for (int j = 0; j < 16; ++j) {
+                pard::Request r = fresh();
+                r.deadline_ns = k;
+                r.arrival_ns = k;
+                heap.push(r);
+                oracle.insert(r);
+            }
+        }
+        CHECK(heap.size() == oracle.size());
+        if (!oracle.empty()) {
+            CHECK(same(heap.min(), *oracle.begin()));
+            CHECK(same(heap.max(), *std::prev(oracle.end())));
+        }
+        if (step % 211 == 0) {
+            CHECK(heap.check_invariants());
+            RequestSet<Less> view(heap.begin(), heap.end(), less);
+            CHECK(view.size() == oracle.size());
+            CHECK(std::equal(view.begin(), view.end(), oracle.begin(), same));
+        }
+    }
+    CHECK(heap.check_invariants());
+    // assign() rebuilds from arbitrary order; then everything comes out in order.
+    std::vector<pard::Request> all(oracle.rbegin(), oracle.rend());
+    heap.assign(all.begin(), all.end());
+    CHECK(heap.check_invariants());
+    while (!oracle.empty()) {
+        CHECK(same(heap.pop_min(), *oracle.begin()));
+        oracle.erase(oracle.begin());
+    }
+    CHECK(heap.empty() && heap.check_invariants());
+}
+
+// Copies of a slab heap are independent and pop the same sequence; a moved-from heap is empty and
+// usable; clear() keeps it usable.
+void slab_copy_move_clear() {
+    pard::RequestDepq a;
+    for (std::uint64_t id = 0; id < 300; ++id) a.push(pard::Request{id, 0, static_cast<std::int64_t>((id * 37) % 11), 0, 0, 0});
+    for (int i = 0; i < 50; ++i) (void)a.pop_min();  // leaves free slots behind
+    pard::RequestDepq b = a;
+    CHECK(b.check_invariants() && b.size() == 250);
+    for (std::uint64_t id = 300; id < 400; ++id) b.push(pard::Request{id, 0, 5, 0, 0, 0});
+    CHECK(a.size() == 250 && b.size() == 350);
+    pard::RequestDepq c = std::move(a);
+    CHECK(a.empty() && a.check_invariants());  // NOLINT(bugprone-use-after-move): the moved-from state is part of the contract
+    a.push(pard::Request{999, 0, 1, 0, 0, 0});
+    CHECK(a.size() == 1 && a.pop_max().id == 999);
+    pard::RequestDepq d;
+    d = c;
+    while (!c.empty()) CHECK(same(c.pop_max(), d.pop_max()));
+    CHECK(d.empty());
+    b.clear();
+    CHECK(b.empty() && b.check_invariants());
+    b.push(pard::Request{1, 0, 2, 0, 0, 0});
+    CHECK(b.min().id == 1 && b.max().id == 1);
+}
+
 }  // namespace
 
 int main() {
@@ -159,6 +299,12 @@ int main() {
     requests_by_deadline_then_id();
     assign_builds_heap(4);
     no_leaks_with_tracked_type();
+    slab_random_ops_vs_multiset(pard::ByDeadline{}, 5, 60000, 50);
+    slab_random_ops_vs_multiset(pard::ByDeadline{}, 6, 30000, 2);        // almost every comparison a tie
+    slab_random_ops_vs_multiset(pard::ByArrival{}, 7, 30000, 1000000);
+    slab_random_ops_vs_multiset(pard::StageKeyLess{true}, 8, 30000, 20);
+    slab_random_ops_vs_multiset(pard::StageKeyLess{false}, 9, 30000, 20);
+    slab_copy_move_clear();
     std::puts("test_depq: ok");
     return 0;
 }

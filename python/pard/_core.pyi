@@ -49,6 +49,7 @@ def ring_stress(producers: int, consumers: int, items_per_producer: int, capacit
 
 # ---- register_bench.cpp: C++-side timings (GIL released) ------------------------------
 def bench_depq(n: int, ops: int, end: str) -> float: ...     # ns per push+pop pair, in C++; end "min" | "max"
+def bench_depq_vs_std(n: int, ops: int, end: str, rounds: int) -> dict[str, list[float]]: ...  # interleaved rounds
 def bench_ring(ops: int, capacity: int) -> float: ...        # ns per push+pop pair, in C++, one thread
 def bench_drop_decision(n: int) -> float: ...    # ns per Eq. 3b decision, timed in C++
 def bench_form_batch(queue: int, max_batch: int, policy: "Policy", rounds: int = 1) -> float: ...  # ns per request

@@ -32,6 +32,10 @@ What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.Poli
   share of requests that left an entry stage and were then dropped or finished late downstream exceeds
   ``LOSS_TARGET`` in the interval (the estimate was optimistic), down by ``LAM_DOWN`` otherwise (slack
   left on the table).
+* ``coherent_branches``: in a DAG, a stage publishes the largest load factor among itself and the stages
+  on parallel branches that join it later, so sibling branches switch to HBF together: a request needs
+  every branch, and an overloaded branch purges the lowest-budget copies that an underloaded sibling in
+  LBF would otherwise serve first (their compute then wasted).
 * ``rate_admission``: an entry stage admits the share ``f`` of its input that its downstream stages can
   finish: each sync, for every downstream stage ``i`` whose windowed load factor at full batches
   (``in_rate / service_rate``) exceeds 1, ``f <- f * service_rate_i / rate_i`` (``rate_i`` its arrival rate
@@ -177,6 +181,17 @@ class StageTerms:
         }
 
 
+def _parallel_branches(stages: Sequence[PlannerStage]) -> list[list[int]]:
+    """Per stage, the stages on parallel DAG branches: neither one downstream of the other, and joined later
+    (a common downstream stage).  ``coherent_branches`` orders a stage by the largest load factor among
+    them: a request needs every branch, so when one branch is overloaded (HBF, purging the lowest-budget
+    copies) its siblings must not spend compute on those same copies first (LBF)."""
+    desc = [{i for p in st.paths for i in p} for st in stages]
+    n = len(stages)
+    return [[j for j in range(n) if j != k and j not in desc[k] and k not in desc[j] and desc[k] & desc[j]]
+            for k in range(n)]
+
+
 def window_for_cv(cv: float) -> float:
     """The estimation window (s) for input burstiness ``cv`` (DESIGN §3.5; mapping in the module doc).
 
@@ -315,6 +330,7 @@ class Planner:
         self._entry = np.array([st.entry for st in stages])
         self._admit = np.ones(n)  # rate-aware admission share per stage (entries only move)
         self._paths = [[(tuple(p), np.asarray(p, dtype=np.intp)) for p in st.paths] for st in stages]
+        self._parallel = _parallel_branches(stages) if self._policy.coherent_branches else [[] for _ in stages]
         self._d_memo: list[tuple[float, float]] = [(-1.0, 0.0)] * n  # (b, d(b)) last computed per stage
         self._full_d = [float(st.duration(float(st.max_batch))) for st in stages]  # d_k(B), full batches
         self._entry_rates: Deque[tuple[float, float]] = deque()
@@ -503,7 +519,8 @@ class Planner:
             # Admission: the paper sheds nothing at admission; Dagor's (1 - alpha) throttle is applied by
             # the C++ stage scheduler itself from the published queue_delay_s.
             out.append(StageTerms(
-                downstream_s=best, mu=float(mu_i[k]), eps=float(eps_i[k]), queue_delay_s=float(q_i[k]),
+                downstream_s=best, mu=float(max([mu_i[k], *(mu_i[j] for j in self._parallel[k])])),
+                eps=float(eps_i[k]), queue_delay_s=float(q_i[k]),
                 admit_fraction=float(self._admit[k]), in_rate=float(rate_i[k]), batch_size=float(b_i[k]),
                 wait_quantile_s=best_w, window_s=win, service_rate=float(service[k]),
                 duration_scale=float(scale_i[k]), demand_rate=float(demand[k]), lam=self._lam,

@@ -22,7 +22,8 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
 * ``downstream="upper"`` -- the downstream batch wait budgeted at its tail, one whole batch per downstream
   stage (``w = sum d_i``), instead of the 0.1-quantile of per-batch waits, which is 0 whenever workers
   idle between batches (requests admitted upstream then die downstream);
-* ``correct_durations`` -- every ``d_k(b)`` scaled online by the measured / profiled batch duration ratio.
+* ``correct_durations`` -- every ``d_k(b)`` scaled online by the measured / profiled batch duration ratio;
+* ``coherent_branches`` -- parallel DAG branches switch order together (the most loaded one's load factor).
 
 Built, tested and measured but *not* in ``pard`` (bench/RESULTS.md, issue 9, says why): ``downstream=
 "tail"`` (the batch-wait quantile over per-request samples, with a policy ``lam``), ``tune_lam`` (the
@@ -80,7 +81,8 @@ class PolicySpec:
             overload test only switches the order).
         correct_durations: scale ``d_k(b)`` by the measured / profiled ratio, online (``pard``).
         tune_lam: tune the downstream quantile online from outcomes (``pard``).
-        rate_admission: shed a persistently overloaded downstream stage's excess at the entry (``pard``).
+        rate_admission: shed a persistently overloaded downstream stage's excess at the entry.
+        coherent_branches: parallel DAG branches take the order of the most loaded one (``pard``).
         max_queue: queue bound (0 = none): a request finding this many queued is rejected
             (``triton``'s ``max_queue_size`` at every stage, ``ray-serve``'s ``max_queued_requests``).
         max_queue_entry_only: apply ``max_queue`` at entry stages only (``ray-serve``).
@@ -106,6 +108,7 @@ class PolicySpec:
     correct_durations: bool = False
     tune_lam: bool = False
     rate_admission: bool = False
+    coherent_branches: bool = False
     max_queue: int = 0
     max_queue_entry_only: bool = False
     lam: float | None = None
@@ -122,6 +125,7 @@ class PolicySpec:
                 raise PardValueError(f"PolicySpec.{field} must be one of {', '.join(map(repr, choices))}, "
                                  f"got {value!r}")
         for field in ("instant", "tiered", "reactive", "shed", "correct_durations", "tune_lam", "rate_admission",
+                      "coherent_branches",
                       "max_queue_entry_only"):
             if not isinstance(getattr(self, field), bool):
                 raise PardTypeError(f"PolicySpec.{field} must be True or False, got {getattr(self, field)!r}")
@@ -169,6 +173,7 @@ class PolicySpec:
 def _specs() -> dict[str, PolicySpec]:
     specs = [
         PolicySpec("pard", "adaptive", "pard", "upper", tiered=True, reactive=True, correct_durations=True,
+                   coherent_branches=True,
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "
                                "tail-aware estimate corrected online (DESIGN 3.7)"),
         PolicySpec("pard-paper", "adaptive", "pard", "full",

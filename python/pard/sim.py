@@ -326,7 +326,7 @@ def simulate(
 def compare(
     pipeline: "PipelineSpec | str | os.PathLike[str]",
     arrivals: npt.ArrayLike,
-    policies: Iterable[str | PolicySpec] = ("pard", "nexus", "clipper++", "naive"),
+    policies: Iterable[str | PolicySpec] = ("pard", "nexus", "clipper++", "triton", "ray-serve", "naive"),
     **params: Any,
 ) -> dict[str, Report]:
     """Simulate each policy on the same pipeline and arrivals; ``params`` as :func:`simulate`.

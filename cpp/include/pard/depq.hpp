@@ -6,79 +6,314 @@
 // *max levels*. Invariant: an element on a min level is <= every element of its subtree, one on a
 // max level is >= every element of its subtree. Hence the minimum is the root and the maximum is
 // the larger of the root's (at most two) children.
-//   push:    append, then bubble up along min levels or along max levels (grandparent steps),
-//            after at most one swap with the parent decides which.
-//   pop_min: move the last element into the root and trickle it down min levels, looking at
-//            children and grandchildren (the smallest of up to six descendants) at each step.
+//   push:    the new element enters a hole at the end and moves up along min levels or along
+//            max levels (grandparent steps), after one comparison with the parent decides which;
+//            it is written once, where it ends.
+//   pop_min: take the root, then walk the hole down min levels to a leaf, filling it at each step
+//            with the smallest of the four grandchildren (a node's children sit on max levels, so
+//            while both have children the subtree's minimum is a grandchild), and finally put the
+//            last element into the leaf hole and move it up as a push does. The hole-to-leaf walk
+//            is Floyd's trick, as in std::pop_heap: the last element is usually large, belongs near
+//            the bottom and is not compared on the way down. The grandchildren are a tournament of
+//            two pairs: 3 comparisons per two levels.
 //   pop_max: the same on the max side, from the larger child of the root.
-// Costs: min()/max() O(1); push/pop_min/pop_max O(log n) with at most ~2 log2(n) comparisons per
-// level pair; erase_if and assign O(n) (Floyd-style bottom-up heap construction).
+// Costs: min()/max() O(1); push/pop_min/pop_max O(log n); erase_if and assign O(n) (bottom-up
+// construction).
+//
+// Storage. For small elements the heap array holds T itself. For a larger trivially copyable T
+// whose order is a *split key* (Less provides noexcept `std::int64_t primary(const T&)` and
+// `std::uint64_t tiebreak(const T&)`, and less(a, b) is exactly (primary(a), tiebreak(a)) <
+// (primary(b), tiebreak(b))) the heap array holds 16-byte nodes (primary, slot) and the elements
+// stay put in a slab (a vector of T and a LIFO free list of slots): a sift moves 16 bytes instead
+// of sizeof(T), and a node's four grandchildren fill one cache line. Equal primaries fall back to
+// the tiebreaks in the slab (two extra loads: rare for deadlines, common for the arrival times of
+// one batch). The order, hence every pop, is exactly the one Less gives. pard::Request (48 bytes)
+// with ByDeadline, ByArrival or the stage scheduler's StageKeyLess uses the slab (uses_slab).
 //
 // Contract: `Less` must be a strict weak order. Elements that compare equal are popped in an
 // unspecified order among themselves (pard::ByDeadline breaks ties by id, so for Requests the order
 // is total). pop_min/pop_max/min/max require a non-empty heap: checked by assert() in debug builds,
 // undefined behaviour otherwise. Not thread-safe: a stage guards its heap with its batch-forming
-// lock. Operations are noexcept whenever T's moves and Less are; push may throw std::bad_alloc
-// when the storage grows (reserve() ahead of time to avoid allocation on the hot path).
+// lock. Every operation is noexcept when T's moves and Less are (kNothrow below), except those that
+// may allocate: push, reserve and assign may throw std::bad_alloc when the storage grows (reserve()
+// ahead of time to keep the hot path free of allocation), and the vector-returning drain_min_while.
 #pragma once
 
+#include <algorithm>
 #include <cassert>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <iterator>
 #include <limits>
+#include <new>
+#include <stdexcept>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "pard/request.hpp"
 
 namespace pard {
+namespace detail {
+
+// ---- the algorithms, on a raw array a[0, n) ordered by `lt` ------------------------------------
+
+constexpr std::size_t parent(std::size_t i) noexcept { return (i - 1) / 2; }
+
+// Level of node i is floor(log2(i + 1)); even levels are min levels.
+inline bool is_min_level(std::size_t i) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+    const auto v = static_cast<unsigned long long>(i) + 1ULL;
+    return ((std::numeric_limits<unsigned long long>::digits - 1 - __builtin_clzll(v)) & 1) == 0;
+#else
+    unsigned level = 0;
+    for (std::size_t v = i + 1; v > 1; v >>= 1) ++level;
+    return (level & 1U) == 0;
+#endif
+}
+
+// True if a should sit above b on a min level (kMin) or on a max level (!kMin).
+template <bool kMin, class E, class Lt>
+bool before(const E& a, const E& b, const Lt& lt) noexcept(noexcept(lt(a, b))) {
+    return kMin ? lt(a, b) : lt(b, a);
+}
+
+// Index of the largest element (precondition n >= 1).
+template <class E, class Lt>
+std::size_t max_index(const E* a, std::size_t n, const Lt& lt) noexcept(noexcept(lt(a[0], a[0]))) {
+    if (n <= 2) return n - 1;
+    return lt(a[1], a[2]) ? 2 : 1;
+}
+
+// Puts x into the hole at i, moving it up through grandparents on i's kind of level, not above
+// node `top`. x travels in registers: it is written once, where it ends.
+template <bool kMin, class E, class Lt>
+void place_grand(E* a, std::size_t i, std::size_t top, E&& x, const Lt& lt) noexcept(
+    noexcept(lt(a[0], a[0])) && std::is_nothrow_move_assignable_v<E>) {
+    while (i >= 3) {
+        const std::size_t g = parent(parent(i));
+        if (g < top || !before<kMin>(x, a[g], lt)) break;  // g < top: above the (sub)heap being fixed
+        a[i] = std::move(a[g]);
+        i = g;
+    }
+    a[i] = std::move(x);
+}
+
+// The insertion step: x goes into the hole at leaf i below an otherwise valid (sub)heap rooted at
+// `top`. One comparison with the parent decides whether x belongs to the min or the max side.
+template <class E, class Lt>
+void place_up(E* a, std::size_t i, std::size_t top, E x, const Lt& lt) noexcept(
+    noexcept(place_grand<true>(a, i, top, std::move(x), lt))) {
+    if (i == top) {
+        a[i] = std::move(x);
+        return;
+    }
+    const std::size_t p = parent(i);
+    if (is_min_level(i)) {
+        if (lt(a[p], x)) {  // larger than its max-level parent: belongs to the max side
+            a[i] = std::move(a[p]);
+            place_grand<false>(a, p, top, std::move(x), lt);
+        } else {
+            place_grand<true>(a, i, top, std::move(x), lt);
+        }
+    } else if (lt(x, a[p])) {  // smaller than its min-level parent: belongs to the min side
+        a[i] = std::move(a[p]);
+        place_grand<true>(a, p, top, std::move(x), lt);
+    } else {
+        place_grand<false>(a, i, top, std::move(x), lt);
+    }
+}
+
+// Walks the hole at i (a min level if kMin, else a max level) down to a leaf, each step filling it
+// with the most extreme element below; returns the leaf where the hole ends.
+template <bool kMin, class E, class Lt>
+std::size_t descend(E* a, std::size_t n, std::size_t i, const Lt& lt) noexcept(
+    noexcept(lt(a[0], a[0])) && std::is_nothrow_move_assignable_v<E>) {
+    // While both children have children (the 4th grandchild exists at g + 3 < n), the extreme is a
+    // grandchild: a tournament of two pairs. The pairs' winners are index arithmetic on a bool
+    // (setcc, no branch); the final pick stays a branch: a branch-free one measured slower (it
+    // makes the next level's loads wait for the comparison; a predicted branch lets them start).
+    for (std::size_t g = 4 * i + 3; g + 3 < n; g = 4 * i + 3) {
+        const std::size_t m01 = g + static_cast<std::size_t>(before<kMin>(a[g + 1], a[g], lt));
+        const std::size_t m23 = g + 2 + static_cast<std::size_t>(before<kMin>(a[g + 3], a[g + 2], lt));
+        const std::size_t m = before<kMin>(a[m23], a[m01], lt) ? m23 : m01;
+        a[i] = std::move(a[m]);
+        i = m;
+    }
+    // The ragged bottom: candidates are the existing grandchildren and the children that have no
+    // children of their own (a child with children is beaten by them). The winner is a leaf.
+    const std::size_t c = 2 * i + 1;
+    if (c >= n) return i;
+    const std::size_t g = 2 * c + 1;
+    std::size_t m = g < n ? g : c;  // first child c has a child iff g < n
+    for (std::size_t k = g + 1; k < n && k < g + 4; ++k) {
+        if (before<kMin>(a[k], a[m], lt)) m = k;
+    }
+    if (c + 1 < n && g + 2 >= n && before<kMin>(a[c + 1], a[m], lt)) m = c + 1;  // childless 2nd child
+    a[i] = std::move(a[m]);
+    return m;
+}
+
+// Removes a[i] (the root, or the root's larger child) from a[0, n): the array keeps n - 1 elements.
+template <class E, class Lt>
+E remove_at(E* a, std::size_t n, std::size_t i, const Lt& lt) noexcept(
+    noexcept(place_up(a, i, 0, std::move(a[0]), lt)) && std::is_nothrow_move_constructible_v<E>) {
+    E result = std::move(a[i]);
+    const std::size_t last = n - 1;
+    if (i != last) {
+        E x = std::move(a[last]);
+        const std::size_t h = is_min_level(i) ? descend<true>(a, last, i, lt) : descend<false>(a, last, i, lt);
+        place_up(a, h, 0, std::move(x), lt);
+    }
+    return result;
+}
+
+// Bottom-up construction: every internal node, last first, is sunk into its valid subheaps.
+template <class E, class Lt>
+void rebuild(E* a, std::size_t n, const Lt& lt) noexcept(
+    noexcept(place_up(a, 0, 0, std::move(a[0]), lt)) && std::is_nothrow_move_constructible_v<E>) {
+    for (std::size_t i = n / 2; i-- > 0;) {
+        E x = std::move(a[i]);
+        const std::size_t h = is_min_level(i) ? descend<true>(a, n, i, lt) : descend<false>(a, n, i, lt);
+        place_up(a, h, i, std::move(x), lt);
+    }
+}
+
+// ---- split-key storage (see the header comment) ------------------------------------------------
+
+template <class T, class Less, class = void>
+struct has_split_key : std::false_type {};
+template <class T, class Less>
+struct has_split_key<T, Less,
+                     std::enable_if_t<std::is_same_v<decltype(std::declval<const Less&>().primary(std::declval<const T&>())),
+                                                     std::int64_t> &&
+                                      std::is_same_v<decltype(std::declval<const Less&>().tiebreak(std::declval<const T&>())),
+                                                     std::uint64_t>>> : std::true_type {};
+
+// One heap node of the slab layout: the element's primary key and where the element lives.
+struct SlabEntry {
+    std::int64_t primary;
+    std::uint32_t slot;
+    std::uint32_t unused;
+};
+
+// The cache line size on the x86-64 and AArch64 machines pard targets.
+inline constexpr std::size_t kHeapLine = 64;
+static_assert(sizeof(SlabEntry) == 16 && std::is_trivially_copyable_v<SlabEntry>,
+              "a slab heap node is 16 trivially copyable bytes: a sift moves 16 bytes, and the four "
+              "grandchildren of a node fill exactly one 64-byte cache line");
+static_assert(kHeapLine % (4 * sizeof(SlabEntry)) == 0,
+              "four consecutive nodes (one node's grandchildren) must fit in one cache line");
+
+// Allocates the node array 16 bytes past a cache-line boundary (C++17 aligned new), so that node
+// i's four grandchildren 4i+3 .. 4i+6 start a line: byte 16 + 16 (4i + 3) = 64 (i + 1).
+template <class U>
+struct LineAllocator {
+    static_assert(sizeof(U) == sizeof(SlabEntry), "the offset below is computed for 16-byte nodes");
+    static constexpr std::size_t kOffset = kHeapLine - 3 * sizeof(U);
+    using value_type = U;
+    LineAllocator() noexcept = default;
+    template <class V>
+    LineAllocator(const LineAllocator<V>& /*other*/) noexcept {}  // NOLINT: implicit, for rebinding
+    [[nodiscard]] U* allocate(std::size_t k) {
+        if (k > max_size()) throw std::bad_array_new_length();
+        auto* raw = static_cast<unsigned char*>(::operator new(k * sizeof(U) + kOffset, std::align_val_t{kHeapLine}));
+        return reinterpret_cast<U*>(raw + kOffset);
+    }
+    void deallocate(U* p, std::size_t /*k*/) noexcept {
+        ::operator delete(reinterpret_cast<unsigned char*>(p) - kOffset, std::align_val_t{kHeapLine});
+    }
+    [[nodiscard]] static constexpr std::size_t max_size() noexcept {
+        return (std::numeric_limits<std::size_t>::max() - kOffset) / sizeof(U);
+    }
+    friend bool operator==(const LineAllocator&, const LineAllocator&) noexcept { return true; }
+    friend bool operator!=(const LineAllocator&, const LineAllocator&) noexcept { return false; }
+};
+
+}  // namespace detail
 
 template <class T, class Less = std::less<T>>
 class MinMaxHeap {
+    // Slab layout when it pays: a split-key order and an element larger than a 16-byte node.
+    static constexpr bool kSlab = detail::has_split_key<T, Less>::value && std::is_trivially_copyable_v<T> &&
+                                  sizeof(T) > sizeof(detail::SlabEntry);
+
 public:
+    // Whether the elements live in a slab behind 16-byte heap nodes (see the header comment).
+    static constexpr bool uses_slab = kSlab;
+    // True when no operation but the allocating ones (push, reserve, assign) can throw.
+    static constexpr bool kNothrow = std::is_nothrow_move_constructible_v<T> && std::is_nothrow_move_assignable_v<T> &&
+                                     std::is_nothrow_invocable_r_v<bool, const Less&, const T&, const T&>;
+
     using value_type = T;
     using size_type = std::size_t;
-    using const_iterator = typename std::vector<T>::const_iterator;
+    class const_iterator;
 
     MinMaxHeap() = default;
-    explicit MinMaxHeap(Less less) : less_(std::move(less)) {}
+    explicit MinMaxHeap(Less less) noexcept(std::is_nothrow_move_constructible_v<Less>) : less_(std::move(less)) {}
 
     // ---- size ----------------------------------------------------------------------------
-    [[nodiscard]] size_type size() const noexcept { return a_.size(); }
-    [[nodiscard]] bool empty() const noexcept { return a_.empty(); }
-    void clear() noexcept { a_.clear(); }
-    void reserve(size_type n) { a_.reserve(n); }
-    [[nodiscard]] size_type capacity() const noexcept { return a_.capacity(); }
+    [[nodiscard]] size_type size() const noexcept {
+        if constexpr (kSlab) {
+            return s_.e.size();
+        } else {
+            return s_.a.size();
+        }
+    }
+    [[nodiscard]] bool empty() const noexcept { return size() == 0; }
+    void clear() noexcept {
+        if constexpr (kSlab) {
+            s_.e.clear();
+            s_.slab.clear();
+            s_.free.clear();
+        } else {
+            s_.a.clear();
+        }
+    }
+    void reserve(size_type n) {
+        if constexpr (kSlab) {
+            check_slots(n);
+            s_.e.reserve(n);
+            s_.slab.reserve(n);
+            s_.free.reserve(n);
+        } else {
+            s_.a.reserve(n);
+        }
+    }
+    [[nodiscard]] size_type capacity() const noexcept {
+        if constexpr (kSlab) {
+            return s_.e.capacity();
+        } else {
+            return s_.a.capacity();
+        }
+    }
 
     // ---- O(1) peeks (precondition: !empty()) ------------------------------------------------
     [[nodiscard]] const T& min() const noexcept {
-        assert(!a_.empty() && "MinMaxHeap::min on an empty heap");
-        return a_[0];
+        assert(!empty() && "MinMaxHeap::min on an empty heap");
+        return at(0);
     }
-    [[nodiscard]] const T& max() const noexcept {
-        assert(!a_.empty() && "MinMaxHeap::max on an empty heap");
-        return a_[max_index()];
+    [[nodiscard]] const T& max() const noexcept(kNothrow) {
+        assert(!empty() && "MinMaxHeap::max on an empty heap");
+        return at(max_index());
     }
 
     // ---- O(log n) updates -------------------------------------------------------------------
-    void push(const T& x) {
-        a_.push_back(x);
-        bubble_up(a_.size() - 1);
-    }
-    void push(T&& x) {
-        a_.push_back(std::move(x));
-        bubble_up(a_.size() - 1);
-    }
+    // May throw std::bad_alloc (or std::length_error past 2^32 - 1 slab elements) when the storage
+    // grows; the heap is then unchanged.
+    void push(const T& x) { push_impl(T(x)); }
+    void push(T&& x) { push_impl(std::move(x)); }
 
     // Removes and returns the smallest element (precondition: !empty()).
-    T pop_min() {
-        assert(!a_.empty() && "MinMaxHeap::pop_min on an empty heap");
+    T pop_min() noexcept(kNothrow) {
+        assert(!empty() && "MinMaxHeap::pop_min on an empty heap");
         return pop_at(0);
     }
 
     // Removes and returns the largest element (precondition: !empty()).
-    T pop_max() {
-        assert(!a_.empty() && "MinMaxHeap::pop_max on an empty heap");
+    T pop_max() noexcept(kNothrow) {
+        assert(!empty() && "MinMaxHeap::pop_max on an empty heap");
         return pop_at(max_index());
     }
 
@@ -87,16 +322,17 @@ public:
     // the first element that fails `pred` (so `pred` should be monotone in the order, e.g.
     // "deadline below a threshold", for the result to be "every element with the property").
     template <class Pred, class Out>
-    size_type drain_min_while(Pred pred, Out out) {
+    size_type drain_min_while(Pred pred, Out out) noexcept(kNothrow && std::is_nothrow_invocable_v<Pred&, const T&> &&
+                                                           std::is_nothrow_invocable_v<Out&, T&&>) {
         size_type k = 0;
-        while (!a_.empty() && pred(static_cast<const T&>(a_[0]))) {
+        while (!empty() && pred(at(0))) {
             out(pop_at(0));
             ++k;
         }
         return k;
     }
 
-    // Convenience form: returns the removed elements in ascending order.
+    // Convenience form: returns the removed elements in ascending order (allocates).
     template <class Pred>
     std::vector<T> drain_min_while(Pred pred) {
         std::vector<T> removed;
@@ -106,9 +342,10 @@ public:
 
     // Mirror image on the high end: removes while `pred(max())` holds, largest first.
     template <class Pred, class Out>
-    size_type drain_max_while(Pred pred, Out out) {
+    size_type drain_max_while(Pred pred, Out out) noexcept(kNothrow && std::is_nothrow_invocable_v<Pred&, const T&> &&
+                                                           std::is_nothrow_invocable_v<Out&, T&&>) {
         size_type k = 0;
-        while (!a_.empty() && pred(static_cast<const T&>(a_[max_index()]))) {
+        while (!empty() && pred(at(max_index()))) {
             out(pop_at(max_index()));
             ++k;
         }
@@ -119,176 +356,249 @@ public:
     // each to `out(T&&)` in unspecified order. Returns how many were removed. Used to cancel
     // requests by id (e.g. sibling DAG branches) without popping the whole heap.
     template <class Pred, class Out>
-    size_type erase_if(Pred pred, Out out) {
+    size_type erase_if(Pred pred, Out out) noexcept(kNothrow && std::is_nothrow_invocable_v<Pred&, const T&> &&
+                                                    std::is_nothrow_invocable_v<Out&, T&&>) {
+        const size_type n = size();
+        Node* h = heap();
         size_type kept = 0;
-        const size_type n = a_.size();
         for (size_type i = 0; i < n; ++i) {
-            if (pred(static_cast<const T&>(a_[i]))) {
-                out(std::move(a_[i]));
+            if (pred(at(i))) {
+                if constexpr (kSlab) {
+                    out(std::move(s_.slab[h[i].slot]));
+                    s_.free.push_back(h[i].slot);  // never reallocates (see append)
+                } else {
+                    out(std::move(h[i]));
+                }
             } else {
-                if (kept != i) a_[kept] = std::move(a_[i]);
+                if (kept != i) h[kept] = std::move(h[i]);
                 ++kept;
             }
         }
-        const size_type removed = n - kept;
-        a_.erase(a_.begin() + static_cast<std::ptrdiff_t>(kept), a_.end());
-        if (removed != 0) rebuild();
-        return removed;
+        if constexpr (kSlab) {
+            s_.e.resize(kept);  // shrinking: never throws
+        } else {
+            s_.a.erase(s_.a.begin() + static_cast<std::ptrdiff_t>(kept), s_.a.end());
+        }
+        if (kept != n) rebuild();
+        return n - kept;
     }
 
     // Replaces the contents with [first, last) in O(n).
     template <class It>
     void assign(It first, It last) {
-        a_.assign(first, last);
+        if constexpr (kSlab) {
+            clear();
+            for (; first != last; ++first) append(T(*first));
+        } else {
+            s_.a.assign(first, last);
+        }
         rebuild();
     }
 
     // ---- read-only view (heap order: unspecified, not sorted) -----------------------------
-    [[nodiscard]] const T* data() const noexcept { return a_.data(); }
-    [[nodiscard]] const_iterator begin() const noexcept { return a_.begin(); }
-    [[nodiscard]] const_iterator end() const noexcept { return a_.end(); }
+    [[nodiscard]] const_iterator begin() const noexcept { return const_iterator(this, 0); }
+    [[nodiscard]] const_iterator end() const noexcept { return const_iterator(this, size()); }
 
-    // O(n) check of the min-max heap invariant; for tests.
+    // The elements as one array in heap order; only where the heap array holds the elements.
+    template <bool kS = kSlab, std::enable_if_t<!kS, int> = 0>
+    [[nodiscard]] const T* data() const noexcept {
+        return s_.a.data();
+    }
+
+    // O(n log n) check of the invariant, element against every ancestor under Less (and, for the
+    // slab layout, that every entry's key is its element's and every slot is used exactly once).
     [[nodiscard]] bool check_invariants() const {
-        const size_type n = a_.size();
+        const size_type n = size();
+        if constexpr (kSlab) {
+            std::vector<bool> used(s_.slab.size(), false);
+            auto claim = [&used](std::uint32_t s) {
+                if (s >= used.size() || used[s]) return false;
+                used[s] = true;
+                return true;
+            };
+            for (std::uint32_t s : s_.free) {
+                if (!claim(s)) return false;
+            }
+            for (size_type i = 0; i < n; ++i) {
+                const detail::SlabEntry& en = heap()[i];
+                if (!claim(en.slot) || en.primary != less_.primary(s_.slab[en.slot])) return false;
+            }
+            if (s_.free.size() + n != s_.slab.size()) return false;
+        }
         for (size_type i = 1; i < n; ++i) {
-            // Compare each element with every ancestor: min-level ancestors must not be greater,
-            // max-level ancestors must not be smaller. Walking up is O(log n) per element.
-            for (size_type j = parent(i);; j = parent(j)) {
-                if (is_min_level(j) ? less_(a_[i], a_[j]) : less_(a_[j], a_[i])) return false;
+            for (size_type j = detail::parent(i);; j = detail::parent(j)) {
+                if (detail::is_min_level(j) ? less_(at(i), at(j)) : less_(at(j), at(i))) return false;
                 if (j == 0) break;
             }
         }
         return true;
     }
 
-private:
-    static constexpr size_type parent(size_type i) noexcept { return (i - 1) / 2; }
-
-    // Level of node i is floor(log2(i + 1)); even levels are min levels.
-    static bool is_min_level(size_type i) noexcept {
-#if defined(__GNUC__) || defined(__clang__)
-        const auto v = static_cast<unsigned long long>(i) + 1ULL;
-        const int level = std::numeric_limits<unsigned long long>::digits - 1 - __builtin_clzll(v);
-        return (level & 1) == 0;
-#else
-        size_type v = i + 1;
-        unsigned level = 0;
-        while (v > 1) {
-            v >>= 1;
-            ++level;
+    // Forward iterator over the elements in heap order.
+    class const_iterator {
+    public:
+        using iterator_category = std::forward_iterator_tag;
+        using value_type = T;
+        using difference_type = std::ptrdiff_t;
+        using pointer = const T*;
+        using reference = const T&;
+        const_iterator() noexcept = default;
+        reference operator*() const noexcept { return h_->at(i_); }
+        pointer operator->() const noexcept { return &h_->at(i_); }
+        const_iterator& operator++() noexcept {
+            ++i_;
+            return *this;
         }
-        return (level & 1U) == 0;
-#endif
+        const_iterator operator++(int) noexcept {
+            const_iterator old = *this;
+            ++i_;
+            return old;
+        }
+        friend bool operator==(const const_iterator& a, const const_iterator& b) noexcept { return a.i_ == b.i_; }
+        friend bool operator!=(const const_iterator& a, const const_iterator& b) noexcept { return a.i_ != b.i_; }
+
+    private:
+        friend class MinMaxHeap;
+        const_iterator(const MinMaxHeap* h, size_type i) noexcept : h_(h), i_(i) {}
+        const MinMaxHeap* h_ = nullptr;
+        size_type i_ = 0;
+    };
+
+private:
+    // The slab layout's node order: primary key first, the elements' tiebreak only on equality.
+    // Written as `<` || (`==` && ...): the form `if (!=) return <;` measured 20-30 % slower per
+    // push + pop with GCC 12 (bench/RESULTS.md, issue 15).
+    struct EntryLess {
+        const T* slab;
+        const Less* less;
+        bool operator()(const detail::SlabEntry& a, const detail::SlabEntry& b) const noexcept {
+            return a.primary < b.primary ||
+                   (a.primary == b.primary && less->tiebreak(slab[a.slot]) < less->tiebreak(slab[b.slot]));
+        }
+    };
+    using Node = std::conditional_t<kSlab, detail::SlabEntry, T>;
+
+    // Plain layout: the heap array of elements.
+    struct PlainStore {
+        std::vector<T> a;
+    };
+    // Slab layout: the heap array of nodes, the elements by slot, and the free slots (LIFO, so a
+    // pop's slot is the next push's, still in cache). Invariant: free.capacity() >= slab.size(), so
+    // returning a slot never allocates (a copy re-establishes it; moves keep the capacities).
+    struct SlabStore {
+        std::vector<detail::SlabEntry, detail::LineAllocator<detail::SlabEntry>> e;
+        std::vector<T> slab;
+        std::vector<std::uint32_t> free;
+
+        SlabStore() = default;
+        SlabStore(const SlabStore& o) : e(o.e), slab(o.slab), free(o.free) { free.reserve(slab.size()); }
+        SlabStore(SlabStore&&) noexcept = default;
+        SlabStore& operator=(const SlabStore& o) {
+            SlabStore copy(o);
+            return *this = std::move(copy);
+        }
+        SlabStore& operator=(SlabStore&&) noexcept = default;
+        ~SlabStore() = default;
+    };
+
+    Node* heap() noexcept {
+        if constexpr (kSlab) {
+            return s_.e.data();
+        } else {
+            return s_.a.data();
+        }
+    }
+    const Node* heap() const noexcept {
+        if constexpr (kSlab) {
+            return s_.e.data();
+        } else {
+            return s_.a.data();
+        }
+    }
+    // The order on heap nodes: Less itself, or EntryLess over the slab.
+    decltype(auto) node_less() const noexcept {
+        if constexpr (kSlab) {
+            static_assert(noexcept(less_.primary(std::declval<const T&>())) &&
+                              noexcept(less_.tiebreak(std::declval<const T&>())),
+                          "the split key is read inside noexcept sifts: primary() and tiebreak() must be noexcept");
+            return EntryLess{s_.slab.data(), &less_};
+        } else {
+            return (less_);
+        }
+    }
+    // The element at heap node i.
+    const T& at(size_type i) const noexcept {
+        if constexpr (kSlab) {
+            return s_.slab[heap()[i].slot];
+        } else {
+            return s_.a[i];
+        }
     }
 
-    size_type max_index() const noexcept {
-        const size_type n = a_.size();
-        if (n <= 1) return 0;
-        if (n == 2) return 1;
-        return less_(a_[1], a_[2]) ? 2 : 1;
+    size_type max_index() const noexcept(kNothrow) { return detail::max_index(heap(), size(), node_less()); }
+
+    static void check_slots(size_type n) {
+        if (n > std::numeric_limits<std::uint32_t>::max()) {
+            throw std::length_error("MinMaxHeap: more than 2^32 - 1 elements in a slab");
+        }
     }
 
-    // Removes the element at index i (the root or one of its children) and restores the heap.
-    T pop_at(size_type i) {
-        T result = std::move(a_[i]);
-        const size_type last = a_.size() - 1;
-        if (i == last) {
-            a_.pop_back();
+    // Stores x as a new last node without restoring the order (for the slab layout, returns the new
+    // node). Every step that can throw comes before the first change of contents, so a throw leaves
+    // the heap as it was.
+    auto append(T&& x) {
+        if constexpr (kSlab) {
+            auto& e = s_.e;
+            if (e.size() == e.capacity()) e.reserve(std::max<size_type>(16, 2 * e.size()));  // as push_back would
+            std::uint32_t slot;
+            if (!s_.free.empty()) {
+                slot = s_.free.back();
+                s_.free.pop_back();
+                s_.slab[slot] = x;
+            } else {
+                check_slots(s_.slab.size() + 1);
+                if (s_.free.capacity() <= s_.slab.size()) s_.free.reserve(2 * s_.slab.size() + 16);
+                s_.slab.push_back(x);
+                slot = static_cast<std::uint32_t>(s_.slab.size() - 1);
+            }
+            const detail::SlabEntry en{less_.primary(x), slot, 0};
+            e.push_back(en);  // capacity reserved above
+            return en;
+        } else {
+            s_.a.push_back(std::move(x));
+        }
+    }
+
+    void push_impl(T&& x) {
+        if constexpr (kSlab) {
+            const detail::SlabEntry en = append(std::move(x));
+            detail::place_up(heap(), size() - 1, 0, en, node_less());
+        } else if constexpr (std::is_trivially_copyable_v<T>) {
+            append(T(x));  // the copy only grows the array; x itself is placed, from registers
+            detail::place_up(heap(), size() - 1, 0, std::move(x), node_less());
+        } else {
+            append(std::move(x));
+            detail::place_up(heap(), size() - 1, 0, std::move(s_.a.back()), node_less());
+        }
+    }
+
+    // Removes and returns the element at heap node i (the root or one of its children).
+    T pop_at(size_type i) noexcept(kNothrow) {
+        if constexpr (kSlab) {
+            const detail::SlabEntry en = detail::remove_at(heap(), size(), i, node_less());
+            s_.e.pop_back();
+            s_.free.push_back(en.slot);  // never reallocates (the SlabStore invariant)
+            return s_.slab[en.slot];
+        } else {
+            T result = detail::remove_at(heap(), size(), i, node_less());
+            s_.a.pop_back();
             return result;
         }
-        T x = std::move(a_[last]);
-        a_.pop_back();
-        if (i == 0) {
-            trickle_down<true>(0, std::move(x));
-        } else {
-            trickle_down<false>(i, std::move(x));
-        }
-        return result;
     }
 
-    // True if a should sit above b on a min level (kMin) or on a max level (!kMin).
-    template <bool kMin>
-    bool before(const T& a, const T& b) const {
-        return kMin ? less_(a, b) : less_(b, a);
-    }
+    void rebuild() noexcept(kNothrow) { detail::rebuild(heap(), size(), node_less()); }
 
-    void bubble_up(size_type i) {
-        if (i == 0) return;
-        const size_type p = parent(i);
-        if (is_min_level(i)) {
-            if (less_(a_[p], a_[i])) {  // larger than its max-level parent: belongs to the max side
-                std::swap(a_[i], a_[p]);
-                bubble_up_grand<false>(p);
-            } else {
-                bubble_up_grand<true>(i);
-            }
-        } else {
-            if (less_(a_[i], a_[p])) {  // smaller than its min-level parent: belongs to the min side
-                std::swap(a_[i], a_[p]);
-                bubble_up_grand<true>(p);
-            } else {
-                bubble_up_grand<false>(i);
-            }
-        }
-    }
-
-    // Moves a_[i] up through grandparents on its own kind of level (hole-moving, no swaps).
-    template <bool kMin>
-    void bubble_up_grand(size_type i) {
-        if (i < 3) return;
-        T x = std::move(a_[i]);
-        while (i >= 3) {
-            const size_type g = parent(parent(i));
-            if (!before<kMin>(x, a_[g])) break;
-            a_[i] = std::move(a_[g]);
-            i = g;
-        }
-        a_[i] = std::move(x);
-    }
-
-    // Places x into the hole at i (a min level if kMin, a max level otherwise) and trickles it
-    // down: at each step the extreme of the children and grandchildren takes the hole.
-    template <bool kMin>
-    void trickle_down(size_type i, T x) {
-        const size_type n = a_.size();
-        for (;;) {
-            const size_type c = 2 * i + 1;
-            if (c >= n) break;
-            // m: the most extreme (smallest for kMin) among children and grandchildren of i.
-            size_type m = c;
-            if (c + 1 < n && before<kMin>(a_[c + 1], a_[m])) m = c + 1;
-            const size_type g = 2 * c + 1;  // first grandchild
-            const size_type g_end = g + 4 < n ? g + 4 : n;
-            for (size_type k = g; k < g_end; ++k) {
-                if (before<kMin>(a_[k], a_[m])) m = k;
-            }
-            if (!before<kMin>(a_[m], x)) break;
-            a_[i] = std::move(a_[m]);
-            i = m;
-            if (m < g) break;  // m was a child (on the opposite kind of level): it has no grandchildren here
-            // m is a grandchild: x may violate the order with m's parent (opposite kind of level).
-            const size_type p = parent(m);
-            if (before<kMin>(a_[p], x)) std::swap(x, a_[p]);
-        }
-        a_[i] = std::move(x);
-    }
-
-    // Bottom-up construction: trickle every internal node down, last first.
-    void rebuild() {
-        const size_type n = a_.size();
-        if (n < 2) return;
-        for (size_type i = n / 2; i-- > 0;) {
-            T x = std::move(a_[i]);
-            if (is_min_level(i)) {
-                trickle_down<true>(i, std::move(x));
-            } else {
-                trickle_down<false>(i, std::move(x));
-            }
-        }
-    }
-
-    std::vector<T> a_;
+    std::conditional_t<kSlab, SlabStore, PlainStore> s_;
     Less less_{};
 };
 

@@ -32,6 +32,9 @@ struct ByDeadline {
     constexpr bool operator()(const Request& a, const Request& b) const noexcept {
         return a.deadline_ns < b.deadline_ns || (a.deadline_ns == b.deadline_ns && a.id < b.id);
     }
+    // The same order as a split key (pard/depq.hpp keeps 16-byte (primary, slot) heap nodes).
+    static constexpr std::int64_t primary(const Request& r) noexcept { return r.deadline_ns; }
+    static constexpr std::uint64_t tiebreak(const Request& r) noexcept { return r.id; }
 };
 
 // Strict weak order by (arrival_ns, id): first come, first served at the current stage.
@@ -39,6 +42,8 @@ struct ByArrival {
     constexpr bool operator()(const Request& a, const Request& b) const noexcept {
         return a.arrival_ns < b.arrival_ns || (a.arrival_ns == b.arrival_ns && a.id < b.id);
     }
+    static constexpr std::int64_t primary(const Request& r) noexcept { return r.arrival_ns; }
+    static constexpr std::uint64_t tiebreak(const Request& r) noexcept { return r.id; }
 };
 
 }  // namespace pard

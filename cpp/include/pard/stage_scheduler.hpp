@@ -32,10 +32,12 @@
 //      s_max = max deadline - (t_e + d_k(b) + downstream): the queue needs n / R to drain; if that
 //      exceeds s_max, no order can serve all of it in time, and EDF (LBF) would spend the stage on
 //      requests that leave it with no slack. Then this batch is popped HBF at once (without waiting
-//      for the planner's mu), and the requests that cannot be reached in time in that order are shed
-//      now, from the bottom (reason `shed`): serving from the top, the request at position p starts
-//      after p / R, later than its slack (<= s_max) once p > s_max * R, so every request past the
-//      first floor(s_max * R) is unreachable. Shedding them at once frees their DAG siblings at once.
+//      for the planner's mu), and the requests that cannot even leave this stage in time in that order
+//      are shed now, from the bottom (reason `shed`): serving from the top, the request at position p
+//      starts after p / R; with l_max = max deadline - (t_e + d_k(b)) (this stage's own finish, no
+//      downstream estimate) every request past the first floor(l_max * R) would start after its own
+//      deadline. Shedding them at once frees their DAG siblings at once; requests that are only
+//      estimated to miss downstream stay for the purge and pop rule, whose estimate may shrink.
 //   3. b = min(queued, max_batch) (queued after steps 1–2) and d = d_k(b): the batch size being
 //      formed and its nominal duration, fixed for the whole formation.
 //   4. pop in the current order (FCFS and LBF: pop_min; HBF: pop_top) until the batch holds
@@ -106,6 +108,9 @@ struct StageKeyLess {
     bool operator()(const Request& a, const Request& b) const noexcept {
         return by_arrival ? ByArrival{}(a, b) : ByDeadline{}(a, b);
     }
+    // The same order as a split key, so the DEPQ sifts 16-byte nodes (pard/depq.hpp).
+    std::int64_t primary(const Request& r) const noexcept { return by_arrival ? r.arrival_ns : r.deadline_ns; }
+    static std::uint64_t tiebreak(const Request& r) noexcept { return r.id; }
 };
 
 struct NeverCancelled {
@@ -130,10 +135,10 @@ public:
           ring_(cfg_.ring_capacity),
           heap_(StageKeyLess{cfg_.policy.keyed_by_arrival()},
                 cfg_.policy.tiered ? cfg_.tier_weights : std::vector<double>{}),
-          order_(cfg_.policy.order == Order::kAdaptive ? Order::kLbf : cfg_.policy.order),
           tier_throttle_(heap_.tiers()),
           tier_seen_(heap_.tiers(), 0.0),
-          tier_fraction_(heap_.tiers(), 1.0) {
+          tier_fraction_(heap_.tiers(), 1.0),
+          order_(cfg_.policy.order == Order::kAdaptive ? Order::kLbf : cfg_.policy.order) {
         heap_.reserve(1024);
         scratch_.reserve(static_cast<std::size_t>(cfg_.max_batch) * 2);
     }
@@ -300,8 +305,11 @@ private:
             static_cast<double>(heap_.max().deadline_ns - pard_threshold(t_e_ns, d, t.downstream_ns)) * 1e-9;
         if (n <= t.service_rate * slack_max_s) return false;
         if (!cfg_.policy.shed) return true;
-        // reachable from the top within the largest slack; at least one batch is always kept
-        const double reach = t.service_rate * (slack_max_s > 0.0 ? slack_max_s : 0.0);
+        // Shed only what cannot even leave this stage in time: the downstream term is an estimate that
+        // a burst inflates (and the purge and pop rule apply it anyway), this stage's own finish is not.
+        // At least one batch is always kept.
+        const double local_s = static_cast<double>(heap_.max().deadline_ns - t_e_ns - d) * 1e-9;
+        const double reach = t.service_rate * (local_s > 0.0 ? local_s : 0.0);
         std::size_t keep = static_cast<std::size_t>(reach);
         const auto max_b = static_cast<std::size_t>(cfg_.max_batch);
         if (keep < max_b) keep = max_b;

@@ -22,7 +22,7 @@ __all__ = ["add_command", "positive", "non_negative", "seed", "policies", "cores
            "check_plot_suffix", "machine_cores", "clean", "add_pipeline", "add_models", "models_arg", "DEFAULT_POLICIES", "PIPE_WIDTH",
            "BUILTIN_NAMES", "BUILTIN_TRACES", "TRACE_FORMATS", "UNITS"]
 
-DEFAULT_POLICIES = "pard,nexus,clipper++,naive"
+DEFAULT_POLICIES = "pard,nexus,clipper++,triton,ray-serve,naive"
 #: Console width when the output is not a terminal (a pipe or a file): rich would use 80 columns
 #: and wrap or cut the tables and lines; 160 fits every table ``pard`` prints.
 PIPE_WIDTH = 160

@@ -3,17 +3,31 @@
 :func:`stage_snapshot` reads what the parts already keep -- each stage's scheduler (its current
 order), most recent queueing delays (:mod:`~pard.runtime.workers`, a bounded window) and the planner loop's
 published terms (:mod:`~pard.runtime.planner_loop`) -- without locks.  :class:`MonitorMixin` puts it on the :class:`~pard.runtime.facade.Runtime`
-façade as ``Runtime.stage_stats()``.
+façade as ``Runtime.stage_stats()``, with ``Runtime.drop_counts()`` (monotonic counters of every
+dropped request) and ``Runtime.observe_stages()`` (an observer told of every batch as it happens,
+so a monitor can keep cumulative histograms without rescanning bounded windows).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["stage_snapshot", "MonitorMixin"]
+from ..outcomes import REASONS
+
+__all__ = ["stage_snapshot", "StageObserver", "MonitorMixin"]
+
+
+class StageObserver(Protocol):
+    """What :meth:`MonitorMixin.observe_stages` calls, from the worker threads (keep it cheap, never raise)."""
+
+    def queue_delays(self, stage: str, delays_s: list[float]) -> None:
+        """The queueing delays (s) of the requests just taken into one batch at ``stage``."""
+
+    def batch(self, stage: str, size: int) -> None:
+        """One batch of ``size`` requests was executed at ``stage``."""
 
 
 def stage_snapshot(stages: Sequence[Any], terms_log: Sequence[tuple[float, list[Any]]],
@@ -49,3 +63,24 @@ class MonitorMixin:
         """
         rt: Any = self
         return stage_snapshot(rt._stages, rt._loop.terms_log, rt.queued)
+
+    def drop_counts(self) -> dict[tuple[str, str], int]:
+        """Requests dropped so far by ``(stage name, reason)`` (:data:`pard.outcomes.REASONS`), over
+        every request ever (not only the last ``history``): monotonic, summing to ``counts()["dropped"]``."""
+        rt: Any = self
+        with rt._ledger.lock:
+            drops = dict(rt._ledger.drops)
+        names = [st.name for st in rt._stages]
+        return {(names[k], REASONS[r] if r >= 0 else "unknown"): n for (k, r), n in sorted(drops.items())}
+
+    def observe_stages(self, observer: StageObserver | None) -> None:
+        """Have ``observer`` told of every batch at every stage from now on (None: stop).
+
+        ``observer.queue_delays(stage, delays_s)`` runs when a batch is formed (the delays of the
+        requests taken into it), ``observer.batch(stage, size)`` when a batch has executed; both on
+        the worker threads, so they must be cheap and thread-safe (prometheus-client's metrics are).
+        Set it before the first request so the observer sees every batch.
+        """
+        rt: Any = self
+        for st in rt._stages:
+            st.observer = observer

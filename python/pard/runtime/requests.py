@@ -133,6 +133,8 @@ class Ledger:
         self.live: dict[int, Request] = {}
         self.out = OutcomeTable(history)
         self.counts = [0] * len(STATES)
+        #: dropped requests by (stage index, reason code), every request ever (monotonic)
+        self.drops: dict[tuple[int, int], int] = {}
         self.inflight = 0
         self._n_stages = n_stages
         self._n_sinks = n_sinks
@@ -188,6 +190,8 @@ class Ledger:
             self.live.pop(r.id, None)
             self.counts[PENDING] -= 1
             self.counts[state] += 1
+            if state == DROPPED:
+                self.drops[(stage, reason)] = self.drops.get((stage, reason), 0) + 1
             self.inflight -= 1
             if self.inflight == 0:
                 self.idle.notify_all()

@@ -76,6 +76,9 @@ class Stage:
         self.recent: deque[tuple[float, float, int, float]] = deque(maxlen=BATCH_HISTORY)
         self.recent_delays: deque[float] = deque(maxlen=BATCH_HISTORY)
         self.drops = 0
+        #: called by the workers with every batch's queueing delays and executed size (monitoring;
+        #: ``Runtime.observe_stages``), or None
+        self.observer: Any = None
         self.threads: list[threading.Thread] = []
         #: (thread name, exception) once one of this stage's workers died outside the executor call
         self.dead: tuple[str, BaseException] | None = None
@@ -172,9 +175,12 @@ class WorkerPool:
                     self._requeue(st, r, now, clock)
             if not ghosts or len(batch) >= st.max_batch or st.pending <= 0:
                 break
-        for r in batch:
-            st.queue_delays.append((now, now - r.arrival_s[k]))
-            st.recent_delays.append(now - r.arrival_s[k])
+        delays = [now - r.arrival_s[k] for r in batch]
+        for d in delays:
+            st.queue_delays.append((now, d))
+            st.recent_delays.append(d)
+        if st.observer is not None and delays:
+            st.observer.queue_delays(st.name, delays)
         return batch
 
     # ------------------------------------------------------------------ the worker thread
@@ -258,6 +264,8 @@ class WorkerPool:
             row = (start, end - start, len(batch), start - t_b)
             st.batches.append(row)
             st.recent.append(row)
+            if st.observer is not None:
+                st.observer.batch(st.name, len(batch))
             self._ledger.add_compute(batch, (end - start) / len(batch))
             for r in batch:
                 r.inputs[k] = None

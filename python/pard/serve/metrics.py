@@ -1,23 +1,33 @@
-"""Prometheus metrics of a served pipeline, read from the runtime at scrape time.
+"""Prometheus metrics of a served pipeline: counters from monotonic sources, histograms observed once.
 
-Each app has its own :class:`prometheus_client.CollectorRegistry` holding one collector, so two
-apps in one process (tests) never share a series.  The collector reads what the runtime records
-anyway (``counts()``, ``outcomes()``, ``batches()``, ``stage_stats()``) when ``/metrics`` is
-scraped, so the metrics agree with ``Runtime.report()`` by construction and the request path pays
-nothing for them.  Names follow Prometheus' conventions (base units, ``_total``, ``_seconds``):
+Each app has its own :class:`prometheus_client.CollectorRegistry`, so two apps in one process
+(tests) never share a series.  Every counter and histogram covers every request and never goes
+down, however long the server runs (the runtime keeps only its last ``history`` per-request
+records, so nothing here is computed from ``Runtime.outcomes()``), and a scrape costs the same
+after a day as after a minute:
+
+* the counters are read at scrape time from the runtime's monotonic counts (``counts()``,
+  ``drop_counts()``) plus the server's own (:meth:`~pard.serve.service.ServedPipeline.report`);
+* the histograms are prometheus-client histograms observed once per event: a request's duration
+  when the server has its answer (:meth:`Observed.request`), queueing delays and batch sizes by
+  the runtime's worker threads as each batch forms and ends (``Runtime.observe_stages``);
+* the gauges are read at scrape time (``stage_stats()``, ``snapshot()``).
+
+Names follow Prometheus' conventions (base units, ``_total``, ``_seconds``):
 
 ==================================  =========  ===================================================
 pard_requests_total                 counter    {pipeline, outcome}: on_time, late, dropped,
                                                rejected, failed (the runtime's, plus the server's
                                                queue-limit rejections), invalid, unavailable
 pard_drops_total                    counter    {pipeline, stage, reason}
-pard_request_duration_seconds       histogram  {pipeline}: send to finish of served requests
+pard_request_duration_seconds       histogram  {pipeline}: submit to the answer, served requests
 pard_queue_duration_seconds         histogram  {pipeline, stage}: arrival at a stage to its batch
 pard_batch_size                     histogram  {pipeline, stage}: executed batch sizes
 pard_stage_load_factor              gauge      {pipeline, stage}: the planner's mu (DESIGN §3.3)
 pard_stage_order                    gauge      {pipeline, stage, order}: 1 for the current order
 pard_stage_queued                   gauge      {pipeline, stage}: requests waiting now
-pard_goodput                        gauge      {pipeline}: on-time requests/s over the last 10 s
+pard_goodput                        gauge      {pipeline}: on-time requests/s among those sent
+                                               in the last 10 s (``Runtime.snapshot()``)
 ==================================  =========  ===================================================
 
 Latency buckets sit around the SLO (:func:`slo_buckets`), so "within SLO" is one bucket boundary.
@@ -28,22 +38,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from prometheus_client import CollectorRegistry
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-
-from .. import _core
 
 if TYPE_CHECKING:  # pragma: no cover
     from .service import ServedPipeline
 
-__all__ = ["GOODPUT_WINDOW_S", "slo_buckets", "batch_buckets", "PipelineCollector", "make_registry"]
+__all__ = ["slo_buckets", "batch_buckets", "Observed", "PipelineCollector", "make_registry"]
 
-#: The window of ``pard_goodput`` (s).
-GOODPUT_WINDOW_S = 10.0
-_REASONS = list(_core.REASONS)
-_STATE = {name: i for i, name in enumerate(("pending", "on_time", "late", "dropped", "rejected", "failed"))}
 _ORDERS = ("lbf", "hbf", "fcfs")
 
 
@@ -62,14 +65,51 @@ def batch_buckets(max_batch: int) -> list[float]:
     return out + [float(max_batch)]
 
 
-def _histogram(name: str, doc: str, labels: Sequence[str], series: Sequence[tuple[Sequence[str], np.ndarray]],
-               bounds: Sequence[float]) -> HistogramMetricFamily:
-    fam = HistogramMetricFamily(name, doc, labels=list(labels))
-    for values, samples in series:
-        counts = [int(np.count_nonzero(samples <= b)) for b in bounds]
-        buckets = [(repr(float(b)), c) for b, c in zip(bounds, counts)] + [("+Inf", int(samples.size))]
-        fam.add_metric(list(values), buckets, float(samples.sum()))
-    return fam
+class Observed:
+    """The histograms of one served pipeline, observed once per event (see the module docstring).
+
+    Args:
+        pipeline: the ``pipeline`` label.
+        slo_s: the default SLO (s), for the latency buckets.
+        stages: the stage names (their series exist from the start, at zero).
+        max_batch: the largest ``max_batch`` of the stages, for the batch-size buckets.
+
+    It is the runtime's stage observer (``Runtime.observe_stages(observed)``): ``queue_delays`` and
+    ``batch`` run on the worker threads; prometheus-client's histograms are thread-safe.
+    """
+
+    def __init__(self, pipeline: str, slo_s: float, stages: Sequence[str], max_batch: int) -> None:
+        self.pipeline = pipeline
+        self.request_duration = Histogram(
+            "pard_request_duration_seconds", "Submit to the answer, of served requests (s).", ["pipeline"],
+            buckets=slo_buckets(slo_s), registry=None)
+        self.queue_duration = Histogram(
+            "pard_queue_duration_seconds", "Arrival at a stage to being taken into a batch (s).",
+            ["pipeline", "stage"], buckets=slo_buckets(slo_s), registry=None)
+        self.batch_size = Histogram("pard_batch_size", "Executed batch sizes.", ["pipeline", "stage"],
+                                    buckets=batch_buckets(max_batch), registry=None)
+        self._requests = self.request_duration.labels(pipeline)
+        for stage in stages:
+            self.queue_duration.labels(pipeline, stage)
+            self.batch_size.labels(pipeline, stage)
+
+    def request(self, duration_s: float) -> None:
+        """One served request's duration (s), when the server has its answer."""
+        self._requests.observe(duration_s)
+
+    def queue_delays(self, stage: str, delays_s: list[float]) -> None:
+        """The queueing delays (s) of the requests taken into one batch at ``stage``."""
+        h = self.queue_duration.labels(self.pipeline, stage)
+        for d in delays_s:
+            h.observe(d)
+
+    def batch(self, stage: str, size: int) -> None:
+        """One executed batch of ``size`` requests at ``stage``."""
+        self.batch_size.labels(self.pipeline, stage).observe(size)
+
+    def metrics(self) -> list[Histogram]:
+        """The three histograms, to register in the app's registry."""
+        return [self.request_duration, self.queue_duration, self.batch_size]
 
 
 class PipelineCollector(Collector):
@@ -89,57 +129,37 @@ class PipelineCollector(Collector):
         rt = svc.runtime
         if rt is None:
             return
-        yield from self._from_runtime(rt, p, svc.default_slo_s)
+        yield from self._from_runtime(rt, p)
 
-    def _from_runtime(self, rt: Any, p: str, slo_s: float) -> Iterator[Metric]:
-        spec = rt.pipeline
-        names = [st.name for st in spec.stages]
-        out = rt.outcomes()
-        state = out["state"]
-        dropped = state == _STATE["dropped"]
+    def _from_runtime(self, rt: Any, p: str) -> Iterator[Metric]:
         drops = CounterMetricFamily("pard_drops", "Requests dropped, by stage and reason.",
                                     labels=["pipeline", "stage", "reason"])
-        pairs = np.stack([out["drop_stage"][dropped], out["reason"][dropped]], axis=1)
-        if pairs.size:
-            uniq, cnt = np.unique(pairs, axis=0, return_counts=True)
-            for (k, r), c in zip(uniq.tolist(), cnt.tolist()):
-                drops.add_metric([p, names[k], _REASONS[r]], float(c))
+        for (stage, reason), n in rt.drop_counts().items():
+            drops.add_metric([p, stage, reason], float(n))
         yield drops
-        served = (state == _STATE["on_time"]) | (state == _STATE["late"])
-        latency = (out["finish_s"] - out["send_s"])[served]
-        yield _histogram("pard_request_duration_seconds", "Send to finish of served requests (s).",
-                         ["pipeline"], [([p], latency)], slo_buckets(slo_s))
-        stats = rt.stage_stats()
-        yield _histogram("pard_queue_duration_seconds", "Arrival at a stage to being taken into a batch (s).",
-                         ["pipeline", "stage"], [([p, s["stage"]], s["queue_delay_s"]) for s in stats],
-                         slo_buckets(slo_s))
-        batches = rt.batches()
-        sizes = [([p, name], batches["size"][batches["stage"] == k].astype(np.float64)) for k, name in enumerate(names)]
-        yield _histogram("pard_batch_size", "Executed batch sizes.", ["pipeline", "stage"], sizes,
-                         batch_buckets(max(int(st.max_batch) for st in spec.stages)))
         mu = GaugeMetricFamily("pard_stage_load_factor", "The planner's load factor mu (input rate / "
                                "throughput; NaN before its first update).", labels=["pipeline", "stage"])
         order = GaugeMetricFamily("pard_stage_order", "1 for the stage's current queue order.",
                                   labels=["pipeline", "stage", "order"])
         queued = GaugeMetricFamily("pard_stage_queued", "Requests waiting at the stage now.",
                                    labels=["pipeline", "stage"])
-        for s in stats:
+        for s in rt.stage_stats():
             mu.add_metric([p, s["stage"]], float(s["mu"]))
             queued.add_metric([p, s["stage"]], float(s["queued"]))
             for o in _ORDERS:
                 order.add_metric([p, s["stage"], o], 1.0 if s["order"] == o else 0.0)
         yield from (mu, order, queued)
-        now = rt.now()
-        window = min(GOODPUT_WINDOW_S, max(now, 1e-9))
-        recent = (state == _STATE["on_time"]) & (out["finish_s"] >= now - window)
-        good = GaugeMetricFamily("pard_goodput", f"On-time requests per second over the last "
-                                 f"{GOODPUT_WINDOW_S:g} s.", labels=["pipeline"])
-        good.add_metric([p], float(np.count_nonzero(recent)) / window)
+        snap = rt.snapshot()
+        good = GaugeMetricFamily("pard_goodput", f"On-time requests per second among those sent in the "
+                                 f"last {snap['window_s']:g} s.", labels=["pipeline"])
+        good.add_metric([p], float(snap["goodput_recent"]))
         yield good
 
 
 def make_registry(service: ServedPipeline) -> CollectorRegistry:
-    """A fresh registry with the pipeline's collector (one per app)."""
+    """A fresh registry with the pipeline's collector and its histograms (one per app)."""
     reg = CollectorRegistry(auto_describe=False)
     reg.register(PipelineCollector(service))
+    for metric in service.observed.metrics():
+        reg.register(metric)
     return reg

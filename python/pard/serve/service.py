@@ -41,6 +41,7 @@ from ..runtime import Runtime
 from ..runtime.aio import retry_after_s
 from .config import ServeConfig, TensorSpec, sample_payload
 from .factories import reference_model
+from .metrics import Observed
 from .protocol import InferRequest, ProtocolError, datatype_of, decode_request, encode_response
 
 __all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "retry_after_header"]
@@ -99,6 +100,9 @@ class ServedPipeline:
         self.inflight = 0  # infer calls in progress (the HTTP answer not yet returned)
         self._drain_started: float | None = None
         self.default_slo_s = config.default_slo_s(self.spec)
+        #: the /metrics histograms, observed once per request and per batch
+        self.observed = Observed(self.model_name, self.default_slo_s, [st.name for st in self.spec.stages],
+                                 max(int(st.max_batch) for st in self.spec.stages))
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -116,6 +120,7 @@ class ServedPipeline:
             payload_shape=self.inputs[0].shape if len(self.inputs) == 1 and self.inputs[0].shape is not None
             else None, join=join, planner_options=cfg.planner or None,
         )
+        self.runtime.observe_stages(self.observed)
         if not self.inputs:
             shape = self.runtime.payload_shape
             self.inputs = [TensorSpec(name="INPUT0", datatype="FP32", shape=None if shape is None else list(shape))]
@@ -227,6 +232,7 @@ class ServedPipeline:
             tier = self._tier(req, headers)
         except ProtocolError as exc:
             return _error(400, "invalid", str(exc))
+        t0 = self.runtime.now()
         try:
             result = await self._run(self._admit(payload, slo, tier, deadline), disconnected)
         except _QueueFull as e:
@@ -248,6 +254,7 @@ class ServedPipeline:
             return _error(500, "output_error", f"the runtime refused the request: {e}")
         except (PardError, ValueError, TypeError) as e:  # a payload submit refused (shape, tier)
             return _error(400, "invalid", str(e))
+        self.observed.request(self.runtime.now() - t0)
         return self._encode(req, result)
 
     async def _admit(self, payload: Any, slo: float, tier: int, deadline: float | None) -> Any:
