@@ -134,3 +134,21 @@ def test_messages_have_no_doubled_quotes() -> None:
     """A stage name in a message is quoted once, never followed by a possessive quote ("'a''s")."""
     for e in (pard.Rejected("ingress ring is full", stage="a"), pard.Dropped(1, "a", "infeasible")):
         assert "''" not in str(e) and "'a'" in str(e)
+
+
+def test_runtime_executor_error_names_request_stage_and_cause() -> None:
+    """A failing executor's requests end with an ExecutorError carrying their own id, the stage and the cause."""
+    spec = pard.PipelineSpec.from_dict({"name": "one", "slo": 5.0, "stages": [
+        {"name": "boom", "profile": {1: 0.001}, "max_batch": 4, "workers": 1, "successors": []}]})
+
+    def fail(batch: list[object]) -> list[object]:
+        raise ZeroDivisionError("no")
+
+    with pard.Runtime(spec, {"boom": pard.CallableExecutor(fail)}) as rt:
+        futs = [rt.submit(i) for i in range(3)]
+        errs = [f.exception(timeout=30.0) for f in futs]
+    for f, e in zip(futs, errs):
+        assert isinstance(e, pard.ExecutorError)
+        assert (e.request_id, e.stage) == (f.request_id, "boom")
+        assert isinstance(e.cause, ZeroDivisionError) and e.__cause__ is e.cause
+    assert rt.counts()["failed"] == 3

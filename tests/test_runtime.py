@@ -657,3 +657,28 @@ def test_planner_survives_system_exit() -> None:
     assert rt._planner_thread is not None and rt._planner_thread.is_alive()
     assert rt.submit(2).result(timeout=5) == 2
     _close_or_fail(rt, "a planner raising SystemExit")
+
+
+def test_cancelled_queue_frees_the_whole_capacity_at_once() -> None:
+    """Ray Serve #44644: after 1 000 queued requests are cancelled, max_queue_size new ones are accepted
+    at once, the next batch is full of live requests and no cancelled one is ever computed."""
+    gate = _Gate()
+    rt = Runtime(_chain(n=1, max_batch=8), {"s0": gate}, policy="naive", max_queue_size=1000)
+    first = rt.submit(-1)
+    assert gate.started.wait(5)
+    doomed = [rt.submit(i) for i in range(1000)]
+    assert rt.counts()["rejected"] == 0 and rt.queued("s0") == 1000
+    assert all(f.cancel() for f in doomed)
+    assert rt.queued("s0") == 0
+    fresh = [rt.submit(i) for i in range(1000, 2000)]  # the queue's whole capacity, at once
+    counts = rt.counts()
+    assert (counts["rejected"], counts["dropped"], counts["pending"]) == (0, 1000, 1001)
+    assert rt.snapshot()["queued"]["s0"] == 1000
+    gate.release.set()
+    assert [f.result(timeout=30) for f in fresh] == [10 * i for i in range(1000, 2000)]
+    assert first.result(timeout=5) == -10
+    rt.close()
+    assert gate.batches[1] == list(range(1000, 1008))  # a full batch, no place taken by the cancelled
+    seen = {x for b in gate.batches for x in b}
+    assert seen.isdisjoint(range(1000))
+    assert (rt.counts()["on_time"], rt.counts()["dropped"]) == (1001, 1000)

@@ -409,3 +409,20 @@ def test_publish_validates_new_terms(kwargs: dict[str, float], needle: str) -> N
     s = sched("pard", "lbf", 1)
     with pytest.raises(ValueError, match=needle):
         s.publish(downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0, **kwargs)
+
+
+def test_form_batch_discards_requests_the_cancelled_mask_marks() -> None:
+    """A uint8 mask passed as cancelled= removes the marked ids (slot id % len) as 'cancelled' drops, and the
+    batch fills from the unmarked ones in FCFS order."""
+    s = sched("none", "fcfs", 4)
+    for i in range(10):
+        assert s.submit(i, 0.0, 100.0, i * 1e-3)
+    mask = np.zeros(8, dtype=np.uint8)
+    mask[[0, 2, 3]] = 1  # ids 0, 2, 3 and, by slot, 8
+    ids, dropped, reasons = s.form_batch(0.02, 0.02, cancelled=mask)
+    assert ids.tolist() == [1, 4, 5, 6]
+    assert dropped.tolist() == [0, 2, 3] and all(_core.REASONS[r] == "cancelled" for r in reasons.tolist())
+    ids, dropped, _ = s.form_batch(0.02, 0.02, mask)
+    assert ids.tolist() == [7, 9] and dropped.tolist() == [8]
+    with pytest.raises(ValueError):
+        s.form_batch(0.02, 0.02, np.zeros((2, 2), dtype=np.uint8))

@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from .errors import PardTypeError, PardValueError
 
-__all__ = ["show", "real_number", "check_positive", "check_nonnegative", "check_float", "real_array",
+__all__ = ["show", "real_number", "as_float", "check_positive", "check_nonnegative", "check_float", "real_array",
            "check_bool", "fmt_num", "fmt_bytes"]
 
 F64 = npt.NDArray[np.float64]
@@ -28,7 +28,16 @@ def real_number(name: str, value: object, bound: str) -> float:
     """``value`` as a float, or TypeError naming ``name`` when it is not a real number."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise PardTypeError(f"{name} must be a real number {bound}, got {type(value).__name__}: {show(value)}")
-    return float(value)
+    return as_float(value)
+
+
+def as_float(value: Any) -> float:
+    """``float(value)``, with an int past float's range (10**400) as +-inf, which every finite-range
+    check then refuses with its own message (instead of an OverflowError)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def check_positive(name: str, value: float) -> float:
@@ -68,7 +77,7 @@ def fmt_bytes(n: float) -> str:
 def check_float(name: str, value: Any, *, low: float, low_open: bool = False, high: float = math.inf) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.floating, np.integer)):
         raise PardTypeError(f"{name} must be a number, got {type(value).__name__}: {show(value)}")
-    v = float(value)
+    v = as_float(value)
     ok = (v > low if low_open else v >= low) and v <= high and math.isfinite(v)
     if not ok:
         bound = f"{'>' if low_open else '>='} {low}" + (f" and <= {high}" if math.isfinite(high) else "")
@@ -92,7 +101,7 @@ def real_array(name: str, value: Any, what: str) -> F64:
             if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
                 where = f"{name}[{i}]" if raw.ndim else name
                 raise PardTypeError(f"{name} must be {what}; {where} is {type(x).__name__}: {show(x)}")
-        return raw.astype(np.float64)
+        return np.array([as_float(x) for x in flat], dtype=np.float64).reshape(raw.shape)
     desc = {"c": "complex", "b": "bool", "U": "str", "S": "bytes", "M": "datetime64", "m": "timedelta64"}
     sample = f": {show(raw.reshape(-1)[0])}" if raw.size else ""
     raise PardTypeError(f"{name} must be {what}, got {desc.get(kind, str(raw.dtype))} values{sample}")

@@ -109,7 +109,8 @@ class StageScheduler:
     def publish(self, *, downstream_s: float, mu: float, eps: float, queue_delay_s: float,
                 admit_fraction: float = 1.0, service_rate: float = 0.0, duration_scale: float = 1.0) -> None: ...
     # -> (batch ids, dropped ids, drop reason codes); the batch is already in service order
-    def form_batch(self, now_s: float, expected_start_s: float) -> tuple[U64, U64, I32]: ...
+    def form_batch(self, now_s: float, expected_start_s: float,
+                   cancelled: npt.NDArray[np.uint8] | None = None) -> tuple[U64, U64, I32]: ...
     @property
     def current_order(self) -> str: ...          # "fcfs" | "lbf" | "hbf"
     @property

@@ -566,9 +566,17 @@ class Planner:
 
     @staticmethod
     def _path_total(path: tuple[int, ...], draws: dict[int, F64], memo: dict[tuple[int, ...], F64]) -> F64:
-        """Monte Carlo samples of the summed batch waits along ``path`` (suffix sums shared via ``memo``)."""
-        got = memo.get(path)
-        if got is None:
-            got = draws[path[0]] if len(path) == 1 else draws[path[0]] + Planner._path_total(path[1:], draws, memo)
-            memo[path] = got
-        return got
+        """Monte Carlo samples of the summed batch waits along ``path`` (suffix sums shared via ``memo``).
+
+        Iterative, from the longest suffix already in ``memo`` back to the path's start: a path may be
+        a thousand stages long (issue 13), past Python's recursion limit.
+        """
+        start = 0
+        while start < len(path) and path[start:] not in memo:
+            start += 1
+        acc = memo[path[start:]] if start < len(path) else None
+        for j in range(start - 1, -1, -1):
+            acc = draws[path[j]] if acc is None else draws[path[j]] + acc
+            memo[path[j:]] = acc
+        assert acc is not None, "paths are never empty"
+        return acc

@@ -39,7 +39,8 @@ from .wiring import budget_fractions, core_stages, planner_stages
 if TYPE_CHECKING:  # pragma: no cover
     from .config import PipelineSpec
 
-__all__ = ["simulate", "compare", "MAX_VISITS", "MIN_SYNC_INTERVAL_S", "MAX_SYNCS", "MAX_SEED"]
+__all__ = ["simulate", "compare", "MAX_VISITS", "MIN_SYNC_INTERVAL_S", "MAX_SYNC_INTERVAL_S", "MAX_ARRIVAL_S",
+           "MAX_SYNCS", "MAX_SEED"]
 
 # Re-exported for callers of the former layout (the wiring now lives in pard.wiring / pard.config).
 _COMPAT = (resolve_pipeline, budget_fractions, core_stages, planner_stages, MAX_SAMPLES)
@@ -57,6 +58,12 @@ _BYTES_PER_VISIT = 64
 #: they simulate, and each interval then holds too few per-stage samples (queueing delays, batch waits)
 #: for the planner's estimates to mean anything.  The paper syncs every 1 s (DESIGN §3.5).
 MIN_SYNC_INTERVAL_S = 1e-3
+#: Largest accepted ``sync_interval_s`` (1 h): the run recorder keeps per-second series up to the last
+#: sync, so one huge interval would allocate a series per second of it (1e9 s: ~15 GiB), and a planner
+#: whose windows are seconds learns nothing from hour-long gaps anyway.
+MAX_SYNC_INTERVAL_S = 3600.0
+#: Latest accepted arrival time (s): the C++ core keeps times as int64 ns and refuses past 9e9 s.
+MAX_ARRIVAL_S = 1e9
 #: Default limit of :func:`simulate`'s ``max_syncs``: planner syncs over the arrivals' span
 #: (``span / sync_interval_s``).  At roughly a millisecond of wall time per sync, 2·10^5 syncs are a few
 #: minutes; a day-long trace at the default 1 s interval needs 86 400.
@@ -74,6 +81,10 @@ def _arrivals(arrivals: Any) -> F64:
         raise PardValueError(f"arrivals[{i}] = {show(arr[i])} is not finite")
     if arr.size and arr[0] < 0:
         raise PardValueError(f"arrivals must be >= 0 s, got arrivals[0] = {show(arr[0])}")
+    if arr.size and arr.max() > MAX_ARRIVAL_S:
+        i = int(np.argmax(arr))
+        raise PardValueError(f"arrivals must be <= {MAX_ARRIVAL_S:g} s (MAX_ARRIVAL_S, the C++ core's time "
+                             f"range), got arrivals[{i}] = {show(arr[i])}")
     if arr.size > 1:
         bad = np.flatnonzero(np.diff(arr) < 0)
         if bad.size:
@@ -222,11 +233,11 @@ def simulate(
         jitter_cv: CV of the lognormal execution-time factor (mean 1); 0 = deterministic (§5a).
         autoscale: resize each stage's workers every sync to ``ceil(rate / per-worker throughput *
             headroom)`` (at least 1), new workers serving after ``cold_start_s``; otherwise fixed.
-        cold_start_s: seconds before an added worker serves.
+        cold_start_s: seconds before an added worker serves, in ``[0, 1e9]``.
         headroom: autoscaling's over-provisioning factor (>= 1).
         workers: initial workers per stage (default: the spec's).
-        sync_interval_s: planner period (s), at least :data:`MIN_SYNC_INTERVAL_S` (1 ms); the paper's
-            default is 1 s.
+        sync_interval_s: planner period (s), in [:data:`MIN_SYNC_INTERVAL_S`, :data:`MAX_SYNC_INTERVAL_S`]
+            (1 ms .. 1 h); the paper's default is 1 s.
         lam, window_s, adapt_window, samples: the planner's parameters (:class:`pard.planner.Planner`);
             ``samples`` is an int in ``1 ..`` :data:`MAX_SAMPLES`; ``lam`` None (default) is the policy's
             own quantile (``PolicySpec.lam``), else the paper's 0.1.
@@ -252,9 +263,9 @@ def simulate(
     arr = _arrivals(arrivals)
     n = int(arr.size)
     jitter_cv = check_float("jitter_cv", jitter_cv, low=0.0)
-    cold_start_s = check_float("cold_start_s", cold_start_s, low=0.0)
+    cold_start_s = check_float("cold_start_s", cold_start_s, low=0.0, high=MAX_ARRIVAL_S)  # a C++ time too
     headroom = check_float("headroom", headroom, low=1.0)
-    sync = check_float("sync_interval_s", sync_interval_s, low=MIN_SYNC_INTERVAL_S)
+    sync = check_float("sync_interval_s", sync_interval_s, low=MIN_SYNC_INTERVAL_S, high=MAX_SYNC_INTERVAL_S)
     lam = None if lam is None else check_float("lam", lam, low=0.0, high=1.0)
     window_s = check_float("window_s", window_s, low=0.0, low_open=True)
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
@@ -267,6 +278,9 @@ def simulate(
     progress = check_bool("progress", progress)
     ns = len(spec.stages)
     if workers is not None:
+        if isinstance(workers, (str, bytes)) or not isinstance(workers, collections.abc.Iterable):
+            raise PardTypeError(f"workers must be a sequence of one int per stage ({ns}), got "
+                                f"{type(workers).__name__}: {show(workers)}")
         workers = list(workers)
         if len(workers) != ns or any(isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1
                                      or w > MAX_WORKERS for w in workers):

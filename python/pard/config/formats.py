@@ -8,9 +8,7 @@ and ``da`` ship as commented YAML package data, so :func:`builtin` needs pyyaml 
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,20 +17,13 @@ from .._extras import require
 from ..errors import ConfigError, PardTypeError, PardValueError
 from .models import Format, PathLike, PipelineSpec
 from .modules import from_module_json, is_module_format
-from .writers import _format_of, _yaml, dumps, save
+from .parsers import parse
+from .writers import _format_of, dumps, save
 
 __all__ = ["BUILTIN_NAMES", "builtin", "load", "loads", "save", "dumps", "resolve_pipeline"]
 
 #: Names of the built-in pipelines (DESIGN §5), loadable with :func:`builtin` or :func:`load`.
 BUILTIN_NAMES: tuple[str, ...] = ("tm", "lv", "ga", "da")
-
-
-def _toml_reader() -> Any:
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        return tomllib
-    return require("tomli", "cli", "TOML spec files")  # pragma: no cover - Python < 3.11
 
 
 def loads(text: str, *, format: Format = "yaml", source: str = "<string>") -> PipelineSpec:
@@ -41,24 +32,16 @@ def loads(text: str, *, format: Format = "yaml", source: str = "<string>") -> Pi
     JSON in the paper's module format is recognised and read with :func:`from_module_json`.
 
     Raises:
-        ConfigError: the text does not parse (names ``source`` and the parser's line) or the spec
-            is invalid (names the field and value).
+        ConfigError: the text does not parse (names ``source`` and the parser's line), repeats a
+            key, nests too deeply or expands YAML aliases past a budget (see
+            :mod:`pard.config.parsers`), or the spec is invalid (names the field and value).
     """
     if format not in ("yaml", "json", "toml"):
         raise PardValueError(f"format must be 'yaml', 'json' or 'toml', got {format!r}")
-    # the parser and its error type; YAML and TOML load only when such text is read
-    if format == "json":
-        parse, errors = json.loads, (json.JSONDecodeError,)
-    elif format == "yaml":
-        yaml = _yaml()
-        parse, errors = yaml.safe_load, (yaml.YAMLError,)
-    else:
-        toml = _toml_reader()
-        parse, errors = toml.loads, (toml.TOMLDecodeError,)
-    try:
-        data = parse(text)
-    except errors as exc:
-        raise ConfigError(f"{source}: not valid {format.upper()}: {exc}") from None
+    if not isinstance(text, str):
+        raise PardTypeError(f"{source}: text must be a str, got {type(text).__name__}")
+    # hardened parsers: duplicate keys, alias bombs and deep nesting are ConfigErrors (issue 13)
+    data = parse(text, format, source)
     if data is None:
         raise ConfigError(f"{source}: the file is empty")
     if format == "json" and is_module_format(data):

@@ -20,10 +20,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from .. import profile as _profile
 from ..errors import ConfigError, PardValueError, PardWarning
+from .graph import MAX_PATHS, count_paths, downstream_paths, find_cycle
 from .writers import save
 
-__all__ = ["StageSpec", "PipelineSpec", "Capacity", "MAX_WORKERS", "min_latency_path", "warn_unreachable_slo",
-           "Format", "PathLike"]
+__all__ = ["StageSpec", "PipelineSpec", "Capacity", "MAX_WORKERS", "MAX_BATCH", "MAX_DURATION_S", "MAX_SLO_S",
+           "min_latency_path", "warn_unreachable_slo", "Format", "PathLike"]
 
 Format = Literal["yaml", "json", "toml"]
 PathLike = Union[str, Path]
@@ -41,6 +42,17 @@ def _check_name(kind: str, value: str) -> str:
 #: Largest ``workers`` a stage may declare (10^5): the simulator and the runtime allocate per-worker
 #: state, and a count beyond this is a typo rather than a deployment.
 MAX_WORKERS = 100_000
+
+#: Largest batch size (``max_batch`` and profile points): the C++ ``pard::Profile`` tabulates d(b)
+#: for every b up to its largest point and refuses more than ``Profile::kMaxTable`` = 2^20.
+MAX_BATCH = 1 << 20
+
+#: Largest profile duration, seconds: what ``pard::Profile::from_seconds`` accepts.
+MAX_DURATION_S = 1e9
+
+#: Largest SLO, seconds: deadlines are int64 nanoseconds in the C++ core and the bindings refuse
+#: times past 9e9 s, so a request's ``send + slo`` must stay well inside that (1e9 s is 31 years).
+MAX_SLO_S = 1e9
 
 
 def min_latency_path(spec: "PipelineSpec") -> tuple[float, list[str]]:
@@ -69,6 +81,18 @@ def warn_unreachable_slo(spec: "PipelineSpec", slo: float) -> None:
             PardWarning, stacklevel=2)
 
 
+def _refuse_bools(field: str, value: Any) -> Any:
+    """YAML reads ``yes``/``true`` as a bool, and pydantic would take it as 1: refuse it for a number."""
+    items = value.items() if isinstance(value, Mapping) else [(None, value)]
+    for k, v in items:
+        for x in (k, v):
+            if isinstance(x, bool):
+                what = f"{field} keys and values must be numbers, got a boolean in" if k is not None else \
+                    f"{field} must be a number, got the boolean"
+                raise PardValueError(f"{what} {value!r}")
+    return value
+
+
 def _check_count(field: str, value: int) -> int:
     if value < 1:
         raise PardValueError(f"{field} must be >= 1, got {value!r}")
@@ -85,7 +109,7 @@ class _Spec(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise ConfigError(_describe(exc, self.what)) from None
+            raise ConfigError(_describe(exc, self.what, data)) from None
 
     @field_validator("name", check_fields=False)
     @classmethod
@@ -118,10 +142,19 @@ class StageSpec(_Spec):
     successors: list[str] = []
     description: str = ""
 
+    @field_validator("max_batch", "workers", "profile", mode="before")
+    @classmethod
+    def _v_no_bools(cls, v: Any, info: Any) -> Any:
+        return _refuse_bools(info.field_name, v)
+
     @field_validator("max_batch")
     @classmethod
     def _v_max_batch(cls, v: int) -> int:
-        return _check_count("max_batch (batch size)", v)
+        _check_count("max_batch (batch size)", v)
+        if v > MAX_BATCH:
+            raise PardValueError(f"max_batch must be <= {MAX_BATCH} (MAX_BATCH, the C++ Profile's table "
+                                 f"limit), got {v!r}")
+        return v
 
     @field_validator("workers")
     @classmethod
@@ -140,10 +173,16 @@ class StageSpec(_Spec):
         for b, d in points:
             if b < 1:
                 raise PardValueError(f"profile batch size must be >= 1, got {b!r}")
+            if b > MAX_BATCH:
+                raise PardValueError(f"profile batch size must be <= {MAX_BATCH} (MAX_BATCH, the C++ Profile's "
+                                     f"table limit), got {b!r}")
             if not math.isfinite(d):
                 raise PardValueError(f"profile duration d({b}) = {d!r} is not finite")
             if d <= 0.0:
                 raise PardValueError(f"profile duration d({b}) = {d!r} s must be > 0")
+            if d > MAX_DURATION_S:
+                raise PardValueError(f"profile duration d({b}) = {d!r} s must be <= {MAX_DURATION_S:g} s "
+                                     f"(MAX_DURATION_S, the C++ core's limit)")
         for (b0, d0), (b1, d1) in zip(points, points[1:]):
             if d1 < d0:
                 raise PardValueError(
@@ -248,11 +287,17 @@ class PipelineSpec(_Spec):
     tiers: dict[str, float] = {}
     description: str = ""
 
+    @field_validator("slo", "tiers", mode="before")
+    @classmethod
+    def _v_no_bools(cls, v: Any, info: Any) -> Any:
+        return _refuse_bools(info.field_name, v)
+
     @field_validator("slo")
     @classmethod
     def _v_slo(cls, v: float) -> float:
-        if not math.isfinite(v) or v <= 0.0:
-            raise PardValueError(f"slo must be a finite number of seconds > 0, got {v!r}")
+        if not (0.0 < v <= MAX_SLO_S):  # NaN fails the comparison too
+            raise PardValueError(f"slo must be a number of seconds in (0, {MAX_SLO_S:g}] (MAX_SLO_S, the C++ "
+                                 f"core's time range), got {v!r}")
         return v
 
     @field_validator("tiers")
@@ -289,9 +334,14 @@ class PipelineSpec(_Spec):
                 "stages: no entry stage: every stage is some stage's successor, so the graph has a "
                 "cycle and requests have nowhere to enter"
             )
-        cycle = _find_cycle(self.stages)
+        succ = {st.name: st.successors for st in self.stages}
+        cycle = find_cycle(succ)
         if cycle:
             raise PardValueError(f"stages: the successors form a cycle: {' -> '.join(cycle)}")
+        n_paths = count_paths(succ, self.topological_order())
+        if n_paths > MAX_PATHS:
+            raise PardValueError(f"stages: the graph has {n_paths} entry-to-exit paths, more than MAX_PATHS = "
+                                 f"{MAX_PATHS} (the planner evaluates every path each sync)")
         warn_unreachable_slo(self, self.slo)
         return self
 
@@ -306,6 +356,12 @@ class PipelineSpec(_Spec):
         """
         if not isinstance(data, Mapping):
             raise ConfigError(f"{source}: expected a mapping of pipeline fields, got {type(data).__name__}")
+        _check_keys(source, "pipeline", data)
+        stages = data.get("stages")
+        if isinstance(stages, list):
+            for i, st in enumerate(stages):
+                if isinstance(st, Mapping):
+                    _check_keys(source, f"stages[{i}]", st)
         try:
             return cls(**dict(data))
         except ConfigError as exc:
@@ -413,14 +469,8 @@ class PipelineSpec(_Spec):
         Raises:
             KeyError: no stage ``name``.
         """
-        st = self.stage(name)
-        if not st.successors:
-            return [[]]
-        paths: list[list[str]] = []
-        for s in st.successors:
-            for tail in self.downstream_paths(s):
-                paths.append([s, *tail])
-        return paths
+        self.index(name)
+        return downstream_paths({st.name: st.successors for st in self.stages}, name)
 
     def longest_path_duration(self, batch: Mapping[str, int] | None = None) -> float:
         """Largest sum of stage durations over the entry-to-exit paths, seconds.
@@ -457,44 +507,28 @@ class PipelineSpec(_Spec):
         return save(self, path, format=format)
 
 
-def _find_cycle(stages: Sequence[StageSpec]) -> list[str]:
-    """A cycle as a list of names (first name repeated at the end), or [] if the graph is acyclic."""
-    succ = {st.name: st.successors for st in stages}
-    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
-    path: list[str] = []
-
-    def visit(n: str) -> list[str]:
-        state[n] = 1
-        path.append(n)
-        for s in succ[n]:
-            if state.get(s) == 1:
-                return path[path.index(s):] + [s]
-            if s not in state:
-                found = visit(s)
-                if found:
-                    return found
-        state[n] = 2
-        path.pop()
-        return []
-
-    for st in stages:
-        if st.name not in state:
-            found = visit(st.name)
-            if found:
-                return found
-    return []
+def _check_keys(source: str, where: str, data: Mapping[Any, Any]) -> None:
+    """Field names must be strings (YAML also allows ``1:`` or ``null:`` keys)."""
+    for k in data:
+        if not isinstance(k, str):
+            raise ConfigError(f"{source}: {where}: field names must be strings, got {k!r} "
+                              f"({type(k).__name__})")
 
 
 _NESTED_PREFIX = "invalid stage: "
 
 
-def _describe(exc: ValidationError, what: str) -> str:
-    """One readable line per pydantic error: ``field path: problem (got value)``."""
+def _describe(exc: ValidationError, what: str, data: Mapping[str, Any] | None = None) -> str:
+    """One readable line per pydantic error: ``field path: problem (got value)``, followed by the
+    stage's name when the error is inside a stage whose input has one (``... (stage 'ocr')``)."""
     lines = []
+    stages = (data or {}).get("stages")
     for err in exc.errors(include_url=False):
         loc = ""
-        for part in err["loc"]:
+        parts = err["loc"]
+        for part in parts:
             loc += f"[{part}]" if isinstance(part, int) else (f".{part}" if loc else str(part))
+        label = _stage_label(stages, parts[1]) if len(parts) > 1 and parts[0] == "stages" else ""
         msg = str(err["msg"])
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
@@ -502,12 +536,21 @@ def _describe(exc: ValidationError, what: str) -> str:
             # A nested StageSpec already described its own errors: put our location in front.
             for part in msg[len(_NESTED_PREFIX):].split("; "):
                 field = re.match(r"^[A-Za-z_][\w.\[\]]*: ", part)
-                lines.append(f"{loc}.{part}" if field and loc else f"{loc}: {part}" if loc else part)
+                lines.append((f"{loc}.{part}" if field and loc else f"{loc}: {part}" if loc else part) + label)
             continue
         text = f"{loc}: {msg}" if loc else msg
         if err["type"] not in ("value_error", "assertion_error") and "input" in err:
             shown = repr(err["input"])
             text += f" (got {shown[:80]}{'...' if len(shown) > 80 else ''})"
-        lines.append(text)
+        lines.append(text + label)
     return f"invalid {what}: " + "; ".join(lines)
+
+
+def _stage_label(stages: Any, i: Any) -> str:
+    """`` (stage 'name')`` for stage ``i`` of the raw input when it has a string name, else ``""``."""
+    if isinstance(stages, list) and isinstance(i, int) and 0 <= i < len(stages) and isinstance(stages[i], Mapping):
+        name = stages[i].get("name")
+        if isinstance(name, str):
+            return f" (stage {name!r})"
+    return ""
 

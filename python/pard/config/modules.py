@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigError, PardTypeError
-from .models import PipelineSpec
+from ..errors import ConfigError, PardTypeError, PardValueError
+from .models import MAX_SLO_S, PipelineSpec
 
 __all__ = ["from_module_json", "is_module_format"]
 
@@ -57,9 +57,14 @@ def from_module_json(
             slo = meta["slo"]
         elif "slo_ms" in meta:
             try:
+                if isinstance(meta["slo_ms"], bool):
+                    raise PardTypeError("a boolean is not a number")
                 slo = float(meta["slo_ms"]) / 1000.0
-            except (TypeError, ValueError):
-                raise ConfigError(f"{source}: slo_ms must be a number, got {meta['slo_ms']!r}") from None
+                if not 0.0 < slo <= MAX_SLO_S:  # say slo_ms, the field the file has, not slo
+                    raise PardValueError("out of range")
+            except (TypeError, ValueError, OverflowError):
+                raise ConfigError(f"{source}: slo_ms must be a number of milliseconds in (0, {MAX_SLO_S * 1e3:g}], "
+                                  f"got {meta['slo_ms']!r}") from None
     if pname is None or slo is None:
         raise ConfigError(f"{source}: the module list needs a pipeline name and slo (pass name=, slo=)")
 
@@ -125,6 +130,9 @@ def from_module_json(
             )
         raw = m[keys[0]]
         try:
+            values = raw if isinstance(raw, list) else list(raw.values()) if isinstance(raw, dict) else []
+            if any(isinstance(x, bool) for x in values):
+                raise PardTypeError(f"{keys[0]} durations must be numbers, not booleans")
             if keys[0] == "durations_ms":
                 if not isinstance(raw, list):
                     raise PardTypeError("durations_ms must be a list")
@@ -134,7 +142,7 @@ def from_module_json(
                     raise PardTypeError(f"{keys[0]} must be an object of batch size -> duration")
                 scale = 1000.0 if keys[0] == "profile_ms" else 1.0
                 profile = {int(b): float(d) / scale for b, d in raw.items()}
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: an int past float's range
             raise ConfigError(f"{where}.{keys[0]}: {exc} (got {raw!r})") from None
         stage: dict[str, Any] = {
             "name": m["name"],

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._checks import show
+from .._checks import real_number, show
 from .._extras import available, require
 from ..config import resolve_pipeline
 from ..errors import ExecutorError, PardTypeError, PardValueError, Rejected
@@ -38,7 +38,7 @@ from .replay import replay
 from .requests import Ledger, RequestFuture
 from .routing import Router
 from .setup import (PayloadShape, build_stages, executors_arg, options_arg, positive_seconds, queue_sizes,
-                    worker_counts)
+                    ring_capacity_arg, worker_counts)
 from .workers import WorkerPool
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -89,7 +89,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         join: for a stage with several predecessors, ``join(outputs) -> payload`` with the
             predecessors' outputs in topological order; default :func:`pard.models.join_inputs`
             when ``stages`` is None, else ``tuple``.
-        ring_capacity: each stage's ingress ring slots (a power of two; a full entry ring rejects).
+        ring_capacity: ingress ring slots per stage (a power of two in [2, 2**22]; a full entry ring rejects).
         blas_threads: limit BLAS to this many threads while the runtime runs (threadpoolctl, from the
             ``pard[cli]`` extra; the limit is process-wide, so one worker's BLAS call uses one
             core); ``None`` leaves it; ``"auto"`` (default): 1 when threadpoolctl is installed,
@@ -136,7 +136,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         spec = resolve_pipeline(pipeline)
         self._spec = spec
         self._policy = get_policy(policy)
-        sync_s = positive_seconds("sync_interval_s", sync_interval_s)
+        sync_s, ring = positive_seconds("sync_interval_s", sync_interval_s), ring_capacity_arg(ring_capacity)
         if blas_threads == "auto":
             blas_threads = 1 if available("threadpoolctl") else None
         elif blas_threads is not None and (isinstance(blas_threads, bool) or not isinstance(blas_threads, int)
@@ -149,7 +149,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             raise PardValueError(f"history must be an int >= 1 (requests), got {show(history)}")
         self._close_timeout_s = (None if close_timeout_s is None else
                                  positive_seconds("close_timeout_s", close_timeout_s, allow_zero=True))
-        self._stages = build_stages(spec, self._policy, executors, counts, ring_capacity,
+        self._stages = build_stages(spec, self._policy, executors, counts, ring,
                                     queue_sizes(spec, counts, max_queue_size), self._blas_threads)
         index = {st.name: k for k, st in enumerate(spec.stages)}
         self._entries = [index[n] for n in spec.entry_stages()]
@@ -364,8 +364,8 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         if failure is not None:
             # pushed into some entry stage(s) before the error: the id is in a queue and cannot be
             # reused, so the request ends as failed (never left in flight) and the error propagates
-            err = ExecutorError(f"submit into entry stage failed: {type(failure).__name__}: {failure}")
-            err.__cause__ = failure
+            err = ExecutorError(f"submit into entry stage failed: {type(failure).__name__}: {failure}",
+                                request_id=req.id, stage=self._stages[req.stage].name, cause=failure)
             ledger.finish(req, FAILED, req.stage, -1, send, err)
             raise failure
         if rejected_at >= 0:
@@ -475,9 +475,7 @@ def _dead_message(st: Any) -> str:
 
 
 def _check_slo(slo: Any) -> float:
-    if isinstance(slo, bool) or not isinstance(slo, (int, float, np.integer, np.floating)):
-        raise PardTypeError(f"slo must be a number of seconds, got {type(slo).__name__}: {slo!r}")
-    v = float(slo)
+    v = real_number("slo", slo, f"of seconds in (0, {_MAX_SLO_S:g}]")  # 10**400 is inf: refused below
     if not (math.isfinite(v) and 0 < v <= _MAX_SLO_S):
         raise PardValueError(f"slo must be a number of seconds in (0, {_MAX_SLO_S:g}] (the C++ core caps "
                              f"times at 1e9 s), got {slo!r}")

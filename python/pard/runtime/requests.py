@@ -76,6 +76,11 @@ class RequestFuture(Future):  # type: ignore[type-arg]
         return super().cancel()
 
 
+#: Slots of the cancelled mask (1 MiB): two queued requests share a slot only if one is still queued
+#: after 2**20 newer requests were submitted; the worker then treats the stale one as a ghost.
+CANCEL_SLOTS = 1 << 20
+
+
 class OutcomeTable:
     """Per-request outcome arrays of the most recent ``history`` requests (the Simulator's outcomes()
     form), a ring indexed by ``id % history``.  Older requests are retired: their rows are reused,
@@ -135,6 +140,12 @@ class Ledger:
         self.counts = [0] * len(STATES)
         #: dropped requests by (stage index, reason code), every request ever (monotonic)
         self.drops: dict[tuple[int, int], int] = {}
+        #: the cancelled mask the stage schedulers read at batch formation (``form_batch(cancelled=)``):
+        #: slot ``id % CANCEL_SLOTS`` is 1 once request ``id`` has ended, so a copy still queued anywhere
+        #: is discarded in C++ (reason ``cancelled``) and takes no place in a batch
+        self.gone = np.zeros(CANCEL_SLOTS, dtype=np.uint8)
+        #: called (outside the lock) with the stages whose queue still held a request when it ended
+        self.on_unqueued: Callable[[tuple[int, ...]], None] | None = None
         self.inflight = 0
         self._n_stages = n_stages
         self._n_sinks = n_sinks
@@ -142,6 +153,7 @@ class Ledger:
     def register_locked(self, send_s: float, slo_s: float, tier: int) -> Request:
         """A new request with the next id, in flight, with its future (caller holds :attr:`lock`)."""
         rid = self.out.append(send_s, slo_s, tier)
+        self.gone[rid % CANCEL_SLOTS] = 0
         req = Request(rid, send_s, send_s + slo_s, tier, self._n_stages, self._n_sinks)
         req.future = RequestFuture(self, req)
         self.live[rid] = req
@@ -188,6 +200,8 @@ class Ledger:
                 if state in (DROPPED, REJECTED):
                     o.reason[row] = reason
             self.live.pop(r.id, None)
+            self.gone[r.id % CANCEL_SLOTS] = 1
+            unqueued = tuple(r.queued)
             self.counts[PENDING] -= 1
             self.counts[state] += 1
             if state == DROPPED:
@@ -199,6 +213,8 @@ class Ledger:
             if fut is not None:
                 fut._req = None
         r.queued.clear()
+        if unqueued and self.on_unqueued is not None:
+            self.on_unqueued(unqueued)
         r.parts = None
         r.outputs = None
         if fut is None:

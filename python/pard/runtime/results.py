@@ -78,7 +78,7 @@ def snapshot(ledger: Ledger, stages: Sequence[Stage], loop: PlannerLoop, now: fl
                           STATES.index("failed")])
     return {
         "now_s": now, "counts": counts, "in_flight": counts["pending"],
-        "queued": {st.name: max(0, st.pending) for st in stages},
+        "queued": {st.name: st.queued_live() for st in stages},
         "max_queue_size": {st.name: st.max_queue for st in stages},
         "goodput_recent": float(np.count_nonzero(recent == ON_TIME)) / window,
         "drop_rate_recent": float(lost.mean()) if done.size else 0.0,

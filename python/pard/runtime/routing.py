@@ -42,8 +42,9 @@ class Router:
         With ``pushed``, the stage's workers are not woken here: the count is added to
         ``pushed[stage]`` and :meth:`wake` wakes them once for the whole upstream batch.
         """
-        if st.pending >= st.max_queue:  # read without the lock: a bound to within the concurrent pushes
-            return f"its queue is full ({st.pending} queued, max_queue_size {st.max_queue})"
+        queued = st.queued_live()  # read without the lock: a bound to within the concurrent pushes
+        if queued >= st.max_queue:
+            return f"its queue is full ({queued} queued, max_queue_size {st.max_queue})"
         k = st.index
         r.inputs[k] = payload
         r.arrival_s[k] = arrival_s
@@ -102,14 +103,14 @@ class Router:
         """End ``r`` as failed because stage ``st`` has a dead worker."""
         assert st.dead is not None
         name, exc = st.dead
-        err = ExecutorError(f"stage {st.name!r}: worker thread {name} died of {type(exc).__name__}: {exc}")
-        err.__cause__ = exc
+        err = ExecutorError(f"stage {st.name!r}: worker thread {name} died of {type(exc).__name__}: {exc}",
+                            request_id=r.id, stage=st.name, cause=exc)
         r.queued.discard(st.index)
         self._ledger.finish(r, FAILED, st.index, -1, t, err)
 
     def _fail(self, r: Request, stage: int, t: float, what: str, e: BaseException) -> None:
-        err = ExecutorError(f"{what} raised {type(e).__name__}: {e}")
-        err.__cause__ = e
+        err = ExecutorError(f"{what} raised {type(e).__name__}: {e}", request_id=r.id,
+                            stage=self._stages[stage].name, cause=e)
         self._ledger.finish(r, FAILED, stage, -1, t, err)
 
     def _finish_exit(self, r: Request, st: Stage, out: Any, end: float) -> None:

@@ -23,8 +23,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..config import PipelineSpec
     from ..policies import PolicySpec
 
-__all__ = ["options_arg", "executors_arg", "worker_counts", "queue_sizes", "bind_executors", "build_stages",
-           "PayloadShape", "positive_seconds", "QUEUE_SLOS"]
+__all__ = ["options_arg", "executors_arg", "worker_counts", "ring_capacity_arg", "queue_sizes", "bind_executors",
+           "build_stages", "PayloadShape", "positive_seconds", "QUEUE_SLOS", "MAX_RING_CAPACITY"]
+
+#: Largest ingress ring a stage may have: the C++ ring allocates every slot up front (56 bytes
+#: each, about 235 MB at this size), so a larger request is refused instead of failing in new[].
+MAX_RING_CAPACITY = 1 << 22
 
 
 def positive_seconds(name: str, value: Any, *, allow_zero: bool = False) -> float:
@@ -102,6 +106,21 @@ def worker_counts(spec: PipelineSpec, workers: Mapping[str, int] | Sequence[int]
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
             raise ConfigError(f"workers for stage {n!r} must be an int >= 1, got {c!r}")
     return [int(c) for c in counts]
+
+
+def ring_capacity_arg(value: Any) -> int:
+    """``ring_capacity`` checked: an int, a power of two in ``[2, MAX_RING_CAPACITY]``.
+
+    Raises:
+        PardTypeError: not an int.  PardValueError: not a power of two, or out of range.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise PardTypeError(f"ring_capacity must be an int, got {type(value).__name__}: {show(value)}")
+    v = int(value)
+    if not (2 <= v <= MAX_RING_CAPACITY) or v & (v - 1):
+        raise PardValueError(f"ring_capacity must be a power of two in [2, {MAX_RING_CAPACITY}] "
+                             f"(MAX_RING_CAPACITY: the ring allocates every slot up front), got {show(value)}")
+    return v
 
 
 #: The default queue bound of a stage is this many SLOs' worth of its capacity (see :func:`queue_sizes`).

@@ -12,12 +12,12 @@ rule; DESIGN §3.4) and ``workers`` threads.  A worker is idle, or runs one batc
   collected batch is fixed and waits until the running one ends (``W = start - collected``);
 * if the queue was empty when its batch started, it forms a fresh batch when the batch ends (``W = 0``).
 
-Cancellation.  ``StageScheduler`` has no erase-by-id and its binding takes no cancelled predicate,
-so a cancelled request stays in the C++ queue as a *ghost*: it is terminal at once (its future
-done), and when ``form_batch`` pops it the worker discards it and tops the batch up with another
-``form_batch`` (any surplus goes back into the ring with its original keys), so the ghost takes no
-place in a batch.  The same path discards a DAG request's sibling branch once the request was
-dropped in another branch.
+Cancellation.  When a request ends (``future.cancel()``, its DAG sibling branch dropped, close),
+the ledger sets its slot in the cancelled mask that every ``form_batch`` call passes to C++
+(``cancelled=``): a copy still queued is discarded there when popped (reason ``cancelled``), so it
+takes no place in a batch and no Python code runs per cancelled request.  Until then it is counted
+in ``Stage.stale``, so back-pressure (``max_queue_size``) counts only live requests and a cancelled
+request's place is free at once.
 
 A worker survives whatever its executor raises (the batch fails).  Should one die anyway (an error
 outside the executor call), its stage is marked dead and the requests that worker held, those
@@ -33,15 +33,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import Dropped, ExecutorError, PardValueError
-from ..outcomes import DROPPED, FAILED, PENDING, REASONS, reason_code
+from ..outcomes import DROPPED, FAILED, PENDING, REASONS
 from .clock import RunClock, ThreadClock
 from .requests import Ledger, Request
 from .routing import Router
 
 __all__ = ["Stage", "WorkerPool", "BATCH_HISTORY"]
 
-_REJECTED_CODE = reason_code("rejected")
-_TOP_UPS = 4  #: form_batch calls per batch at most: the first, then top-ups while ghosts took places
 #: How many of each stage's most recent batches (``Runtime.batches()``) and queueing delays
 #: (``Runtime.stage_stats()``) are kept.
 BATCH_HISTORY = 10_000
@@ -61,6 +59,10 @@ class Stage:
         self.max_batch = int(spec.max_batch)
         self.cond = threading.Condition(threading.Lock())
         self.pending = 0  # requests pushed into the scheduler and not yet returned by form_batch
+        #: of those, how many had ended (cancelled) while queued: still in the C++ queue, discarded at
+        #: the next formation; back-pressure does not count them.  Updated without the ledger's lock,
+        #: so exact once quiet; reset whenever the queue is drained empty
+        self.stale = 0
         #: the queue bound: a request arriving while ``pending`` is this high is refused
         self.max_queue = max_queue
         #: workers x best b / d(b) (req/s): how fast the queue drains, for ``retry_after_s``
@@ -87,9 +89,13 @@ class Stage:
         """The profiled ``d(b)`` (s)."""
         return float(self.spec.duration(max(1, int(b))))
 
+    def queued_live(self) -> int:
+        """Requests queued here that have not ended (what ``max_queue_size`` bounds)."""
+        return max(0, self.pending - self.stale)
+
     def retry_after_s(self) -> float:
         """How long the queue ahead of a new request takes to drain at this stage's capacity (s)."""
-        return (max(self.pending, 0) + 1) / self.capacity_req_s
+        return (self.queued_live() + 1) / self.capacity_req_s
 
 
 class WorkerPool:
@@ -103,6 +109,14 @@ class WorkerPool:
         self.stopping = False
         #: the first stage whose worker died (``submit`` then raises)
         self.dead: Stage | None = None
+        ledger.on_unqueued = self._unqueued
+
+    def _unqueued(self, ks: tuple[int, ...]) -> None:
+        """A request ended while queued at stages ``ks``: its place there is free at once."""
+        for k in ks:
+            st = self._stages[k]
+            with st.cond:
+                st.stale += 1
 
     def start(self) -> None:
         """Start ``workers`` threads per stage."""
@@ -124,57 +138,41 @@ class WorkerPool:
         return [t for st in self._stages for t in st.threads]
 
     # ------------------------------------------------------------------ batch formation
-    def _drop(self, st: Stage, dropped: Any, reasons: Any, now: float) -> None:
-        st.drops += len(dropped)
+    def _drop(self, st: Stage, dropped: Any, reasons: Any, now: float) -> int:
+        """End the requests ``form_batch`` dropped; returns how many had ended already (cancelled)."""
         k = st.index
+        stale = 0
         for rid, code in zip(dropped.tolist(), reasons.tolist()):
             r = self._ledger.live.get(rid)
-            if r is not None:
-                r.inputs[k] = None
-                r.queued.discard(k)
-                self._ledger.finish(r, DROPPED, k, int(code), now, Dropped(rid, st.name, REASONS[int(code)]))
-
-    def _requeue(self, st: Stage, r: Request, now: float, clock: ThreadClock) -> None:
-        """A top-up's surplus request back into the queue with its original keys."""
-        k = st.index
-        r.queued.add(k)
-        t = time.perf_counter_ns()
-        ok = st.sched.submit(r.id, r.send_s, r.deadline_s, r.arrival_s[k], r.tier)
-        clock.sched_ns += time.perf_counter_ns() - t
-        if ok:
-            with st.cond:
-                st.pending += 1
-        else:  # pragma: no cover - the ring was just drained; full only under extreme load
+            if r is None:
+                stale += 1
+                continue
+            st.drops += 1
+            r.inputs[k] = None
             r.queued.discard(k)
-            self._ledger.finish(r, DROPPED, k, _REJECTED_CODE, now, Dropped(r.id, st.name, "rejected"))
+            self._ledger.finish(r, DROPPED, k, int(code), now, Dropped(rid, st.name, REASONS[int(code)]))
+        return stale
 
     def _form(self, st: Stage, now: float, t_e: float, clock: ThreadClock) -> list[Request]:
-        """One ``form_batch`` (plus top-ups past ghosts); handles its drops; returns the live batch."""
+        """One ``form_batch`` (ended requests discarded in C++); handles its drops; returns the batch."""
         k = st.index
+        t = time.thread_time_ns()
+        ids, dropped, reasons = st.sched.form_batch(now, t_e, self._ledger.gone)
+        clock.sched_ns += time.thread_time_ns() - t
+        stale = self._drop(st, dropped, reasons, now) if len(dropped) else 0
         batch: list[Request] = []
-        for _ in range(_TOP_UPS):
-            t = time.thread_time_ns()
-            ids, dropped, reasons = st.sched.form_batch(now, t_e)
-            clock.sched_ns += time.thread_time_ns() - t
-            taken = len(ids) + len(dropped)
-            if taken:
-                with st.cond:
-                    st.pending -= taken
-            if len(dropped):
-                self._drop(st, dropped, reasons, now)
-            ghosts = 0
-            for rid in ids.tolist():
-                r = self._ledger.live.get(rid)
-                if r is None or r.state != PENDING:
-                    ghosts += 1
-                    continue
-                r.queued.discard(k)
-                if len(batch) < st.max_batch:
-                    batch.append(r)
-                else:
-                    self._requeue(st, r, now, clock)
-            if not ghosts or len(batch) >= st.max_batch or st.pending <= 0:
-                break
+        for rid in ids.tolist():
+            r = self._ledger.live.get(rid)
+            if r is None or r.state != PENDING:  # ended meanwhile, or a stale mask slot (CANCEL_SLOTS)
+                stale += 1
+                continue
+            r.queued.discard(k)
+            batch.append(r)
+        taken = len(ids) + len(dropped)
+        if taken:
+            with st.cond:
+                st.pending -= taken
+                st.stale = max(0, st.stale - stale) if st.pending > 0 else 0
         delays = [now - r.arrival_s[k] for r in batch]
         for d in delays:
             st.queue_delays.append((now, d))
@@ -271,8 +269,8 @@ class WorkerPool:
                 r.inputs[k] = None
             if err is not None:
                 for r in batch:
-                    failure = ExecutorError(f"stage {st.name!r}: executor raised {type(err).__name__}: {err}")
-                    failure.__cause__ = err
+                    failure = ExecutorError(f"stage {st.name!r}: executor raised {type(err).__name__}: {err}",
+                                            request_id=r.id, stage=st.name, cause=err)
                     self._ledger.finish(r, FAILED, k, -1, end, failure)
                 continue
             pushed: dict[int, int] = {}

@@ -3,6 +3,7 @@ locations, and the final sort/shift every loader applies.  Private: nothing here
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
@@ -105,6 +106,8 @@ def pandas() -> Any:
 
 def existing_trace_file(path: PathLike) -> Path:
     """``path`` as a Path, or TraceError if it is not a file or is empty (checked before pandas reads it)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise PardTypeError(f"trace path must be a str or os.PathLike, got {type(path).__name__}: {show(path)}")
     p = Path(path)
     if not p.is_file():
         raise TraceError(f"{p}: no such trace file")
@@ -119,7 +122,12 @@ def read_csv(path: PathLike, **options: Any) -> tuple[Path, pd.DataFrame]:
     pd = pandas()
     p = existing_trace_file(path)
     try:
-        return p, pd.read_csv(p, **options)
+        with warnings.catch_warnings():
+            # pandas only warns when a row has more fields than the header and drops the excess
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            return p, pd.read_csv(p, **options)
+    except pd.errors.ParserWarning as exc:
+        raise TraceError(f"{p}: a row has more fields than the header (pandas: {exc})") from None
     except pd.errors.EmptyDataError:
         raise TraceError(f"{p}: the file is empty (no header and no rows)") from None
     except pd.errors.ParserError as exc:
@@ -134,8 +142,9 @@ def read_csv_text(path: PathLike, *, header: bool) -> tuple[Path, pd.DataFrame]:
     The row with index ``i`` is on file line ``i + 2`` with a header and ``i + 1`` without.  Raises
     TraceError as :func:`read_csv`.
     """
+    # index_col=False: a row longer than the header is an error, never silently an index column
     return read_csv(path, header=0 if header else None, dtype=str, keep_default_na=False,
-                    skip_blank_lines=False, engine="c")
+                    skip_blank_lines=False, engine="c", index_col=False)
 
 
 def drop_blank_rows(df: pd.DataFrame) -> pd.DataFrame:

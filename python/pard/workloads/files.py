@@ -224,11 +224,11 @@ def read_csv_trace(path: Path, *, column: str | None = None, unit: str | None = 
     header = not all(_is_value(f) for f in rows[0] if f)
     if header:
         col = _pick_column(path, rows[0], column, opt)
-        p, df, name = _read_timestamp_csv(path, col)
+        p, df, name, offset = _read_timestamp_csv(path, col)
         miss = first_missing(df, [name])
         if miss is not None:
-            raise TraceError(f"{opt('trace')} {str(path)!r}, line {miss[0] + 2}, column {name!r}: missing value")
-        raw = _times_from_column(p, df, name, unit, 2)  # type: ignore[arg-type]
+            raise TraceError(f"{opt('trace')} {str(path)!r}, line {miss[0] + offset}, column {name!r}: missing value")
+        raw = _times_from_column(p, df, name, unit, offset)  # type: ignore[arg-type]
         where = f"column {name!r}"
         first = str(df[name].iloc[0])
     else:

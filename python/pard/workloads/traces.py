@@ -12,6 +12,8 @@ problem.  Files are parsed with pandas.  Scale a trace to a target rate with
 
 from __future__ import annotations
 
+import csv
+import re
 from importlib import resources
 from typing import TYPE_CHECKING, Callable, Literal
 
@@ -19,10 +21,13 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import PardValueError, TraceError
-from ._common import pandas, F64, PathLike, drop_blank_rows, finish, first_missing, read_csv, read_csv_text, rng, sort_order, spread_counts
+from ._common import (pandas, F64, PathLike, drop_blank_rows, existing_trace_file, finish, first_missing, read_csv,
+                      read_csv_text, rng, sort_order, spread_counts)
 from .requests import Workload
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     import pandas as pd
 
 __all__ = [
@@ -57,7 +62,7 @@ def _require_columns(p: object, df: pd.DataFrame, expected: tuple[str, ...]) -> 
 
 
 def _times_from_column(
-    p: object, df: pd.DataFrame, column: str, unit: Unit | None, line_offset: int
+    p: object, df: pd.DataFrame, column: str | int, unit: Unit | None, line_offset: int
 ) -> F64:
     """Raw seconds (any origin, unsorted) from the string column ``column`` of ``df``."""
     pd = pandas()
@@ -272,22 +277,43 @@ def per_second_counts(
     return finish(spread_counts(vals.astype(np.int64), 1.0, spread, rng(seed)), str(p))
 
 
-def _read_timestamp_csv(path: PathLike, column: str | int) -> tuple[object, pd.DataFrame, str]:
-    p, df = read_csv_text(path, header=True)
+def _read_timestamp_csv(path: PathLike, column: str | int) -> tuple[object, pd.DataFrame, str | int, int]:
+    """(path, rows as strings, the column's key in them, line offset: file line = row index + offset).
+
+    With a column given by position, a first line whose every field is a number or an ISO date is
+    data, not a header (a header-less file must not lose its first request).
+    """
+    headerless = isinstance(column, int) and not isinstance(column, bool) and _first_line_is_data(
+        existing_trace_file(path))
+    p, df = read_csv_text(path, header=not headerless)
+    key: str | int
     if isinstance(column, int) and not isinstance(column, bool):
         if not 0 <= column < df.shape[1]:
             raise TraceError(f"{p}: column index {column} out of range: the file has {df.shape[1]} columns")
-        name = str(df.columns[column])
+        key = column if headerless else str(df.columns[column])
     else:
-        name = str(column)
-        if name not in df.columns:
+        key = str(column)
+        if key not in df.columns:
             raise TraceError(
-                f"{p}: no column {name!r}; the header has {','.join(map(str, df.columns))}"
+                f"{p}: no column {key!r}; the header has {','.join(map(str, df.columns))}"
             )
     df = drop_blank_rows(df)
     if df.empty:
         raise TraceError(f"{p}: the file has a header but no rows")
-    return p, df, name
+    return p, df, key, 1 if headerless else 2
+
+
+_DATA_CELL = re.compile(r"\s*([-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|\d{4}-\d{2}-\d{2}\S*)\s*$")
+
+
+def _first_line_is_data(path: Path) -> bool:
+    """True when the file's first line is all numbers or ISO dates (so it is no header)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            first = next(csv.reader(f), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False  # read_csv_text reports the problem with its own message
+    return bool(first) and all(_DATA_CELL.match(c) for c in first)
 
 
 def csv_timestamps(path: PathLike, *, column: str | int, unit: Unit | None = None) -> F64:
@@ -308,11 +334,11 @@ def csv_timestamps(path: PathLike, *, column: str | int, unit: Unit | None = Non
     Warns:
         PardWarning: the timestamps were not sorted (says how many were out of order).
     """
-    p, df, name = _read_timestamp_csv(path, column)
+    p, df, name, offset = _read_timestamp_csv(path, column)
     miss = first_missing(df, [name])
     if miss is not None:
-        raise TraceError(f"{p}, line {miss[0] + 2}, column {name!r}: missing value")
-    return finish(_times_from_column(p, df, name, unit, 2), str(p))
+        raise TraceError(f"{p}, line {miss[0] + offset}, column {name!r}: missing value")
+    return finish(_times_from_column(p, df, name, unit, offset), str(p))
 
 
 def csv_requests(
@@ -339,15 +365,15 @@ def csv_requests(
             that is not a finite number > 0 (names line and column).
     """
     pd = pandas()
-    p, df, name = _read_timestamp_csv(path, column)
+    p, df, name, offset = _read_timestamp_csv(path, column)
     cols = [name] + [c for c in (slo_column, tier_column) if c is not None]
     for c in cols[1:]:
         if c not in df.columns:
             raise TraceError(f"{p}: no column {c!r}; the header has {','.join(map(str, df.columns))}")
     miss = first_missing(df, cols)
     if miss is not None:
-        raise TraceError(f"{p}, line {miss[0] + 2}, column {miss[1]!r}: missing value")
-    times = _times_from_column(p, df, name, unit, 2)
+        raise TraceError(f"{p}, line {miss[0] + offset}, column {miss[1]!r}: missing value")
+    times = _times_from_column(p, df, name, unit, offset)
     slo: F64 | None = None
     if slo_column is not None:
         slo = pd.to_numeric(df[slo_column], errors="coerce").to_numpy(dtype=np.float64)
@@ -355,7 +381,7 @@ def csv_requests(
         if bad.any():
             i = int(np.argmax(bad))
             raise TraceError(
-                f"{p}, line {int(df.index[i]) + 2}, column {slo_column!r}: SLO "
+                f"{p}, line {int(df.index[i]) + offset}, column {slo_column!r}: SLO "
                 f"{df[slo_column].iloc[i]!r} is not a finite number > 0"
             )
         slo = slo * (1e-3 if slo_unit == "ms" else 1.0)
