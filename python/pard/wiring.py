@@ -14,8 +14,9 @@ from .planner import PlannerStage
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import PipelineSpec, StageSpec
+    from .policies import PolicySpec
 
-__all__ = ["budget_fractions", "planner_stages", "core_profile", "core_stages"]
+__all__ = ["budget_fractions", "planner_stages", "core_profile", "core_stages", "stage_scheduler"]
 
 
 def budget_fractions(spec: PipelineSpec) -> list[float]:
@@ -60,3 +61,17 @@ def core_stages(spec: PipelineSpec, workers: Sequence[int] | None = None) -> lis
         "successors": [index[s] for s in st.successors],
         "budget_fraction": float(fractions[k]),
     } for k, st in enumerate(spec.stages)]
+
+
+def stage_scheduler(spec: PipelineSpec, k: int, policy: PolicySpec, ring_capacity: int,
+                    fractions: Sequence[float] | None = None) -> Any:
+    """Stage ``k``'s C++ ``StageScheduler`` (profile, max batch, policy, SLO share, ring, tier weights,
+    entry flag) for pard.ray's stage actors: the arguments ``runtime.setup.build_stages`` passes
+    (which still builds its own inline; keep the two in step, or make it call this)."""
+    st = spec.stages[k]
+    shares = budget_fractions(spec) if fractions is None else fractions
+    return _core.StageScheduler(stage=k, profile=core_profile(st), max_batch=int(st.max_batch),
+                                policy=policy.core(), budget_fraction=float(shares[k]),
+                                ring_capacity=int(ring_capacity),
+                                tier_weights=[float(w) for w in spec.tiers.values()],
+                                entry=not spec.predecessors(st.name))

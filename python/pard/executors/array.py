@@ -112,11 +112,24 @@ class ArrayExecutor(BatchExecutor):
         if device == "gpu" and not gpu_available():
             raise RuntimeError("ArrayExecutor(device='gpu'): CuPy is not installed or no CUDA device is available")
         self.fn = fn
+        self._device = device
         self.on_gpu = device == "gpu" or (device == "auto" and gpu_available())
         self.payload_shape = None if payload_shape is None else _shape_arg(payload_shape, "ArrayExecutor: payload_shape")
         self.to_host = bool(to_host)
         self.dtype = np.dtype(dtype)
         self._local = threading.local()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Picklable (pard.ray ships executors to worker actors): the per-thread CUDA streams stay behind.
+        state = dict(self.__dict__)
+        del state["_local"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+        if self._device == "auto":  # unpickled on another machine: look for its GPU
+            self.on_gpu = gpu_available()
 
     @property
     def device(self) -> str:
