@@ -78,7 +78,7 @@ def test_runtime_full_ring_rejects_the_next_request_with_a_reason() -> None:
     "Triton #7512 reproduces in pard: a stage purges its queue only when a worker forms a batch, so "
     "a request that is infeasible on arrival behind a running batch is dropped when that batch ends "
     "(simulator: StageScheduler::form_batch is the only place the low-end purge runs); see "
-    "/work/coord/notes/harden.md"))
+    "bench/RESULTS.md"))
 def test_request_infeasible_behind_a_long_batch_is_dropped_when_infeasible() -> None:
     """Triton #7512: a request that cannot make its deadline behind a 100 ms batch is dropped by its deadline, not at the batch end."""
     spec = _one_stage(profile={1: 0.1, 2: 0.2})
