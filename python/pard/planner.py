@@ -483,11 +483,13 @@ class Planner:
             else:
                 scale_i = np.ones(n)
             w_arr = np.asarray(workers, dtype=np.float64)
-            rho_i = utilisation(m[:, _DM], wt, dts, w_arr) if self._busy else None
+            rho_i = None
             throughput = np.where(d_i > 0, w_arr * b_i / d_i, np.inf)
             mu_i = np.where(throughput > 0, rate_i / throughput, np.where(rate_i > 0, np.inf, 0.0))
             d_full = np.array([self._duration(k, float(self._max_batch[k]), full=True) for k in range(n)]) * scale_i
             service = w_arr * self._max_batch / d_full
+            if self._busy:
+                rho_i = utilisation(m[:, _DM], wt, dts, w_arr)
             if self._policy.mu_at_capacity:  # load against what the stage can do at full batches
                 mu_i = np.where(service > 0, rate_i / service, np.where(rate_i > 0, np.inf, 0.0))
 
