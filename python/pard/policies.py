@@ -27,8 +27,10 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
 
 Built, tested and measured but *not* in ``pard`` (bench/RESULTS.md, issue 9, says why): ``downstream=
 "tail"`` (the batch-wait quantile over per-request samples, with a policy ``lam``), ``tune_lam`` (the
-quantile tuned online from outcomes, within ``[LAM_MIN, LAM_MAX]``) and ``rate_admission`` (a persistently
-overloaded downstream stage's excess shed at the entry, lowest tier first).
+quantile tuned online from outcomes, within ``[LAM_MIN, LAM_MAX]``), ``rate_admission`` (a persistently
+overloaded downstream stage's excess shed at the entry, lowest tier first; :mod:`pard.admission`),
+``downstream="busy"`` (``w = sum rho_i d_i``, :mod:`pard.utilisation`), ``mu_at_capacity`` (load against
+full batches) and ``coherent_paths`` (a stage takes its downstream stages' largest load factor).
 """
 
 from __future__ import annotations
