@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .outcomes import REASONS
+from . import profile as _profile
 from .profile import peak_throughput
 from .report import Report
 
@@ -55,6 +56,7 @@ class RunRecorder:
         self._qcnt = np.zeros((ns, 0))
         self._wsum = np.zeros((ns, 0))
         self._wdt = np.zeros(0)
+        self._d_table = [np.zeros(0) for _ in range(ns)]  # per stage, d(b) at b = 0, 1, ... (s)
 
     # ------------------------------------------------------------------ feeding
     def _grow(self, n: int) -> None:
@@ -79,18 +81,17 @@ class RunRecorder:
             self.executed[k] += int(bsz.sum())
             self.compute_s[k] += float(np.asarray(s["batch_duration_s"], dtype=np.float64).sum())
             if bsz.size:
-                sizes, cnt = np.unique(bsz, return_counts=True)
-                st = self._spec.stages[k]
-                self.nominal_s[k] += sum(c * st.duration(int(b)) for b, c in zip(sizes, cnt))
+                self.nominal_s[k] += self._nominal(k, bsz)
             tq = np.asarray(s["qdelay_t_s"], dtype=np.float64)
             if tq.size:  # per-second sums over the few seconds this interval touches
                 idx = np.floor(tq - self.origin_s).astype(np.int64)
                 q = np.asarray(s["qdelay_s"], dtype=np.float64)
-                ok = idx >= 0
-                if not ok.all():
+                lo, hi = int(idx.min()), int(idx.max())
+                if lo < 0:  # before the origin: not in any bin
+                    ok = idx >= 0
                     idx, q = idx[ok], q[ok]
+                    lo = int(idx.min()) if idx.size else 0
                 if idx.size:
-                    lo, hi = int(idx.min()), int(idx.max())
                     self._grow(hi + 1)
                     idx -= lo
                     self._qsum[k, lo:hi + 1] += np.bincount(idx, weights=q, minlength=hi - lo + 1)
@@ -100,6 +101,19 @@ class RunRecorder:
             self._grow(b + 1)
             self._wsum[:, b] += np.asarray(serving, dtype=np.float64) * (t - t_prev)
             self._wdt[b] += t - t_prev
+
+    def _nominal(self, k: int, bsz: npt.NDArray[np.int64]) -> float:
+        """Stage ``k``'s profiled duration of batches of sizes ``bsz`` (s, >= 1), summed as count x d(b)
+        over the distinct sizes in ascending order (``np.cumsum`` adds in sequence, as ``sum`` would)."""
+        hist = np.bincount(bsz)
+        sizes = np.flatnonzero(hist)
+        table = self._d_table[k]
+        if table.size <= sizes[-1]:  # d(b) of every whole b up to the largest seen (StageSpec.duration's rule)
+            st = self._spec.stages[k]
+            table = self._d_table[k] = np.asarray(
+                _profile.duration(*_profile.points(st.profile), np.arange(max(int(sizes[-1]), st.max_batch) + 1)),
+                dtype=np.float64)
+        return float(np.cumsum(hist[sizes] * table[sizes])[-1])
 
     # ------------------------------------------------------------------ reading
     def speedup(self) -> F64:
