@@ -337,10 +337,9 @@ class Planner:
         self._parallel = _parallel_branches(stages) if self._policy.coherent_branches else [[] for _ in stages]
         self._d_memo: list[tuple[float, float]] = [(-1.0, 0.0)] * n  # (b, d(b)) last computed per stage
         self._full_d = np.array([float(st.duration(float(st.max_batch))) for st in stages])  # d_k(B), full batches
-        # d_k(b) at every whole b in 0 .. B (the profiled duration of each executed batch, by lookup)
-        self._d_table = [np.asarray(st.duration(np.arange(st.max_batch + 1, dtype=np.float64))) for st in stages]
-        self._entry_t: Deque[float] = deque()  # ends of the intervals in the CV history (s)
-        self._entry_rates: Deque[float] = deque()  # the entry stages' arrival rate in each (req/s)
+        self._d_table = [np.asarray(st.duration(np.arange(st.max_batch + 1.0))) for st in stages]  # d_k(0 .. B)
+        self._entry_t: Deque[float] = deque()  # the CV history: interval ends (s), the entries' rate in each (req/s)
+        self._entry_rates: Deque[float] = deque()
         self._last_now: float | None = None
         self._terms: list[StageTerms] | None = None
 
@@ -414,7 +413,8 @@ class Planner:
             if correct and b.size:
                 dm = float(np.sum(s.get("batch_duration_s", ())))
                 dp = float(self._profiled(k, s.get("batch_size", ()), b).sum())
-            rows.append((n_arr, q.sum(), q.size, b.sum(), b.size, dm, dp))
+            bsum = b.sum()
+            rows.append((n_arr, q.sum(), q.size, bsum, b.size, dm, dp))
             if drawn and k in drawn:
                 bw = np.array(s.get("batch_wait_s", ()), dtype=np.float64)
                 if self._tail and bw.size == b.size:  # per-request samples: each batch's W once per request
@@ -422,7 +422,7 @@ class Planner:
                 waits_now[k] = bw
             if st.entry:
                 entry_rate += n_arr / dt
-                left_entry += float(b.sum())
+                left_entry += float(bsum)
             else:
                 loss += _count(s.get("dropped", 0))
             loss += _count(s.get("late", 0))  # finished late (reported by sink stages)
@@ -439,9 +439,9 @@ class Planner:
             self._entry_rates.popleft()
         if self._adapt and len(self._entry_rates) >= self._min_cv_intervals:
             rates = np.fromiter(self._entry_rates, dtype=np.float64, count=len(self._entry_rates))
-            mean = rates.mean()
+            mean = np.add.reduce(rates) / rates.size  # rates.mean() and rates.std() without their wrappers
             if mean > 0:
-                self._window = window_for_cv(float(rates.std() / mean))
+                self._window = window_for_cv(float(np.sqrt(np.add.reduce((rates - mean) ** 2) / rates.size) / mean))
         win = self._window
         start = now_s - win
 
@@ -468,12 +468,12 @@ class Planner:
             if self._policy.instant:
                 eps_i = np.zeros(n)
             else:
-                smooth = np.cumsum(rates, axis=-1) / np.arange(1, dts.size + 1)
+                smooth = np.add.accumulate(rates, axis=-1) / np.arange(1, dts.size + 1)  # np.cumsum
                 eps_i = np.where(rsum > 0, np.abs(rates - smooth).sum(axis=-1) / rsum, 0.0)
             if correct:
                 wdp = (wt * m_dp).sum(axis=-1)
                 scale_i = np.where(wdp > 0, (wt * m_dm).sum(axis=-1) / wdp, 1.0)
-                scale_i = np.clip(scale_i, SCALE_MIN, SCALE_MAX)
+                scale_i = np.minimum(np.maximum(scale_i, SCALE_MIN), SCALE_MAX)
                 d_i = d_i * scale_i
             else:
                 scale_i = np.ones(n)
@@ -540,11 +540,12 @@ class Planner:
         return out
 
     def _profiled(self, k: int, raw: Any, b: F64) -> F64:
-        """Stage ``k``'s profiled ``d(b)`` of each batch size in ``b`` (s): a table lookup for whole sizes
-        up to the max batch (the same values as ``PlannerStage.duration``), else that function."""
-        table = self._d_table[k]
-        if isinstance(raw, np.ndarray) and raw.dtype.kind in "iu" and (raw.size == 0 or raw.max() < table.size):
-            return table.take(raw.astype(np.intp, copy=False))
+        """Stage ``k``'s profiled ``d(b)`` (s) of each batch in ``b``: a lookup (PlannerStage.duration's values)."""
+        try:  # IndexError: a batch larger than the max batch
+            if isinstance(raw, np.ndarray) and raw.dtype.kind in "iu":
+                return self._d_table[k].take(raw.astype(np.intp, copy=False))
+        except IndexError:
+            pass
         return np.asarray(self._stages[k].duration(b))
 
     def _update_admission(self, rate_last: F64, rate_win: F64, service: F64) -> None:
