@@ -17,13 +17,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import Dropped
-from ..outcomes import DROPPED
 from .planner_loop import PlannerLoop
-from .requests import CANCELLED, Ledger
 from .workers import Stage, WorkerPool
 
-__all__ = ["join_reserve_s", "cancel_all", "stop", "join", "ForkedError", "forked_message"]
+__all__ = ["join_reserve_s", "cancel_all", "stop", "join", "ForkedError", "forked_message", "reinit_locks"]
 
 #: The join reserve: this many profiled ``d(max_batch)`` of the slowest stage, plus a margin (s).
 _RESERVE_BATCHES = 4.0
@@ -46,15 +43,15 @@ def join_reserve_s(stages: Sequence[Stage], timeout_s: float) -> float:
     return min(0.5 * timeout_s, _RESERVE_BATCHES * longest + _RESERVE_MARGIN_S)
 
 
-def cancel_all(ledger: Ledger, stages: Sequence[Stage], now: float) -> None:
-    """End every request still in flight as dropped, reason ``cancelled``."""
-    for r in list(ledger.live.values()):
-        ledger.finish(r, DROPPED, r.stage, CANCELLED, now, Dropped(r.id, stages[r.stage].name, "cancelled"))
+def cancel_all(live: Any) -> None:
+    """End every request still in flight as dropped, reason ``cancelled`` (at the stage it was last at)."""
+    live.cancel_all()
 
 
-def stop(ledger: Ledger, stages: Sequence[Stage], pool: WorkerPool, loop: PlannerLoop) -> None:
+def stop(live: Any, pool: WorkerPool, loop: PlannerLoop) -> None:
     """Cancel what is in flight and tell every thread to stop (no waiting): an abandoned runtime's end."""
-    cancel_all(ledger, stages, ledger.now())
+    live.close_admission()
+    cancel_all(live)
     pool.stop()
     loop.stop()
 
@@ -71,11 +68,8 @@ def join(threads: Sequence[threading.Thread], stages: Sequence[Stage], deadline:
     return names
 
 
-def reinit_locks(ledger: Ledger, stages: Sequence[Stage], loop: PlannerLoop, clock: Any) -> None:
-    """Fresh locks for a forked child: a lock held by a parent's thread at the fork would never be released."""
-    ledger.lock = threading.Lock()
-    ledger.idle = threading.Condition(ledger.lock)
-    for st in stages:
-        st.cond = threading.Condition(threading.Lock())
+def reinit_locks(stages: Sequence[Stage], loop: PlannerLoop, clock: Any) -> None:
+    """Fresh Python locks for a forked child: a lock held by a parent's thread at the fork would never be
+    released.  (The C++ pipeline's locks are held only for short sections that never wait.)"""
     loop._lock = threading.Lock()
     clock._lock = threading.Lock()
