@@ -111,6 +111,10 @@ class StageScheduler:
     # -> (batch ids, dropped ids, drop reason codes); the batch is already in service order
     def form_batch(self, now_s: float, expected_start_s: float,
                    cancelled: npt.NDArray[np.uint8] | None = None) -> tuple[U64, U64, I32]: ...
+    # Drain + pard's low-end purge for a batch expected at expected_start_s, no batch formed (other
+    # rules: nothing) -> (dropped ids, drop reason codes)
+    def purge(self, now_s: float, expected_start_s: float,
+              cancelled: npt.NDArray[np.uint8] | None = None) -> tuple[U64, I32]: ...
     @property
     def current_order(self) -> str: ...          # "fcfs" | "lbf" | "hbf"
     @property

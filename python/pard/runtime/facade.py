@@ -39,7 +39,7 @@ from .requests import Ledger, RequestFuture
 from .routing import Router
 from .setup import (PayloadShape, build_stages, executors_arg, options_arg, positive_seconds, queue_sizes,
                     ring_capacity_arg, worker_counts)
-from .workers import WorkerPool
+from .workers import WorkerPool, purge_period_s
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config import PipelineSpec
@@ -163,7 +163,8 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         self._router = Router(self._stages, self._ledger, exits, join_fn)
         self._pool = WorkerPool(self._stages, self._ledger, self._router, self._clock)
         recorder = RunRecorder(spec, origin_s=0.0, workers=counts)
-        self._loop = PlannerLoop(self._stages, self._planner, recorder, self._clock, sync_s)
+        purge = self._pool.purge if self._policy.drop == "pard" else None  # Triton #7512: busy stages purge
+        self._loop = PlannerLoop(self._stages, self._planner, recorder, self._clock, sync_s, purge, purge_period_s(spec.slo, sync_s))
         self._accepting = False
         self._started = False
         self._closed = False

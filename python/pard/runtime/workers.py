@@ -38,11 +38,17 @@ from .clock import RunClock, ThreadClock
 from .requests import Ledger, Request
 from .routing import Router
 
-__all__ = ["Stage", "WorkerPool", "BATCH_HISTORY"]
+__all__ = ["Stage", "WorkerPool", "BATCH_HISTORY", "purge_period_s"]
 
 #: How many of each stage's most recent batches (``Runtime.batches()``) and queueing delays
 #: (``Runtime.stage_stats()``) are kept.
 BATCH_HISTORY = 10_000
+
+
+def purge_period_s(slo_s: float, sync_interval_s: float) -> float:
+    """How often :meth:`WorkerPool.purge` runs (s): an eighth of the SLO, at least 2 ms apart, at most
+    one sync interval -- so an infeasible request waits at most about that long to be dropped."""
+    return min(sync_interval_s, max(0.002, slo_s / 8))
 
 
 class Stage:
@@ -82,6 +88,9 @@ class Stage:
         #: ``Runtime.observe_stages``), or None
         self.observer: Any = None
         self.threads: list[threading.Thread] = []
+        #: per worker: when it can next start a new batch (runtime clock, s; from the profile), 0 while
+        #: it is idle -- the purge timer's expected start while every worker is busy (Triton #7512)
+        self.free_at: list[float] = [0.0] * workers
         #: (thread name, exception) once one of this stage's workers died outside the executor call
         self.dead: tuple[str, BaseException] | None = None
 
@@ -122,7 +131,7 @@ class WorkerPool:
         """Start ``workers`` threads per stage."""
         for st in self._stages:
             for w in range(st.workers):
-                t = threading.Thread(target=self._worker, args=(st,), name=f"pard-{st.name}-{w}", daemon=True)
+                t = threading.Thread(target=self._worker, args=(st, w), name=f"pard-{st.name}-{w}", daemon=True)
                 st.threads.append(t)
                 t.start()
 
@@ -181,12 +190,32 @@ class WorkerPool:
             st.observer.queue_delays(st.name, delays)
         return batch
 
+    def purge(self, now: float, clock: ThreadClock) -> None:
+        """At every stage whose workers are all busy, drop now what even a batch of one starting when
+        the first of them is free would miss (``StageScheduler.purge``; the pard rule's low-end purge,
+        DESIGN §3.2), instead of when the next batch forms (Triton #7512).  Called from a timer."""
+        for st in self._stages:
+            if self.stopping or st.pending <= 0 or st.dead is not None:
+                continue
+            first_free = min(st.free_at)
+            if first_free <= 0.0:  # an idle worker forms a batch as soon as a request arrives
+                continue
+            t = time.thread_time_ns()
+            dropped, reasons = st.sched.purge(now, max(now, first_free), self._ledger.gone)
+            clock.sched_ns += time.thread_time_ns() - t
+            if not len(dropped):
+                continue
+            stale = self._drop(st, dropped, reasons, now)
+            with st.cond:
+                st.pending -= len(dropped)
+                st.stale = max(0, st.stale - stale) if st.pending > 0 else 0
+
     # ------------------------------------------------------------------ the worker thread
-    def _worker(self, st: Stage) -> None:
+    def _worker(self, st: Stage, w: int) -> None:
         """A worker thread's body: :meth:`_serve`, and if that ever raises, :meth:`_died`."""
         hand: list[list[Request]] = [[], []]  # the batch running, the batch collected next
         try:
-            self._serve(st, hand)
+            self._serve(st, hand, w)
         except BaseException as e:  # noqa: BLE001 - never die silently: fail what this worker held
             self._died(st, e, hand)
 
@@ -234,13 +263,15 @@ class WorkerPool:
             err = e  # KeyboardInterrupt included) fails this batch only; the worker carries on
         return outs, err, start, self._clock.now()
 
-    def _serve(self, st: Stage, hand: list[list[Request]]) -> None:
+    def _serve(self, st: Stage, hand: list[list[Request]], w: int) -> None:
         clock = self._clock.mine()
         k = st.index
         nxt: list[Request] | None = None
         nxt_t = 0.0
         while True:
             hand[0] = hand[1] = []
+            if nxt is None:
+                st.free_at[w] = 0.0  # idle (or forming a batch now)
             got = self._next_batch(st, nxt, nxt_t, clock)
             if got is None:
                 return
@@ -251,12 +282,15 @@ class WorkerPool:
                 continue
             # DESIGN §3.1: as this batch starts, collect the next one (expected start: this one's end)
             hand[0] = batch
+            t_form = self._clock.now()
+            free = t_form + st.duration(len(batch))
             if st.pending > 0 and not self.stopping:
-                t_form = self._clock.now()
-                nb = self._form(st, t_form, t_form + st.duration(len(batch)), clock)
+                nb = self._form(st, t_form, free, clock)
                 if nb:
                     nxt, nxt_t = nb, t_form
                     hand[1] = nb
+                    free += st.duration(len(nb))
+            st.free_at[w] = free
             outs, err, start, end = self._run(st, batch)
             self._ledger.end_batch(batch)
             row = (start, end - start, len(batch), start - t_b)
