@@ -171,6 +171,31 @@ def test_close_timeout_leaves_time_to_join_healthy_workers() -> None:
     assert msgs == [] and all(f.done() for f in futs)
 
 
+def test_close_does_not_name_an_executor_slower_than_its_profile() -> None:
+    """An executor 300x slower than its 1 ms profile, caught mid-batch by close(timeout_s=0.2), is not named: that batch has run less than 4x its longest measured one."""
+    second, release = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def slow(xs: list[Any]) -> list[Any]:
+        calls.append(len(xs))
+        if len(calls) == 1:
+            time.sleep(0.3)  # the measured longest batch: >= 0.3 s
+        else:
+            second.set()  # the batch close() meets: still running at its deadline
+            release.wait(10.0)
+        return list(xs)
+
+    rt = Runtime(_chain(n=1, max_batch=1), {"s0": slow}, policy="naive")  # d(1) = 1 ms as profiled
+    try:
+        first, other = rt.submit(0), rt.submit(1)
+        assert first.result(timeout=10) == 0
+        assert second.wait(10)
+        msgs = _caught(lambda: rt.close(drain=True, timeout_s=0.2))
+        assert msgs == [] and other.done()
+    finally:
+        release.set()
+
+
 def test_only_the_hung_stage_is_named() -> None:
     """With one stage hung, the close() warning names that stage and not the healthy one."""
     gate = _Gate()

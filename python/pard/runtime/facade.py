@@ -266,10 +266,11 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 but their results are discarded.
             timeout_s: bounds how long ``close`` blocks in all (s, >= 0; None: no limit).  With
                 ``drain``, what has not ended by then is cancelled; then ``close`` waits for the
-                threads until the same deadline.  Python threads cannot be killed: a worker whose
-                executor is still running a batch then (a hung model) is left behind as a daemon
-                thread -- its requests are already terminal, and whatever it returns is discarded
-                -- and a :class:`RuntimeWarning` names its stage.  Without ``timeout_s``, ``close``
+                threads until the same deadline (:mod:`~pard.runtime.lifecycle` splits it).  Python
+                threads cannot be killed: one still running then is left behind as a daemon (its
+                requests are terminal, what it returns is discarded); a :class:`RuntimeWarning` names
+                a stage whose executor has run one batch past 4x its longest (a hung model), not a
+                merely slow one.  Without ``timeout_s``, ``close``
                 waits for running batches to end, however long that takes.
 
         After ``close`` every request submitted is in a terminal state (its future resolved), even
@@ -296,18 +297,15 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                         break
                     ledger.idle.wait(timeout=left)
         lifecycle.stop(ledger, self._stages, self._pool, self._loop)  # cancels what is left
-        stuck = [] if forked else lifecycle.join(self._own_threads(), self._stages, deadline)
+        stuck = [] if forked else lifecycle.join(self._own_threads(), self._stages, deadline, self._clock.now)
         self._loop.flush()
         self._closed = True
         self._finalizer.detach()
         if self._blas_ctx is not None:
             self._blas_ctx.restore_original_limits()
             self._blas_ctx = None
-        if stuck:
-            warnings.warn(
-                f"Runtime.close(timeout_s={timeout_s!r}): {', '.join(map(repr, stuck))} still running a batch "
-                f"after the timeout (a hung executor?); its thread(s) are left behind as daemons. Every request "
-                f"has ended; whatever they return is discarded.", RuntimeWarning, stacklevel=2)
+        if stuck:  # a hung stage (lifecycle.join)
+            warnings.warn(lifecycle.hung_message(timeout_s, stuck), RuntimeWarning, stacklevel=2)
 
     # ------------------------------------------------------------------ submit
     def submit(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> RequestFuture:

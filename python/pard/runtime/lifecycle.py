@@ -1,8 +1,12 @@
 """Ending a runtime: close()'s drain, cancel and join; an unreferenced runtime's cleanup; and fork.
 
 * ``close(timeout_s=T)`` splits ``T``: the drain may use all but a *join reserve* -- enough for a
-  worker to finish the batch it is running (a few profiled ``d(max_batch)``, at most half of ``T``)
-  -- so that healthy workers are joined in time and only a really hung stage is named in the warning.
+  worker to finish the batch it is running (a few of the stage's longest batches: measured in this
+  run or profiled ``d(max_batch)``, whichever is longer; at most half of ``T``) -- so that healthy
+  workers are joined in time.  A thread still running at the deadline is named in the warning only
+  when it is inside its executor and has been for more than 4x the stage's longest batch plus
+  0.1 s (a *hung* stage): an executor merely slower than its profile (a loaded machine) is not
+  named, nor is a thread outside its executor (routing, the planner), which runs only pard's code.
 * An unreferenced, unclosed Runtime is cleaned up by a ``weakref.finalize``: its requests in flight
   are cancelled and its threads told to stop (they hold the parts, never the Runtime itself).
 * After ``os.fork()`` the child has none of the parent's threads: the Runtime detects it (the
@@ -23,11 +27,14 @@ from .planner_loop import PlannerLoop
 from .requests import CANCELLED, Ledger
 from .workers import Stage, WorkerPool
 
-__all__ = ["join_reserve_s", "cancel_all", "stop", "join", "ForkedError", "forked_message"]
+__all__ = ["join_reserve_s", "stage_reserve_s", "longest_batch_s", "hung_message", "cancel_all", "stop", "join", "ForkedError", "forked_message"]
 
 #: The join reserve: this many profiled ``d(max_batch)`` of the slowest stage, plus a margin (s).
 _RESERVE_BATCHES = 4.0
 _RESERVE_MARGIN_S = 0.5
+#: A stage is *hung* once one executor call has run this many of its longest batches, plus a margin (s).
+_HUNG_BATCHES = 4.0
+_HUNG_MARGIN_S = 0.1
 
 
 class ForkedError(RuntimeError):
@@ -40,10 +47,21 @@ def forked_message(pid: int) -> str:
             f"in this process (after the fork)")
 
 
+def longest_batch_s(st: Stage) -> float:
+    """``st``'s longest batch (s): measured in this run's kept history, or the profiled
+    ``d(max_batch)``, whichever is longer."""
+    measured = max((row[1] for row in list(st.recent)), default=0.0)
+    return max(st.duration(st.max_batch), measured)
+
+
+def stage_reserve_s(st: Stage) -> float:
+    """Time enough for ``st``'s workers to finish the batch they run (s)."""
+    return _RESERVE_BATCHES * longest_batch_s(st) + _RESERVE_MARGIN_S
+
+
 def join_reserve_s(stages: Sequence[Stage], timeout_s: float) -> float:
     """How much of close()'s ``timeout_s`` is kept for joining the threads after the drain (s)."""
-    longest = max(st.duration(st.max_batch) for st in stages)
-    return min(0.5 * timeout_s, _RESERVE_BATCHES * longest + _RESERVE_MARGIN_S)
+    return min(0.5 * timeout_s, max(stage_reserve_s(st) for st in stages))
 
 
 def cancel_all(ledger: Ledger, stages: Sequence[Stage], now: float) -> None:
@@ -59,16 +77,28 @@ def stop(ledger: Ledger, stages: Sequence[Stage], pool: WorkerPool, loop: Planne
     loop.stop()
 
 
-def join(threads: Sequence[threading.Thread], stages: Sequence[Stage], deadline: float | None) -> list[str]:
-    """Join ``threads`` until ``deadline`` (``time.monotonic``; None: no limit); the names of the stages
-    (or ``"the planner"``) whose threads are still running then, each named once."""
+def join(threads: Sequence[threading.Thread], stages: Sequence[Stage], deadline: float | None,
+         now: Any) -> list[tuple[str, float]]:
+    """Join ``threads`` until ``deadline`` (``time.monotonic``; None: no limit); the *hung* stages
+    then (see the module docstring), each once, with how long its oldest running batch has run (s).
+    ``now``: the runtime clock (``running_since``'s)."""
     for t in threads:
         t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-    alive = {t.name for t in threads if t.is_alive()}
-    names = sorted({st.name for st in stages for t in st.threads if t.name in alive})
-    if any(not any(t.name == n for st in stages for t in st.threads) for n in alive):
-        names.append("the planner")
-    return names
+    t_now = now()
+    hung = []
+    for st in stages:
+        since = [s for t, s in zip(st.threads, st.running_since) if t.is_alive() and s > 0.0]
+        if since and t_now - min(since) > _HUNG_BATCHES * longest_batch_s(st) + _HUNG_MARGIN_S:
+            hung.append((st.name, t_now - min(since)))
+    return hung
+
+
+def hung_message(timeout_s: float | None, hung: Sequence[tuple[str, float]]) -> str:
+    """close()'s warning naming the hung stages that :func:`join` found."""
+    names = ", ".join(f"{name!r} (one batch running for {s:.1f} s)" for name, s in hung)
+    return (f"Runtime.close(timeout_s={timeout_s!r}): stage {names} still in its executor after the timeout, "
+            f"more than 4x its longest batch (a hung executor?); its thread(s) are left behind as daemons. "
+            f"Every request has ended; whatever they return is discarded.")
 
 
 def reinit_locks(ledger: Ledger, stages: Sequence[Stage], loop: PlannerLoop, clock: Any) -> None:

@@ -91,6 +91,9 @@ class Stage:
         #: per worker: when it can next start a new batch (runtime clock, s; from the profile), 0 while
         #: it is idle -- the purge timer's expected start while every worker is busy (Triton #7512)
         self.free_at: list[float] = [0.0] * workers
+        #: per worker: when its running executor call began (runtime clock, s), 0 outside one
+        #: (close() names a stage hung from it)
+        self.running_since: list[float] = [0.0] * workers
         #: (thread name, exception) once one of this stage's workers died outside the executor call
         self.dead: tuple[str, BaseException] | None = None
 
@@ -291,7 +294,9 @@ class WorkerPool:
                     hand[1] = nb
                     free += st.duration(len(nb))
             st.free_at[w] = free
+            st.running_since[w] = self._clock.now()
             outs, err, start, end = self._run(st, batch)
+            st.running_since[w] = 0.0
             self._ledger.end_batch(batch)
             row = (start, end - start, len(batch), start - t_b)
             st.batches.append(row)
