@@ -63,6 +63,14 @@ def _caught(fn: Any) -> list[str]:
     return out
 
 
+def test_report_of_a_whole_run_has_no_window() -> None:
+    """A closed runtime's report within its history covers every request: no window notice, not in the JSON either."""
+    with Runtime(_chain(), {"s0": _identity, "s1": _identity}, policy="naive") as rt:
+        assert [rt.submit(i).result(timeout=10) for i in range(20)] == list(range(20))
+    rep = rt.report()
+    assert rep.submitted == 20 and rep.window is None and "window" not in rep.to_dict()
+
+
 def test_outcome_records_are_bounded_and_counts_exact() -> None:
     """With history=100, 1 000 requests leave 100 outcome rows and empty stage logs; the counts cover all 1 000."""
     with Runtime(_chain(), {"s0": _identity, "s1": _identity}, policy="naive", history=100) as rt:
@@ -78,6 +86,12 @@ def test_outcome_records_are_bounded_and_counts_exact() -> None:
         assert (len(st.arrivals), len(st.queue_delays), len(st.batches)) == (0, 0, 0)
     rep = rt.report()
     assert rep.submitted == 100 and rep.stages[0].submitted == 1000  # the window, and the stage counters
+    # the report says it is a window, and carries the whole run's totals from the counters
+    assert rep.window is not None
+    assert {k: rep.window[k] for k in ("requests", "submitted", "not_held", "pending")} == \
+        {"requests": 100, "submitted": 1000, "not_held": 900, "pending": 0}
+    assert rep.window["totals"] == {k: v for k, v in c.items() if k != "submitted"}
+    assert rep.to_dict()["window"] == rep.window and "100 of 1000" in repr(rep)
     with pytest.raises(ValueError, match="history"):
         Runtime(_chain(), {"s0": _identity, "s1": _identity}, history=0, start=False)
 

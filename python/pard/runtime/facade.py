@@ -442,9 +442,10 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         :class:`pard.recorder.RunRecorder` as ``pard simulate``'s; callable while the runtime runs.
 
         It covers the requests held (the last ``history``) that have ended -- all of them after
-        :meth:`close`.  Per-second series start at ``t0_s`` (default the first such request's send
-        time) and goodput is per ``duration_s`` seconds (default the true span of the sends,
-        ``(last - first) * n / (n - 1)``, so ``n`` requests at rate ``r`` give ``r``).  The goodput
+        :meth:`close`; when that is not every request, ``report.window`` says what it covers, with the
+        whole run's totals (:class:`pard.report.Report`).  Per-second series start at ``t0_s``
+        (default the first such send) and goodput is per ``duration_s`` seconds (default the sends'
+        true span, ``(last - first) * n / (n - 1)``: ``n`` requests at rate ``r`` give ``r``).  The goodput
         bound (DESIGN §4) uses :meth:`bound_capacity`, or ``capacity_req_s`` (req/s, > 0) when given.
 
         Raises PardValueError for a bad ``capacity_req_s`` or ``duration_s``.

@@ -50,6 +50,8 @@ def report(ledger: Ledger, loop: PlannerLoop, policy: str, *, t0_s: float | None
     loop.flush()
     with ledger.lock:
         out = ledger.out.copy()
+        submitted, totals = ledger.out.n, dict(zip(STATES, ledger.counts))
+    held = out["state"].size
     ended = out["state"] != PENDING  # a live report covers the requests that have ended
     out = {k: v[ended] for k, v in out.items()}
     send = out["send_s"]
@@ -57,8 +59,12 @@ def report(ledger: Ledger, loop: PlannerLoop, policy: str, *, t0_s: float | None
     t0 = float(t0_s) if t0_s is not None else (float(send[0]) if n else 0.0)
     span = float(duration_s) if duration_s is not None else (true_span_s(send) if n else 1.0)
     nb = max(1, int(math.ceil(span - 1e-9)))
-    return loop.recorder.report(policy=policy, outcomes=out, t0_s=t0, n_bins=nb, slo_s=out["slo_s"],
-                                capacity_req_s=capacity_req_s, duration_s=span)
+    rep = loop.recorder.report(policy=policy, outcomes=out, t0_s=t0, n_bins=nb, slo_s=out["slo_s"],
+                               capacity_req_s=capacity_req_s, duration_s=span)
+    if n < submitted:  # part of the run only: say which part, and give the totals from the counters
+        rep.window = {"requests": n, "submitted": submitted, "not_held": submitted - held,
+                      "pending": held - n, "totals": totals}
+    return rep
 
 
 def snapshot(ledger: Ledger, stages: Sequence[Stage], loop: PlannerLoop, now: float) -> dict[str, Any]:
