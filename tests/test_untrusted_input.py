@@ -339,3 +339,16 @@ def test_module_json_huge_duration_is_a_config_error() -> None:
         + "0" * 400 + "}}]}"
     with pytest.raises(pard.ConfigError, match="profile_ms"):
         pard.config.loads(text, format="json")
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: wl.per_second_counts(p, spread="poisson", seed=-1),  # found by bench/fuzz.py (traces, seed 2027)
+    lambda p: wl.poisson(10.0, 1.0, seed=-1),
+    lambda p: wl.bursty(10.0, 1.0, 1.0, seed=-5),
+])
+def test_negative_seed_is_a_pard_error_naming_seed(tmp_path: Path, make: Any) -> None:
+    """A negative seed for a workload generator is a PardValueError naming seed, not NumPy's bare ValueError."""
+    p = tmp_path / "t0.csv"
+    p.write_text("326\n689\n131072\n")
+    with pytest.raises(pard.PardError, match="seed must be an int >= 0"):
+        make(p)
