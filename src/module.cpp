@@ -13,4 +13,5 @@ PYBIND11_MODULE(_core, m) {
     pard::bind::register_bench(m);
     pard::bind::register_scheduler(m);
     pard::bind::register_sim(m);
+    pard::bind::register_live(m);
 }

@@ -9,4 +9,5 @@ void register_ring(pybind11::module_& m);
 void register_bench(pybind11::module_& m);
 void register_scheduler(pybind11::module_& m);
 void register_sim(pybind11::module_& m);
+void register_live(pybind11::module_& m);
 }  // namespace pard::bind

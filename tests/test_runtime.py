@@ -54,6 +54,41 @@ def _outcome_of(f: Any) -> str:
     return type(e).__name__
 
 
+def test_conservation_holds_at_every_moment() -> None:
+    """While 4 threads submit and cancel, every counts() read satisfies submitted = pending + the five terminal states."""
+    spec = _chain(slo=0.004, max_batch=16, d=0.0002)
+    rt = Runtime(spec, {"s0": _identity, "s1": _identity}, policy="pard", sync_interval_s=0.2, max_queue_size=64)
+    stop = threading.Event()
+    reads: list[dict[str, int]] = []
+
+    def submitter(i: int) -> None:
+        for j in range(3_000):
+            f = rt.submit(j, slo=0.004 if j % 3 else 1.0)
+            if j % 7 == 0:
+                f.cancel()
+
+    def monitor() -> None:
+        while not stop.is_set():
+            reads.append(rt.counts())
+
+    mon = threading.Thread(target=monitor)
+    mon.start()
+    threads = [threading.Thread(target=submitter, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rt.close(drain=True)
+    stop.set()
+    mon.join()
+    reads.append(rt.counts())
+    assert len(reads) > 2
+    for c in reads:
+        assert c["submitted"] == sum(c[s] for s in STATES), c
+    assert reads[-1]["submitted"] == 12_000 and reads[-1]["pending"] == 0
+    assert all(a["submitted"] <= b["submitted"] for a, b in zip(reads, reads[1:]))  # monotonic
+
+
 def test_conservation_four_submitters() -> None:
     """4 threads x 20 000 requests: every request ends once, in a state whose future agrees, and the states add
     up to what was submitted (rejections allowed: whether the queue fills depends on the machine's speed)."""
@@ -331,20 +366,16 @@ def _close_or_fail(rt: Runtime, what: str) -> None:
     assert not closer.is_alive(), f"close() hung after {what}: a rejected submit was left in flight"
 
 
-class _RaisingSched:
-    """Wraps a StageScheduler so that its ``submit`` raises while ``armed`` (a C++ error stand-in)."""
+class _RaisingPush:
+    """A push hook of the C++ pipeline (``LivePipeline.set_push_hook``) that raises while ``armed``:
+    an error of the C++ push into a stage's queue at submit."""
 
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
+    def __init__(self) -> None:
         self.armed = True
 
-    def submit(self, *args: Any) -> bool:
+    def __call__(self, stage: int) -> None:
         if self.armed:
             raise RuntimeError("injected C++ submit failure")
-        return bool(self.inner.submit(*args))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 @pytest.mark.parametrize(
@@ -379,8 +410,8 @@ def test_largest_slo_is_accepted() -> None:
 def test_core_submit_error_unwinds_registration() -> None:
     """When the C++ submit raises, the error propagates, nothing is counted, the id is reused, close() returns."""
     rt = Runtime(_chain(n=1), {"s0": _identity}, policy="naive")
-    wrapped = _RaisingSched(rt._stages[0].sched)
-    rt._stages[0].sched = wrapped
+    wrapped = _RaisingPush()
+    rt._live.set_push_hook(0, wrapped)
     with pytest.raises(RuntimeError, match="injected C\\+\\+ submit failure"):
         rt.submit(1)
     assert rt.counts()["submitted"] == 0 and rt.counts()["pending"] == 0
@@ -403,7 +434,7 @@ def test_core_submit_error_on_second_entry_fails_request() -> None:
     ex = {n: CallableExecutor(lambda x: x, per_request=True) for n in ("a", "b", "c")}
     rt = Runtime(spec, ex, policy="naive")
     k = rt._entries[1]
-    rt._stages[k].sched = _RaisingSched(rt._stages[k].sched)
+    rt._live.set_push_hook(k, _RaisingPush())
     with pytest.raises(RuntimeError, match="injected"):
         rt.submit(1)
     c = rt.counts()
@@ -468,20 +499,26 @@ def test_report_capacity_given() -> None:
             rt.report(capacity_req_s=bad)  # type: ignore[arg-type]
 
 
+def _log_batches(rt: Runtime, k: int, rows: list[tuple[float, float, int, float]]) -> None:
+    """Add executed batches (start, duration, size, wait) to stage ``k``'s statistics log in the C++ pipeline."""
+    for row in rows:
+        rt._live.log_batch(k, *row)
+
+
 def test_bound_capacity_scaled_by_faster_batches() -> None:
     """The bound's capacity is workers * best b/d(b), times the run's speed-up over the profile where it is > 1."""
     spec = _chain(n=2, max_batch=8, d=0.0005)  # d(1) = 0.0005, d(8) = 0.001: best 8 / 0.001 = 8000 req/s
     rt = Runtime(spec, {"s0": _identity, "s1": _identity}, policy="naive", start=False)
     assert rt.bound_capacity()["req_s"] == pytest.approx(8000.0)
-    rt._stages[0].batches += [(0.0, 0.0005, 8, 0.0), (0.1, 0.0005, 8, 0.0)]  # twice as fast: 16000
-    rt._stages[1].batches += [(0.0, 0.0020, 8, 0.0)]  # twice as slow: clamped, stays 8000
+    _log_batches(rt, 0, [(0.0, 0.0005, 8, 0.0), (0.1, 0.0005, 8, 0.0)])  # twice as fast: 16000
+    _log_batches(rt, 1, [(0.0, 0.0020, 8, 0.0)])  # twice as slow: clamped, stays 8000
     info = rt.bound_capacity()
     assert info["req_s"] == pytest.approx(8000.0) and info["bottleneck"] == "s1"
     assert info["speedup_by_stage"] == {"s0": pytest.approx(2.0), "s1": pytest.approx(0.5)}
     # a fresh runtime (the batch logs are consumed by the run recorder, so they are appended to, not replaced)
     rt = Runtime(spec, {"s0": _identity, "s1": _identity}, policy="naive", start=False)
-    rt._stages[0].batches += [(0.0, 0.0005, 8, 0.0), (0.1, 0.0005, 8, 0.0)]  # twice as fast: 16000
-    rt._stages[1].batches += [(0.0, 0.00025, 8, 0.0)]  # four times as fast: 32000
+    _log_batches(rt, 0, [(0.0, 0.0005, 8, 0.0), (0.1, 0.0005, 8, 0.0)])  # twice as fast: 16000
+    _log_batches(rt, 1, [(0.0, 0.00025, 8, 0.0)])  # four times as fast: 32000
     info = rt.bound_capacity()
     assert info["req_s"] == pytest.approx(16000.0) and info["bottleneck"] == "s0"
     assert info["profile_req_s"] == pytest.approx(8000.0)
@@ -509,23 +546,16 @@ def test_base_exception_in_executor_fails_batch_and_worker_survives(exc_type: ty
     assert (c["submitted"], c["failed"], c["dropped"], c["on_time"] + c["late"]) == (2, 1, 0, 1)
 
 
-class _DyingSched:
-    """Wraps a StageScheduler so that ``form_batch`` raises SystemExit (a worker dying outside the executor)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def form_batch(self, *args: Any) -> Any:
-        raise SystemExit("injected worker death")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+def _dying_form(stage: int) -> None:
+    """A form hook of the C++ pipeline (``LivePipeline.set_form_hook``): forming a batch raises SystemExit
+    (a worker dying outside the executor)."""
+    raise SystemExit("injected worker death")
 
 
 def test_dead_worker_is_noticed() -> None:
     """A worker thread that dies anyway fails the requests of its stage, and submit then names the dead stage."""
     rt = Runtime(_chain(n=2, max_batch=4), {"s0": _identity, "s1": _identity}, policy="naive")
-    rt._stages[1].sched = _DyingSched(rt._stages[1].sched)
+    rt._live.set_form_hook(1, _dying_form)
     f = rt.submit(1)
     with pytest.raises(ExecutorError, match="s1") as info:
         f.result(timeout=5)

@@ -81,9 +81,9 @@ def test_outcome_records_are_bounded_and_counts_exact() -> None:
     assert c["submitted"] == 1000 and c["on_time"] + c["late"] == 1000 and c["pending"] == 0
     out = rt.outcomes()
     assert out["state"].size == 100 and out["request_id"].tolist() == list(range(900, 1000))
-    assert rt._ledger.out.send_s.size == 100  # the ring, not one row per request ever
+    assert rt._live.outcome_rows() < 200  # the ring (100 rows, rounded up to the C++ stripes), not one per request
     for st in rt._stages:  # the planner loop emptied the logs it handed to the recorder
-        assert (len(st.arrivals), len(st.queue_delays), len(st.batches)) == (0, 0, 0)
+        assert all(v.size == 0 for v in rt._live.take_stats(st.index).values())
     rep = rt.report()
     assert rep.submitted == 100 and rep.stages[0].submitted == 1000  # the window, and the stage counters
     # the report says it is a window, and carries the whole run's totals from the counters
@@ -241,21 +241,18 @@ def test_context_manager_close_timeout() -> None:
 
 
 class _BlockingForm:
-    """Wraps a StageScheduler: its ``n``-th ``form_batch`` call blocks until ``go`` is set."""
+    """A form hook of the C++ pipeline (``LivePipeline.set_form_hook``): the ``n``-th batch formation
+    blocks until ``go`` is set."""
 
-    def __init__(self, inner: Any, n: int) -> None:
-        self.inner, self.n, self.calls = inner, n, 0
+    def __init__(self, n: int) -> None:
+        self.n, self.calls = n, 0
         self.blocked, self.go = threading.Event(), threading.Event()
 
-    def form_batch(self, *args: Any) -> Any:
+    def __call__(self, stage: int) -> None:
         self.calls += 1
         if self.calls == self.n:
             self.blocked.set()
             assert self.go.wait(10.0)
-        return self.inner.form_batch(*args)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def test_cancel_of_a_started_batch_fails_or_skips_the_work() -> None:
@@ -271,8 +268,8 @@ def test_cancel_of_a_started_batch_fails_or_skips_the_work() -> None:
 
     rt = Runtime(_chain(n=1, max_batch=1), {"s0": stage}, policy="naive")
     try:
-        wrapped = _BlockingForm(rt._stages[0].sched, 3)  # 1: [a]; 2: [x]; 3: the next batch, as [x] starts
-        rt._stages[0].sched = wrapped
+        wrapped = _BlockingForm(3)  # 1: [a]; 2: [x]; 3: the next batch, as [x] starts
+        rt._live.set_form_hook(0, wrapped)
         a = rt.submit("a")
         deadline = time.monotonic() + 10
         while "a" not in seen and time.monotonic() < deadline:

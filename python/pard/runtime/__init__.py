@@ -7,11 +7,14 @@ through the stage's executor (:mod:`pard.executors`); a planner thread runs
 to the schedulers (DESIGN §3.5) and feeds the :class:`pard.recorder.RunRecorder` the reports come
 from, as the simulator does.
 
-Request life cycle.  ``submit(payload)`` validates its arguments, assigns the next request id,
-pushes the request into the entry stage's ring and returns a :class:`RequestFuture`.  A worker
-forms a batch (the scheduler drops what its policy drops, with a reason), runs the executor, and
-hands each output to the next stage (arrival time = the batch's end) or, at the exit, resolves the
-future with the output.  Every request ends in exactly one terminal state (:mod:`pard.outcomes`):
+Request life cycle.  ``submit(payload)`` validates its arguments and hands the request to the
+runtime's C++ hot path (``pard._core.LivePipeline``, ``cpp/include/pard/live_pipeline.hpp``), which
+assigns the next request id, checks the queue bound, pushes it into the entry stage's ring and
+returns its :class:`RequestFuture` (a C++ future).  A worker enters Python once per batch: the C++
+pipeline forms the batch (the scheduler drops what its policy drops, with a reason) and hands the
+worker the payloads; the worker runs the executor and hands the outputs back, and the C++ pipeline
+routes each one to the next stage (arrival time = the batch's end) or, at the exit, resolves the
+future with it.  Every request ends in exactly one terminal state (:mod:`pard.outcomes`):
 
 =========  ==================================================================================
 on_time    finished at or before its deadline (``send + slo``); the future holds the output
@@ -31,9 +34,9 @@ has ended (``close()`` ensures that).  Cancellations count as drops with reason 
 code the C++ schedulers use for discarded sibling branches -- so the identity of DESIGN §4 needs
 no sixth term.  Bad ``submit`` arguments raise at once and are counted nowhere.
 
-The package, one concept per module: :mod:`~pard.runtime.requests` (requests, futures, the one
-terminal transition), :mod:`~pard.runtime.workers` (stages, worker threads, batch formation),
-:mod:`~pard.runtime.routing` (hand-over between stages), :mod:`~pard.runtime.planner_loop`
+The package, one concept per module: :mod:`~pard.runtime.live` (the C++ hot path's Python side: the
+futures' exceptions, asyncio), :mod:`~pard.runtime.workers` (stages, worker threads),
+:mod:`~pard.runtime.planner_loop`
 (planner thread and recorder), :mod:`~pard.runtime.clock` (clock and scheduler-time accounting),
 :mod:`~pard.runtime.setup` (building from arguments), :mod:`~pard.runtime.replay` and the façade
 :mod:`~pard.runtime.facade`.
@@ -43,6 +46,6 @@ from __future__ import annotations
 
 from ..outcomes import STATES
 from .facade import Runtime
-from .requests import RequestFuture
+from .live import RequestFuture
 
 __all__ = ["Runtime", "RequestFuture", "STATES"]

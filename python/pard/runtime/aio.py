@@ -5,7 +5,8 @@ Runtime's public methods (``submit``, ``start``, ``close``, ``queued``, ``now``,
 ``workers``) and on the futures ``submit`` returns, so it holds no state of its own and does not
 depend on how the runtime is laid out inside.  An event loop that serves requests (an HTTP front,
 :mod:`pard.serve`) never blocks in it: submitting is a sub-millisecond call under the runtime's
-lock, results arrive through :func:`asyncio.wrap_future`, and closing runs in a worker thread.
+lock, results arrive through :func:`pard.runtime.live.wrap_future` (a done-callback of the C++ future
+hands the outcome to the loop), and closing runs in a worker thread.
 
 Cancellation.  Cancelling the task that awaits :meth:`AsyncRuntimeMixin.infer` cancels the
 request's future, which the runtime turns into a terminal *dropped* state with reason
@@ -27,6 +28,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Dropped, ExecutorError, PardError, Rejected
+from .live import wrap_future
 
 if TYPE_CHECKING:  # pragma: no cover
     from .facade import Runtime
@@ -107,7 +109,7 @@ class AsyncRuntimeMixin:
         slo_s = self._effective_slo(rt, slo, deadline)
         fut = rt.submit(payload, slo=slo_s, tier=0 if tier is None else tier)
         try:
-            return await asyncio.wrap_future(fut)
+            return await wrap_future(fut)
         except asyncio.CancelledError:
             fut.cancel()  # wrap_future already forwards the cancellation; explicit for clarity
             raise

@@ -1,14 +1,14 @@
 """The :class:`Runtime` façade: wires the parts of the live runtime together and delegates to them.
 
-:mod:`~pard.runtime.requests` (ids, outcomes, the one terminal transition), :mod:`~pard.runtime.workers`
-(stages, worker threads, batch formation), :mod:`~pard.runtime.routing` (hand-over between stages),
-:mod:`~pard.runtime.planner_loop` (planner thread, run recorder), :mod:`~pard.runtime.clock`, and
-:mod:`~pard.runtime.setup` (building all of it from the arguments).  See :mod:`pard.runtime`.
+The C++ hot path ``pard._core.LivePipeline`` (ids, outcomes, the one terminal transition, routing
+between stages, batch formation; built by :mod:`~pard.runtime.live`), :mod:`~pard.runtime.workers`
+(stages, worker threads), :mod:`~pard.runtime.planner_loop` (planner thread, run recorder),
+:mod:`~pard.runtime.clock`, and :mod:`~pard.runtime.setup` (building all of it from the
+arguments).  See :mod:`pard.runtime`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
 import os
 import threading
@@ -23,23 +23,21 @@ import numpy as np
 from .._checks import real_number, show
 from .._extras import available, require
 from ..config import resolve_pipeline
-from ..errors import ExecutorError, PardTypeError, PardValueError, Rejected
-from ..outcomes import FAILED, REJECTED, STATES, reason_code
+from ..errors import PardTypeError, PardValueError
 from ..planner import Planner
 from ..policies import get_policy
 from ..recorder import RunRecorder
 from ..wiring import planner_stages
-from . import lifecycle, results
+from . import lifecycle, live, results
 from .aio import AsyncRuntimeMixin
 from .clock import RunClock
 from .monitor import MonitorMixin
 from .planner_loop import PlannerLoop
 from .replay import replay
-from .requests import Ledger, RequestFuture
-from .routing import Router
+from .live import RequestFuture
 from .setup import (PayloadShape, build_stages, executors_arg, options_arg, positive_seconds, queue_sizes,
                     ring_capacity_arg, worker_counts)
-from .workers import WorkerPool, purge_period_s
+from .workers import WorkerPool
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config import PipelineSpec
@@ -47,7 +45,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Runtime"]
 
-_REJECTED_CODE = reason_code("rejected")
 _INT32_MAX = 2**31 - 1
 #: The largest SLO ``submit`` accepts (s): the C++ core caps times at 1e9 s (about 31.7 years).
 _MAX_SLO_S = 1e9
@@ -159,20 +156,21 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         self._planner = Planner(planner_stages(spec), policy=self._policy, **opts)
 
         self._clock = RunClock()
-        self._ledger = Ledger(len(self._stages), len(exits), self._clock.now, int(history))
-        self._router = Router(self._stages, self._ledger, exits, join_fn)
-        self._pool = WorkerPool(self._stages, self._ledger, self._router, self._clock)
+        self._live = live.build(self._stages, self._entries, exits, int(history), join_fn)
+        self._pool = WorkerPool(self._stages, self._live, self._clock)
         recorder = RunRecorder(spec, origin_s=0.0, workers=counts)
-        purge = self._pool.purge if self._policy.drop == "pard" else None  # Triton #7512: busy stages purge
-        self._loop = PlannerLoop(self._stages, self._planner, recorder, self._clock, sync_s, purge, purge_period_s(spec.slo, sync_s))
+        self._loop = PlannerLoop(self._stages, self._planner, recorder, self._clock, sync_s, self._live)
+        self._shape_lock = threading.Lock()  # the first payload fixes the shape: one submit wins
         self._accepting = False
         self._started = False
         self._closed = False
         self._blas_ctx: Any = None
         self._pid = os.getpid()
+        self._forked = False  # set in a forked child (os.register_at_fork): submit then refuses
+        self._slo = float(spec.slo)
         # an unreferenced, unclosed runtime cancels what is in flight and stops its threads (which
         # hold its parts, never the Runtime itself)
-        self._finalizer = weakref.finalize(self, lifecycle.stop, self._ledger, self._stages, self._pool, self._loop)
+        self._finalizer = weakref.finalize(self, lifecycle.stop, self._live, self._pool, self._loop)
         _RUNTIMES.add(self)
         if start:
             self.start()
@@ -219,7 +217,9 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
 
     def _after_fork(self) -> None:
         """In a forked child: fresh locks (the parent's threads may have held them), no threads."""
-        lifecycle.reinit_locks(self._ledger, self._stages, self._loop, self._clock)
+        self._forked = True
+        lifecycle.reinit_locks(self._stages, self._loop, self._clock)
+        self._shape_lock = threading.Lock()
 
     def now(self) -> float:
         """Seconds since the runtime was created (the clock every recorded time uses)."""
@@ -228,7 +228,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("running" if self._started else "not started")
         return (f"Runtime({self._spec.name!r}, policy={self.policy!r}, workers={self.workers}, "
-                f"{state}, submitted={self._ledger.out.n})")
+                f"{state}, submitted={self._live.counts()[0]})")
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -241,8 +241,10 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             tp = require("threadpoolctl", "cli", "limiting BLAS threads (blas_threads)")
             self._blas_ctx = tp.threadpool_limits(limits=self._blas_threads, user_api="blas")
         self._clock.restart()
+        self._live.set_origin(self._clock.t0)
         self._started = True
         self._accepting = True
+        self._live.open_admission()
         self._pool.start()
         self._loop.start()
 
@@ -284,20 +286,16 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             positive_seconds("timeout_s", timeout_s, allow_zero=True)
         forked = os.getpid() != self._pid  # a forked child has none of the threads: nothing to wait for
         deadline = None if timeout_s is None else time.monotonic() + float(timeout_s)
-        drain_until = None if deadline is None else deadline - lifecycle.join_reserve_s(self._stages, timeout_s)
-        ledger = self._ledger
-        with ledger.lock:
-            if self._closed:
-                return
-            self._accepting = False
-            if drain and self._started and not forked:
-                while ledger.inflight > 0:
-                    left = None if drain_until is None else drain_until - time.monotonic()
-                    if left is not None and left <= 0:
-                        break
-                    ledger.idle.wait(timeout=left)
-        lifecycle.stop(ledger, self._stages, self._pool, self._loop)  # cancels what is left
-        stuck = [] if forked else lifecycle.join(self._own_threads(), self._stages, deadline, self._clock.now)
+        drain_until = None if deadline is None else deadline - lifecycle.join_reserve_s(self._stages, self._live, timeout_s)
+        if self._closed:
+            return
+        self._accepting = False
+        self._live.close_admission()  # a submit racing this one is in flight before it returns, or raises
+        if drain and self._started and not forked:
+            until = None if drain_until is None else self.now() + max(0.0, drain_until - time.monotonic())
+            self._live.wait_idle(until)
+        lifecycle.stop(self._live, self._pool, self._loop)  # cancels what is left
+        stuck = [] if forked else lifecycle.join(self._own_threads(), self._stages, deadline, self._live, self.now)
         self._loop.flush()
         self._closed = True
         self._finalizer.detach()
@@ -335,43 +333,24 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 another raised, it cannot be unregistered: it ends as ``failed`` at once and the
                 error propagates.
         """
-        if os.getpid() != self._pid:
+        if self._forked:
             raise lifecycle.ForkedError(lifecycle.forked_message(self._pid))
-        slo_s = self._spec.slo if slo is None else _check_slo(slo)
-        if isinstance(tier, bool) or not isinstance(tier, (int, np.integer)):
-            raise PardTypeError(f"tier must be an int, got {type(tier).__name__}: {tier!r}")
-        if not 0 <= int(tier) <= _INT32_MAX:
-            raise PardValueError(f"tier must be in [0, 2**31), got {tier!r}")
-        shape, learning = self._shape.check(payload)
-        clock = self._clock.mine()
-        ledger = self._ledger
-        with ledger.lock:
-            if not self._accepting:
-                raise RuntimeError("this Runtime is not accepting requests (not started, or closed)")
-            if self._pool.dead is not None:
-                raise RuntimeError(_dead_message(self._pool.dead))
-            if learning:
+        slo_s = self._slo if slo is None else _check_slo(slo)
+        if tier.__class__ is not int or not 0 <= tier <= _INT32_MAX:  # the common case costs one test
+            _check_tier(tier)
+            tier = int(tier)
+        sh = self._shape
+        shape, learning = sh.check(payload) if sh.shape is not None or sh.learn else (None, False)
+        if not self._accepting:
+            raise RuntimeError("this Runtime is not accepting requests (not started, or closed)")
+        if self._pool.dead is not None:
+            raise RuntimeError(_dead_message(self._pool.dead))
+        if learning:
+            with self._shape_lock:
                 self._shape.learn_locked(shape)
-            # Registration and the entry pushes happen under the lock, so that no other request is
-            # registered in between: if the first push raises, the request is unregistered and its
-            # id is reused (counted nowhere).  Lock order: the ledger's lock, then a stage's cond.
-            send = self.now()
-            req = ledger.register_locked(send, slo_s, int(tier))
-            fut = req.future
-            assert fut is not None
-            rejected_at, why, failure = self._router.enter(self._entries, req, send, payload, clock)
-        if failure is not None:
-            # pushed into some entry stage(s) before the error: the id is in a queue and cannot be
-            # reused, so the request ends as failed (never left in flight) and the error propagates
-            err = ExecutorError(f"submit into entry stage failed: {type(failure).__name__}: {failure}",
-                                request_id=req.id, stage=self._stages[req.stage].name, cause=failure)
-            ledger.finish(req, FAILED, req.stage, -1, send, err)
-            raise failure
-        if rejected_at >= 0:
-            st = self._stages[rejected_at]
-            ledger.finish(req, REJECTED, rejected_at, _REJECTED_CODE, send,
-                          Rejected(str(why), retry_after_s=st.retry_after_s(), stage=st.name))
-        return fut
+        # the C++ pipeline assigns the id, checks the queue bounds, pushes into every entry stage
+        # and counts the request; a refusal ends it at once (its future raises pard.Rejected)
+        return self._live.submit(payload, slo_s, tier)
 
     async def submit_async(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> Any:
         """``await``-able form of :meth:`submit`: returns the output or raises as ``future.result()``.
@@ -380,7 +359,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         """
         fut = self.submit(payload, slo=slo, tier=tier)
         try:
-            waiter = asyncio.wrap_future(fut)
+            waiter = live.wrap_future(fut)
         except BaseException:  # e.g. no running event loop: end the request rather than leak it
             fut.cancel()
             raise
@@ -398,43 +377,40 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
 
         ``submitted == pending + on_time + late + dropped + rejected + failed`` at any moment.
         """
-        with self._ledger.lock:
-            c = dict(zip(STATES, self._ledger.counts))
-            c["submitted"] = self._ledger.out.n
-        return c
+        return results.counts(self._live)
 
     def queued(self, stage: str | None = None) -> int:
         """Requests waiting in a stage's queue (not yet in a batch, not ended); all stages if None."""
         ks = range(len(self._stages)) if stage is None else [self._spec.index(stage)]
-        live = list(self._ledger.live.values())
-        return sum(1 for r in live for k in ks if k in r.queued)
+        return sum(int(self._live.queued(k)) for k in ks)
 
     def outcomes(self) -> dict[str, np.ndarray]:
         """Per request (index = request id): ``send_s``, ``slo_s``, ``tier``, ``state`` (int8, codes of
         :data:`STATES`), ``finish_s`` (NaN while pending), ``drop_stage`` (-1 unless dropped, rejected or
         failed), ``reason`` (-1 unless dropped/rejected), ``compute_s`` (compute charged to the request, s).  Same form as
         ``pard._core.Simulator.outcomes()`` plus the inputs.  Copies."""
-        with self._ledger.lock:
-            return self._ledger.out.copy()
+        return self._live.outcomes()
 
     def batches(self) -> dict[str, np.ndarray]:
         """The most recent executed batches (up to :data:`~pard.runtime.workers.BATCH_HISTORY` per stage):
         ``stage`` (int32), ``start_s``, ``duration_s``, ``size`` (int64), ``wait_s`` (batch wait W), as
         ``pard._core.Simulator.batches()`` plus the wait; by start time."""
-        return results.batches(self._stages)
+        return results.batches(self._live, self._stages)
 
     def overhead(self) -> dict[str, float]:
-        """Time spent in the scheduler so far (s): ``scheduler_s`` (inside the C++ ``submit`` (wall time)
-        and ``form_batch`` (thread CPU time) calls, binding conversions included), ``planner_s``
-        (planner updates with their ``publish`` calls, thread CPU time), ``planner_calls``."""
-        sched_s, planner_s = self._clock.totals_s()
+        """Time spent in the scheduler so far (s): ``scheduler_s`` (wall time inside the C++ hot path --
+        submit, batch formation with its drops, marking batches running, routing outputs to the
+        successors and finishing requests -- all threads), ``planner_s`` (planner updates with their
+        ``publish`` calls, thread CPU time), ``planner_calls``."""
+        _, planner_s = self._clock.totals_s()
+        sched_s = self._live.scheduler_s()
         return {"scheduler_s": sched_s, "planner_s": planner_s, "planner_calls": float(self._loop.calls)}
 
     def snapshot(self) -> dict[str, Any]:
         """The runtime now, without stopping it: ``counts`` (every request ever), ``in_flight``, ``queued``
         and ``max_queue_size`` per stage, ``goodput_recent`` and ``drop_rate_recent`` over the last
         ``window_s`` (10 s) of sends, ``now_s``, ``planner_calls`` (:func:`pard.runtime.results.snapshot`)."""
-        return results.snapshot(self._ledger, self._stages, self._loop, self.now())
+        return results.snapshot(self._live, self._stages, self._loop, self.now())
 
     def report(self, *, t0_s: float | None = None, duration_s: float | None = None,
                capacity_req_s: float | None = None) -> Report:
@@ -450,7 +426,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
 
         Raises PardValueError for a bad ``capacity_req_s`` or ``duration_s``.
         """
-        return results.report(self._ledger, self._loop, self._policy.name, t0_s=t0_s, duration_s=duration_s,
+        return results.report(self._live, self._loop, self._policy.name, t0_s=t0_s, duration_s=duration_s,
                               capacity_req_s=capacity_req_s)
 
     def bound_capacity(self) -> dict[str, Any]:
@@ -472,6 +448,13 @@ def _dead_message(st: Any) -> str:
     name, exc = st.dead
     return (f"stage {st.name!r} is dead: its worker thread {name} died of {type(exc).__name__}: {exc!r} "
             f"(outside the executor call); the Runtime cannot serve requests any more, close it")
+
+
+def _check_tier(tier: Any) -> None:
+    if isinstance(tier, bool) or not isinstance(tier, (int, np.integer)):
+        raise PardTypeError(f"tier must be an int, got {type(tier).__name__}: {tier!r}")
+    if not 0 <= int(tier) <= _INT32_MAX:
+        raise PardValueError(f"tier must be in [0, 2**31), got {tier!r}")
 
 
 def _check_slo(slo: Any) -> float:

@@ -6,7 +6,7 @@
   workers are joined in time.  A thread still running at the deadline is named in the warning only
   when it is inside its executor and has been for more than 4x the stage's longest batch plus
   0.1 s (a *hung* stage): an executor merely slower than its profile (a loaded machine) is not
-  named, nor is a thread outside its executor (routing, the planner), which runs only pard's code.
+  named, nor is a thread outside its executor (the planner), which runs only pard's code.
 * An unreferenced, unclosed Runtime is cleaned up by a ``weakref.finalize``: its requests in flight
   are cancelled and its threads told to stop (they hold the parts, never the Runtime itself).
 * After ``os.fork()`` the child has none of the parent's threads: the Runtime detects it (the
@@ -21,13 +21,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import Dropped
-from ..outcomes import DROPPED
 from .planner_loop import PlannerLoop
-from .requests import CANCELLED, Ledger
 from .workers import Stage, WorkerPool
 
-__all__ = ["join_reserve_s", "stage_reserve_s", "longest_batch_s", "hung_message", "cancel_all", "stop", "join", "ForkedError", "forked_message"]
+__all__ = ["join_reserve_s", "stage_reserve_s", "longest_batch_s", "hung_message", "cancel_all", "stop", "join", "ForkedError", "forked_message", "reinit_locks"]
 
 #: The join reserve: this many profiled ``d(max_batch)`` of the slowest stage, plus a margin (s).
 _RESERVE_BATCHES = 4.0
@@ -47,48 +44,48 @@ def forked_message(pid: int) -> str:
             f"in this process (after the fork)")
 
 
-def longest_batch_s(st: Stage) -> float:
-    """``st``'s longest batch (s): measured in this run's kept history, or the profiled
-    ``d(max_batch)``, whichever is longer."""
-    measured = max((row[1] for row in list(st.recent)), default=0.0)
+def longest_batch_s(st: Stage, live: Any) -> float:
+    """``st``'s longest batch (s): measured in this run's kept history (``live.recent_batches``), or
+    the profiled ``d(max_batch)``, whichever is longer."""
+    measured = max((float(b[1]) for b in live.recent_batches(st.index)), default=0.0)
     return max(st.duration(st.max_batch), measured)
 
 
-def stage_reserve_s(st: Stage) -> float:
+def stage_reserve_s(st: Stage, live: Any) -> float:
     """Time enough for ``st``'s workers to finish the batch they run (s)."""
-    return _RESERVE_BATCHES * longest_batch_s(st) + _RESERVE_MARGIN_S
+    return _RESERVE_BATCHES * longest_batch_s(st, live) + _RESERVE_MARGIN_S
 
 
-def join_reserve_s(stages: Sequence[Stage], timeout_s: float) -> float:
+def join_reserve_s(stages: Sequence[Stage], live: Any, timeout_s: float) -> float:
     """How much of close()'s ``timeout_s`` is kept for joining the threads after the drain (s)."""
-    return min(0.5 * timeout_s, max(stage_reserve_s(st) for st in stages))
+    return min(0.5 * timeout_s, max(stage_reserve_s(st, live) for st in stages))
 
 
-def cancel_all(ledger: Ledger, stages: Sequence[Stage], now: float) -> None:
-    """End every request still in flight as dropped, reason ``cancelled``."""
-    for r in list(ledger.live.values()):
-        ledger.finish(r, DROPPED, r.stage, CANCELLED, now, Dropped(r.id, stages[r.stage].name, "cancelled"))
+def cancel_all(live: Any) -> None:
+    """End every request still in flight as dropped, reason ``cancelled`` (at the stage it was last at)."""
+    live.cancel_all()
 
 
-def stop(ledger: Ledger, stages: Sequence[Stage], pool: WorkerPool, loop: PlannerLoop) -> None:
+def stop(live: Any, pool: WorkerPool, loop: PlannerLoop) -> None:
     """Cancel what is in flight and tell every thread to stop (no waiting): an abandoned runtime's end."""
-    cancel_all(ledger, stages, ledger.now())
+    live.close_admission()
+    cancel_all(live)
     pool.stop()
     loop.stop()
 
 
-def join(threads: Sequence[threading.Thread], stages: Sequence[Stage], deadline: float | None,
+def join(threads: Sequence[threading.Thread], stages: Sequence[Stage], deadline: float | None, live: Any,
          now: Any) -> list[tuple[str, float]]:
     """Join ``threads`` until ``deadline`` (``time.monotonic``; None: no limit); the *hung* stages
     then (see the module docstring), each once, with how long its oldest running batch has run (s).
-    ``now``: the runtime clock (``running_since``'s)."""
+    ``now``: the runtime clock (``Stage.running_since``'s)."""
     for t in threads:
         t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
     t_now = now()
     hung = []
     for st in stages:
-        since = [s for t, s in zip(st.threads, st.running_since) if t.is_alive() and s > 0.0]
-        if since and t_now - min(since) > _HUNG_BATCHES * longest_batch_s(st) + _HUNG_MARGIN_S:
+        since = [s for t in st.threads if t.is_alive() and (s := st.running_since.get(t.name)) is not None]
+        if since and t_now - min(since) > _HUNG_BATCHES * longest_batch_s(st, live) + _HUNG_MARGIN_S:
             hung.append((st.name, t_now - min(since)))
     return hung
 
@@ -101,11 +98,8 @@ def hung_message(timeout_s: float | None, hung: Sequence[tuple[str, float]]) -> 
             f"Every request has ended; whatever they return is discarded.")
 
 
-def reinit_locks(ledger: Ledger, stages: Sequence[Stage], loop: PlannerLoop, clock: Any) -> None:
-    """Fresh locks for a forked child: a lock held by a parent's thread at the fork would never be released."""
-    ledger.lock = threading.Lock()
-    ledger.idle = threading.Condition(ledger.lock)
-    for st in stages:
-        st.cond = threading.Condition(threading.Lock())
+def reinit_locks(stages: Sequence[Stage], loop: PlannerLoop, clock: Any) -> None:
+    """Fresh Python locks for a forked child: a lock held by a parent's thread at the fork would never be
+    released.  (The C++ pipeline's locks are held only for short sections that never wait.)"""
     loop._lock = threading.Lock()
     clock._lock = threading.Lock()

@@ -1,7 +1,7 @@
 """A live view of the runtime's stages for monitoring (``pard serve``'s ``/metrics``).
 
 :func:`stage_snapshot` reads what the parts already keep -- each stage's scheduler (its current
-order), most recent queueing delays (:mod:`~pard.runtime.workers`, a bounded window) and the planner loop's
+order), most recent queueing delays (kept by the C++ pipeline, a bounded window) and the planner loop's
 published terms (:mod:`~pard.runtime.planner_loop`) -- without locks.  :class:`MonitorMixin` puts it on the :class:`~pard.runtime.facade.Runtime`
 façade as ``Runtime.stage_stats()``, with ``Runtime.drop_counts()`` (monotonic counters of every
 dropped request) and ``Runtime.observe_stages()`` (an observer told of every batch as it happens,
@@ -31,7 +31,7 @@ class StageObserver(Protocol):
 
 
 def stage_snapshot(stages: Sequence[Any], terms_log: Sequence[tuple[float, list[Any]]],
-                   queued: Callable[[str], int]) -> list[dict[str, Any]]:
+                   queued: Callable[[str], int], live: Any) -> list[dict[str, Any]]:
     """One dict per stage (pipeline order); see :meth:`MonitorMixin.stage_stats`."""
     last = terms_log[-1][1] if terms_log else None
     out = []
@@ -43,7 +43,7 @@ def stage_snapshot(stages: Sequence[Any], terms_log: Sequence[tuple[float, list[
             "order": str(st.sched.current_order),
             "mu": float(term.mu) if term is not None else float("nan"),
             "eps": float(term.eps) if term is not None else float("nan"),
-            "queue_delay_s": np.asarray(list(st.recent_delays), dtype=np.float64),
+            "queue_delay_s": np.asarray(live.recent_delays(st.index), dtype=np.float64),
         })
     return out
 
@@ -62,16 +62,16 @@ class MonitorMixin:
         taken into batches).
         """
         rt: Any = self
-        return stage_snapshot(rt._stages, rt._loop.terms_log, rt.queued)
+        return stage_snapshot(rt._stages, rt._loop.terms_log, rt.queued, rt._live)
 
     def drop_counts(self) -> dict[tuple[str, str], int]:
         """Requests dropped so far by ``(stage name, reason)`` (:data:`pard.outcomes.REASONS`), over
         every request ever (not only the last ``history``): monotonic, summing to ``counts()["dropped"]``."""
         rt: Any = self
-        with rt._ledger.lock:
-            drops = dict(rt._ledger.drops)
+        flat = rt._live.drop_counts()  # stage * len(REASONS) + reason
         names = [st.name for st in rt._stages]
-        return {(names[k], REASONS[r] if r >= 0 else "unknown"): n for (k, r), n in sorted(drops.items())}
+        nr = len(REASONS)
+        return {(names[i // nr], REASONS[i % nr]): int(n) for i, n in enumerate(flat) if n}
 
     def observe_stages(self, observer: StageObserver | None) -> None:
         """Have ``observer`` told of every batch at every stage from now on (None: stop).

@@ -3,21 +3,17 @@ each stage's new statistics to the :class:`pard.planner.Planner` (the simulator'
 unchanged) and to the :class:`pard.recorder.RunRecorder` (fed as the simulator feeds it), then
 publishes the new terms to the C++ stage schedulers.
 
-The statistics come from the stages' logs, in the form ``pard._core.Simulator.take_stats()``
-returns; each log's taken prefix is deleted at once (workers only append, and only this loop
-deletes), so the logs hold one interval's samples and a long run's memory stays flat.  :meth:`PlannerLoop.flush` hands the recorder what
+The statistics come from the C++ pipeline's per-stage logs (``LivePipeline.take_stats``, in the form
+``pard._core.Simulator.take_stats()`` returns); taking them empties them, so the logs hold one
+interval's samples and a long run's memory stays flat.  :meth:`PlannerLoop.flush` hands the recorder what
 is left once the workers have stopped, so a report covers every batch.
-
-Between syncs the same thread runs an optional *tick* (the pard rule's purge timer,
-:meth:`pard.runtime.workers.WorkerPool.purge`), so a stage whose workers are all busy still drops
-its infeasible requests promptly (Triton #7512).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -30,24 +26,13 @@ from .workers import Stage
 __all__ = ["PlannerLoop"]
 
 
-def _cut(log: list[Any]) -> list[Any]:
-    """The entries of ``log`` so far, removed from it (entries appended meanwhile stay)."""
-    n = len(log)
-    taken = log[:n]
-    del log[:n]
-    return taken
-
-
 class PlannerLoop:
     """The planner thread of one runtime (see the module docstring)."""
 
     def __init__(self, stages: Sequence[Stage], planner: Planner, recorder: RunRecorder, clock: RunClock,
-                 sync_interval_s: float, tick: Callable[[float, Any], None] | None = None,
-                 tick_s: float = 0.0) -> None:
+                 sync_interval_s: float, live: Any) -> None:
         self._stages = stages
-        #: called as ``tick(now, thread_clock)`` every ``tick_s`` between syncs (the purge timer), or None
-        self._tick = tick
-        self._tick_s = tick_s
+        self._live = live
         self._planner = planner
         self.recorder = recorder
         self._clock = clock
@@ -70,18 +55,7 @@ class PlannerLoop:
 
     def _take(self, now: float) -> list[dict[str, np.ndarray]]:
         """Each stage's statistics since the last call, handed to the recorder too (``(last, now]``)."""
-        stats = []
-        for st in self._stages:
-            arrivals, delays, rows = _cut(st.arrivals), _cut(st.queue_delays), _cut(st.batches)
-            stats.append({
-                "arrival_s": np.asarray(arrivals, dtype=np.float64),
-                "qdelay_t_s": np.asarray([q[0] for q in delays], dtype=np.float64),
-                "qdelay_s": np.asarray([q[1] for q in delays], dtype=np.float64),
-                "batch_start_s": np.asarray([b[0] for b in rows], dtype=np.float64),
-                "batch_duration_s": np.asarray([b[1] for b in rows], dtype=np.float64),
-                "batch_size": np.asarray([b[2] for b in rows], dtype=np.int64),
-                "batch_wait_s": np.asarray([b[3] for b in rows], dtype=np.float64),
-            })
+        stats: list[dict[str, np.ndarray]] = [self._live.take_stats(st.index) for st in self._stages]
         self.recorder.record(stats, [st.workers for st in self._stages], self._last_t, max(now, self._last_t))
         self._last_t = max(now, self._last_t)
         return stats
@@ -96,16 +70,8 @@ class PlannerLoop:
         while True:
             # every sync interval on the runtime clock (t = 1, 2, ... x sync_interval_s), as the simulator
             due = self._sync_s * (self.calls + 1)
-            now = self._clock.now()
-            until = due if self._tick is None else min(due, now + self._tick_s)
-            if self.stop_event.wait(max(0.0, until - now)):
+            if self.stop_event.wait(max(0.0, due - self._clock.now())):
                 return
-            if self._tick is not None and self._clock.now() < due:
-                try:
-                    self._tick(self._clock.now(), clock)
-                except BaseException as e:  # noqa: BLE001 - as a planner update: keep serving
-                    self.errors.append(e)
-                continue
             self.calls += 1
             t0 = time.thread_time_ns()
             now = self._clock.now()

@@ -1,4 +1,6 @@
-"""Requests, their futures, the outcome table and the one terminal transition of the live runtime.
+"""Requests, their futures, the outcome table and the one terminal transition, in Python: the ledger
+of :mod:`pard.ray`'s driver (the local :class:`pard.Runtime` keeps all of this in its C++
+``LivePipeline``, ``cpp/include/pard/live_pipeline.hpp``).
 
 A :class:`Ledger` owns request ids, the per-request outcome arrays (the form of
 ``pard._core.Simulator.outcomes()``), the counts by state and the in-flight count, all under one

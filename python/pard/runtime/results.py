@@ -2,9 +2,10 @@
 the goodput bound's capacity and the recent batches.  Functions of the runtime's parts, so the
 :class:`~pard.runtime.Runtime` façade only delegates.
 
-Memory stays flat in a long run: the recorder keeps counters and per-second bins, the outcome
-table the most recent ``history`` requests, each stage the most recent
-:data:`~pard.runtime.workers.BATCH_HISTORY` batches; the counts by state cover every request ever.
+Memory stays flat in a long run: the recorder keeps counters and per-second bins, the C++ pipeline
+(``live``, ``pard._core.LivePipeline``) the outcomes of the most recent ``history`` requests and, per
+stage, the most recent :data:`~pard.runtime.workers.BATCH_HISTORY` batches; the counts by state
+cover every request ever.
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ from .._checks import show
 from ..errors import PardValueError
 from ..outcomes import ON_TIME, PENDING, STATES
 from .planner_loop import PlannerLoop
-from .requests import Ledger
 from .workers import Stage
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import Report
 
-__all__ = ["report", "snapshot", "bound_capacity", "batches", "true_span_s"]
+__all__ = ["report", "counts", "snapshot", "bound_capacity", "batches", "true_span_s"]
 
 
 def true_span_s(send: np.ndarray) -> float:
@@ -37,7 +37,7 @@ def true_span_s(send: np.ndarray) -> float:
     return float(send[-1] - send[0]) * n / (n - 1)
 
 
-def report(ledger: Ledger, loop: PlannerLoop, policy: str, *, t0_s: float | None, duration_s: float | None,
+def report(live: Any, loop: PlannerLoop, policy: str, *, t0_s: float | None, duration_s: float | None,
            capacity_req_s: float | None) -> Report:
     """See :meth:`pard.runtime.Runtime.report`."""
     if capacity_req_s is not None and (
@@ -48,9 +48,8 @@ def report(ledger: Ledger, loop: PlannerLoop, policy: str, *, t0_s: float | None
                                    or not (math.isfinite(float(duration_s)) and float(duration_s) > 0)):
         raise PardValueError(f"duration_s must be a finite number of seconds > 0, got {show(duration_s)}")
     loop.flush()
-    with ledger.lock:
-        out = ledger.out.copy()
-        submitted, totals = ledger.out.n, dict(zip(STATES, ledger.counts))
+    totals = counts(live)
+    out = live.outcomes()
     held = out["state"].size
     ended = out["state"] != PENDING  # a live report covers the requests that have ended
     out = {k: v[ended] for k, v in out.items()}
@@ -61,21 +60,26 @@ def report(ledger: Ledger, loop: PlannerLoop, policy: str, *, t0_s: float | None
     nb = max(1, int(math.ceil(span - 1e-9)))
     rep = loop.recorder.report(policy=policy, outcomes=out, t0_s=t0, n_bins=nb, slo_s=out["slo_s"],
                                capacity_req_s=capacity_req_s, duration_s=span)
+    submitted = totals.pop("submitted")
     if n < submitted:  # part of the run only: say which part, and give the totals from the counters
-        rep.window = {"requests": n, "submitted": submitted, "not_held": submitted - held,
+        rep.window = {"requests": n, "submitted": submitted, "not_held": max(0, submitted - held),
                       "pending": held - n, "totals": totals}
     return rep
 
 
-def snapshot(ledger: Ledger, stages: Sequence[Stage], loop: PlannerLoop, now: float) -> dict[str, Any]:
+def counts(live: Any) -> dict[str, int]:
+    """Requests by state, one consistent moment: ``submitted`` and each of :data:`STATES`."""
+    c = live.counts()
+    out = dict(zip(STATES, c[1:]))
+    out["submitted"] = c[0]
+    return out
+
+
+def snapshot(live: Any, stages: Sequence[Stage], loop: PlannerLoop, now: float) -> dict[str, Any]:
     """See :meth:`pard.runtime.Runtime.snapshot`."""
-    with ledger.lock:
-        counts = dict(zip(STATES, ledger.counts))
-        counts["submitted"] = ledger.out.n
-        o = ledger.out
-        held = min(o.n, o.history)
-        rows = np.arange(o.n - held, o.n) % o.history
-        recent_state, recent_send = o.state[rows].copy(), o.send_s[rows].copy()
+    counts_now = counts(live)
+    o = live.outcomes()
+    recent_state, recent_send = o["state"], o["send_s"]
     window = 10.0
     last = recent_send >= now - window
     recent = recent_state[last]
@@ -83,8 +87,8 @@ def snapshot(ledger: Ledger, stages: Sequence[Stage], loop: PlannerLoop, now: fl
     lost = np.isin(done, [STATES.index("late"), STATES.index("dropped"), STATES.index("rejected"),
                           STATES.index("failed")])
     return {
-        "now_s": now, "counts": counts, "in_flight": counts["pending"],
-        "queued": {st.name: st.queued_live() for st in stages},
+        "now_s": now, "counts": counts_now, "in_flight": counts_now["pending"],
+        "queued": {st.name: int(live.queued(st.index)) for st in stages},
         "max_queue_size": {st.name: st.max_queue for st in stages},
         "goodput_recent": float(np.count_nonzero(recent == ON_TIME)) / window,
         "drop_rate_recent": float(lost.mean()) if done.size else 0.0,
@@ -105,9 +109,10 @@ def bound_capacity(stages: Sequence[Stage], loop: PlannerLoop) -> dict[str, Any]
             "speedup_by_stage": {st.name: None if math.isnan(s) else float(s) for st, s in zip(stages, speedup)}}
 
 
-def batches(stages: Sequence[Stage]) -> dict[str, np.ndarray]:
+def batches(live: Any, stages: Sequence[Stage]) -> dict[str, np.ndarray]:
     """See :meth:`pard.runtime.Runtime.batches`."""
-    rows = sorted(((st.index, *b) for st in stages for b in list(st.recent)), key=lambda r: r[1])
+    rows = sorted(((st.index, b[0], b[1], int(b[2]), b[3]) for st in stages for b in live.recent_batches(st.index)),
+                  key=lambda r: r[1])
     cols = list(zip(*rows)) if rows else [()] * 5
     return {name: np.asarray(col, dtype=dtype) for name, col, dtype in zip(
         ("stage", "start_s", "duration_s", "size", "wait_s"), cols,

@@ -1,0 +1,104 @@
+"""The Python side of the C++ hot path (``pard._core.LivePipeline``, ``cpp/include/pard/live_pipeline.hpp``).
+
+The C++ pipeline keeps every request in flight, its outcome, the counts and the routing between
+stages, and resolves each request's future (``pard._core.LiveFuture``, the :class:`RequestFuture`
+``Runtime.submit`` returns) in C++.  What stays in Python is built here: the exception a dropped,
+rejected or failed request's future raises -- made only when someone asks for it
+(:func:`error_factory`) -- and the bridge of a future to asyncio (:func:`wrap_future`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import _core
+from ..errors import Dropped, ExecutorError, Rejected
+from ..outcomes import REASONS, REJECTED
+
+__all__ = ["RequestFuture", "error_factory", "wrap_future", "build", "KIND"]
+
+#: The future ``Runtime.submit`` returns: ``result(timeout=None)``, ``exception(timeout=None)``,
+#: ``done()``, ``cancelled()``, ``cancel()``, ``add_done_callback(fn)``, ``request_id``.
+RequestFuture = _core.LiveFuture
+
+#: EndKind codes of pard/live_pipeline.hpp (why a request ended)
+KIND = {"output": 0, "policy": 1, "cancel": 2, "closed": 3, "queue_full": 4, "ring_full": 5, "executor": 6,
+        "failure": 7, "join": 8, "dead": 9}
+
+
+def error_factory(names: Sequence[str], max_queue: Sequence[int]) -> Callable[..., BaseException]:
+    """The function the C++ futures call to build the exception of a request that did not finish:
+    ``(request_id, state, stage, reason, kind, raw, queued, retry_after_s) -> exception``."""
+
+    def make(rid: int, state: int, stage: int, reason: int, kind: int, raw: Any, queued: int,
+             retry_after_s: float) -> BaseException:
+        name = names[stage]
+        if kind == KIND["executor"]:
+            return ExecutorError(f"stage {name!r}: executor raised {type(raw).__name__}: {raw}",
+                                 request_id=rid, stage=name, cause=raw)
+        if kind == KIND["join"]:
+            return ExecutorError(f"join into stage {name!r} raised {type(raw).__name__}: {raw}",
+                                 request_id=rid, stage=name, cause=raw)
+        if kind == KIND["dead"]:
+            thread, exc = raw
+            return ExecutorError(f"stage {name!r}: worker thread {thread} died of {type(exc).__name__}: {exc}",
+                                 request_id=rid, stage=name, cause=exc)
+        if kind == KIND["failure"]:
+            return ExecutorError(f"submit into entry stage failed: {type(raw).__name__}: {raw}",
+                                 request_id=rid, stage=name, cause=raw)
+        if kind in (KIND["queue_full"], KIND["ring_full"]):
+            why = (f"its queue is full ({queued} queued, max_queue_size {max_queue[stage]})"
+                   if kind == KIND["queue_full"] else "its ingress ring is full")
+            if state == REJECTED:
+                return Rejected(why, retry_after_s=retry_after_s, stage=name)
+            return Dropped(rid, name, "rejected", retry_after_s=retry_after_s)
+        return Dropped(rid, name, REASONS[reason] if reason >= 0 else "unknown")
+
+    return make
+
+
+def build(stages: Sequence[Any], entries: Sequence[int], exits: Sequence[int], history: int,
+          join: Callable[[list[Any]], Any]) -> Any:
+    """The ``pard._core.LivePipeline`` of a runtime's stages (:class:`pard.runtime.workers.Stage`)."""
+    names = [st.name for st in stages]
+    return _core.LivePipeline(
+        schedulers=[st.sched for st in stages], successors=[list(st.successors) for st in stages],
+        preds=[list(st.preds) for st in stages], max_queue=[int(st.max_queue) for st in stages],
+        capacity_req_s=[float(st.capacity_req_s) for st in stages], entries=list(entries), exits=list(exits),
+        history=int(history), join=join, exit_names=[names[k] for k in exits],
+        error_factory=error_factory(names, [int(st.max_queue) for st in stages]))
+
+
+def wrap_future(fut: Any) -> asyncio.Future[Any]:
+    """An asyncio future of the running loop that follows ``fut`` (as :func:`asyncio.wrap_future`
+    does for a ``concurrent.futures.Future``); cancelling it cancels ``fut``."""
+    loop = asyncio.get_running_loop()
+    out: asyncio.Future[Any] = loop.create_future()
+
+    def copy(f: Any) -> None:
+        if out.done():
+            return
+        if f.cancelled():
+            out.cancel()
+            return
+        exc = f.exception(timeout=0)
+        if exc is not None:
+            out.set_exception(exc)
+        else:
+            out.set_result(f.result(timeout=0))
+
+    def done(f: Any) -> None:
+        try:
+            loop.call_soon_threadsafe(copy, f)
+        except RuntimeError:  # the loop has closed: nobody is waiting any more
+            pass
+
+    def forward_cancel(a: asyncio.Future[Any]) -> None:
+        if a.cancelled():
+            fut.cancel()
+
+    out.add_done_callback(forward_cancel)
+    fut.add_done_callback(done)
+    return out
