@@ -101,9 +101,6 @@ def test_simulator_purge_expects_the_start_when_the_busy_worker_is_free() -> Non
     assert r.finish_s[1] == pytest.approx(0.02, abs=1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Triton #7512 still reproduces live: the runtime's batch formation moved into the C++ LivePipeline, "
-    "which does not yet call StageScheduler::purge while every worker of a stage is busy (the simulator does)"))
 def test_runtime_drops_a_request_that_becomes_infeasible_while_every_worker_is_busy() -> None:
     """Triton #7512 live: with the only worker held past its profiled 10 ms, a 50 ms request is dropped (infeasible) before the worker is released, a 30 s one is served after."""
     entered, release = threading.Event(), threading.Event()

@@ -37,7 +37,7 @@ from .replay import replay
 from .live import RequestFuture
 from .setup import (PayloadShape, build_stages, executors_arg, options_arg, positive_seconds, queue_sizes,
                     ring_capacity_arg, worker_counts)
-from .workers import WorkerPool
+from .workers import WorkerPool, purge_period_s
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config import PipelineSpec
@@ -159,7 +159,9 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         self._live = live.build(self._stages, self._entries, exits, int(history), join_fn)
         self._pool = WorkerPool(self._stages, self._live, self._clock)
         recorder = RunRecorder(spec, origin_s=0.0, workers=counts)
-        self._loop = PlannerLoop(self._stages, self._planner, recorder, self._clock, sync_s, self._live)
+        purge = self._pool.purge if self._policy.drop == "pard" else None  # Triton #7512: busy stages purge
+        self._loop = PlannerLoop(self._stages, self._planner, recorder, self._clock, sync_s, self._live, purge,
+                                 purge_period_s(spec.slo, sync_s))
         self._shape_lock = threading.Lock()  # the first payload fixes the shape: one submit wins
         self._accepting = False
         self._started = False
