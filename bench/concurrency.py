@@ -11,7 +11,8 @@ keeps every outcome row (``history`` = the request count, about 45 bytes each).
 Checked at the end, per request id (only the public API: ``submit``, futures, ``counts``,
 ``outcomes``, ``report``): every future resolved exactly once; its outcome row is terminal and
 agrees with the future (on_time/late <-> a result; dropped <-> cancelled or Dropped, a cancelled
-future's row has reason ``cancelled``; rejected <-> Rejected; failed <-> ExecutorError); ``counts()``
+future's row has reason ``cancelled``, and every future whose ``cancel()`` returned True ended
+cancelled (calling it again on a cancelled future returns True too, so calls > ids); rejected <-> Rejected; failed <-> ExecutorError); ``counts()``
 equals the tally of the rows and ``submitted = on_time + late + dropped + rejected + failed``; the
 report's totals equal the counts.  Exit status 1 on any mismatch.
 
@@ -65,6 +66,7 @@ def run(n: int, threads: int, cancel_p: float, slo: float, seed: int) -> dict[st
     """Run the bench; returns its figures and the list of mismatches (empty when every check holds)."""
     calls = np.zeros(n, dtype=np.int16)
     kind = np.full(n, -1, dtype=np.int8)
+    cancel_true = np.zeros(n, dtype=bool)  # cancel() returned True for this id (at least once)
     rt = pard.Runtime(_spec(slo), {"a": _identity, "b": _identity}, policy="pard", history=n)
 
     def on_done(f: Any) -> None:
@@ -93,7 +95,10 @@ def run(n: int, threads: int, cancel_p: float, slo: float, seed: int) -> dict[st
             recent.append(f)
             if rng.random() < cancel_p:
                 tried[i] += 1
-                won[i] += recent[rng.randrange(len(recent))].cancel()
+                g = recent[rng.randrange(len(recent))]
+                if g.cancel():
+                    won[i] += 1
+                    cancel_true[g.request_id] = True
 
     pool = [threading.Thread(target=submitter, args=(i,), name=f"submitter-{i}") for i in range(threads)]
     for t in pool:
@@ -129,6 +134,8 @@ def run(n: int, threads: int, cancel_p: float, slo: float, seed: int) -> dict[st
                        f"{sorted({STATES[s] for s in state[sel][off]})}")
     if (kind == OTHER).any():
         bad.append(f"{int((kind == OTHER).sum())} futures raised something else")
+    if (kind[cancel_true] != CANCELLED).any():  # cancel() said True: the work must not be done
+        bad.append(f"{int((kind[cancel_true] != CANCELLED).sum())} futures whose cancel() returned True ended otherwise")
     if (out["reason"][kind == CANCELLED] != cancelled_reason).any():
         bad.append("a cancelled future's row does not have reason 'cancelled'")
     tally = {s: int((state == code[s]).sum()) for s in STATES}
@@ -143,7 +150,7 @@ def run(n: int, threads: int, cancel_p: float, slo: float, seed: int) -> dict[st
         "requests": n, "threads": threads, "cancel_probability": cancel_p, "slo_s": slo,
         "submit_s": t_sub, "wall_s": wall, "submitted_per_s": n / t_sub,
         "counts": counts, "futures": {KINDS[k]: int((kind == k).sum()) for k in range(6)},
-        "cancel_calls": sum(tried), "cancel_true": sum(won),
+        "cancel_calls": sum(tried), "cancel_true_calls": sum(won), "cancel_true_ids": int(cancel_true.sum()),
         "dropped_by_reason": {r: c for r, c in rep.dropped_by_reason.items() if c},
         "rss_mb_start": rss0, "rss_mb_end": _rss_mb(), "mismatches": bad,
     }
