@@ -323,6 +323,48 @@ def test_tail_mode_weighs_batch_waits_by_the_requests_that_waited() -> None:
     assert tail[0].downstream_s == pytest.approx(0.1 + 0.01)
 
 
+def test_busy_mode_budgets_each_downstream_wait_by_its_stages_utilisation() -> None:
+    """downstream="busy": w = sum rho_i d_i with rho_i = busy seconds / worker-seconds (hand-worked: stage 1
+    busy 0.5 of 1 s, stage 2 busy 0.4 of 2 worker-seconds, d = 0.1: w at the entry = 0.05 + 0.02)."""
+    d = 0.1
+    stats = [{}, {"batch_size": np.ones(5), "batch_duration_s": np.full(5, d)},
+             {"batch_size": np.ones(4), "batch_duration_s": np.full(4, d)}]
+    t = Planner(chain(3, d), policy=_paper_with(downstream="busy"), window_s=1.0,
+                adapt_window=False).update(1.0, stats, [1, 1, 2])
+    assert t[0].wait_quantile_s == pytest.approx(0.5 * d + 0.2 * d)
+    assert t[0].downstream_s == pytest.approx(2 * d + 0.07)
+    assert t[1].downstream_s == pytest.approx(d + 0.2 * d) and t[2].downstream_s == 0.0
+
+
+def test_busy_mode_utilisation_is_the_larger_of_window_and_last_interval() -> None:
+    """rho over a 2 s window weighs the intervals 0.5 and 1: busy then idle gives 0.5 / 1.5 = 1/3 (the last
+    interval's 0 is lower); idle then busy gives the last interval's 1 (a burst shows within one sync); a
+    stage without workers counts as busy."""
+    d = 0.1
+    busy = [{}, {"batch_size": np.ones(10), "batch_duration_s": np.full(10, d)}]
+    idle: list[dict[str, np.ndarray]] = [{}, {}]
+    pol = _paper_with(downstream="busy")
+    p = Planner(chain(2, d), policy=pol, window_s=2.0, adapt_window=False)
+    p.update(1.0, busy, [1, 1])
+    assert p.update(2.0, idle, [1, 1])[0].wait_quantile_s == pytest.approx(d / 3)
+    q = Planner(chain(2, d), policy=pol, window_s=2.0, adapt_window=False)
+    q.update(1.0, idle, [1, 1])
+    assert q.update(2.0, busy, [1, 1])[0].wait_quantile_s == pytest.approx(d)
+    r = Planner(chain(2, d), policy=pol, window_s=2.0, adapt_window=False)
+    assert r.update(1.0, idle, [1, 0])[0].wait_quantile_s == pytest.approx(d)
+
+
+def test_mu_at_capacity_measures_load_against_full_batches() -> None:
+    """A stage with d(1) = 10 ms, d(8) = 20 ms serving 100 req/s in batches of 1: the paper's mu at the
+    current batch size is 100 / (1 / 0.01) = 1.0; against full batches 100 / (8 / 0.02) = 0.25."""
+    st = PlannerStage("s", (1, 8), (0.01, 0.02), 8, (), True)
+    stats = [{"arrival_s": np.full(100, 0.5), "batch_size": np.ones(100)}]
+    paper = Planner([st], policy="pard-paper", window_s=1.0, adapt_window=False).update(1.0, stats, [1])
+    cap = Planner([st], policy=_paper_with(mu_at_capacity=True), window_s=1.0, adapt_window=False).update(
+        1.0, stats, [1])
+    assert paper[0].mu == pytest.approx(1.0) and cap[0].mu == pytest.approx(0.25)
+
+
 def test_correct_durations_scales_d_by_measured_over_profiled() -> None:
     """Batches that ran twice their profiled time double every d term and publish duration_scale 2;
     without the lever the scale stays 1."""
@@ -355,11 +397,13 @@ def test_tuned_lambda_moves_with_downstream_losses_within_bounds() -> None:
 
 
 def test_rate_aware_admission_cuts_to_the_short_stage_and_grows_back() -> None:
-    """rate_admission: the entry sees 100 req/s, the next stage (service 1 * 1 / 0.02 = 50 req/s) receives
-    100: the entry admits 50 / 100 = 0.5 at once; with the overload gone it grows back 10 % per sync; the
-    short stage's demand_rate is its arrival rate over the admitted share (what an autoscaler sizes for)."""
+    """rate_admission per sync (rate_admission_s = 0): the entry sees 100 req/s, the next stage (service
+    1 * 1 / 0.02 = 50 req/s) receives 100: the entry admits 50 / 100 = 0.5 at once; with the overload gone
+    it grows back 10 % per sync; the short stage's demand_rate is its arrival rate over the admitted share
+    (what an autoscaler sizes for)."""
     stages = chain(2, 0.02)
-    p = Planner(stages, policy=_paper_with(rate_admission=True), window_s=1.0, adapt_window=False)
+    p = Planner(stages, policy=_paper_with(rate_admission=True, rate_admission_s=0.0), window_s=1.0,
+                adapt_window=False)
     over = [{"arrival_s": np.full(100, 0.5)}, {"arrival_s": np.full(100, 0.5)}]
     t = p.update(1.0, over, [1, 1])
     assert t[0].admit_fraction == pytest.approx(0.5) and t[1].admit_fraction == 1.0
@@ -369,6 +413,33 @@ def test_rate_aware_admission_cuts_to_the_short_stage_and_grows_back() -> None:
     assert t[0].admit_fraction == pytest.approx(0.55)
     plain = Planner(stages, policy="pard-paper", window_s=1.0, adapt_window=False).update(1.0, over, [1, 1])
     assert plain[0].admit_fraction == 1.0 and plain[1].demand_rate == pytest.approx(100.0)
+
+
+def _feed(p: Planner, t0: int, rates: list[int], workers: list[int] | None = None) -> list[float]:
+    """Feed one 1 s interval per rate (entry 100 req/s, stage 1 ``rate``); the entry's share after each."""
+    out = []
+    for j, r in enumerate(rates):
+        t = float(t0 + j + 1)
+        stats = [{"arrival_s": np.full(100, t - 0.5)}, {"arrival_s": np.full(r, t - 0.5)}]
+        out.append(p.update(t, stats, [1, 1] if workers is None else [1, workers[j]])[0].admit_fraction)
+    return out
+
+
+def test_long_run_admission_engages_only_on_a_whole_span_of_overload_with_fixed_workers() -> None:
+    """rate_admission over 30 s: stage 1 serves 50 req/s; 30 s at 80 req/s (demand 2400 > 1500 finishable)
+    admits 1500 / 2400 = 0.625 at the 30th second and not before; the admitted 50 req/s then count as
+    demand 50 / 0.625 = 80, so the share holds.  A 10 s burst at 80 in 30 s at 30 (demand 1400 <= 1500),
+    or the same overload while an autoscaler changes stage 1's workers, sheds nothing."""
+    stages = chain(2, 0.02)
+    pol = _paper_with(rate_admission=True, rate_admission_s=30.0)
+    p = Planner(stages, policy=pol, window_s=1.0, adapt_window=False)
+    shares = _feed(p, 0, [80] * 30)
+    assert shares[:29] == [1.0] * 29 and shares[29] == pytest.approx(0.625)
+    assert _feed(p, 30, [50] * 5) == pytest.approx([0.625] * 5)
+    burst = Planner(stages, policy=pol, window_s=1.0, adapt_window=False)
+    assert _feed(burst, 0, [80] * 10 + [30] * 30) == [1.0] * 40
+    scaled = Planner(stages, policy=pol, window_s=1.0, adapt_window=False)
+    assert _feed(scaled, 0, [80] * 40, workers=[1] * 20 + [2] * 20) == [1.0] * 40
 
 
 def test_coherent_branches_share_the_most_loaded_branchs_mu() -> None:

@@ -210,3 +210,38 @@ def test_per_tier_counts_conservation_and_weighted_goodput_by_hand() -> None:
     assert plain.weighted_goodput == pytest.approx(plain.goodput)
     with pytest.raises(ValueError, match="tier codes"):
         make([1, 1], tier=[0, 2], tier_names=["a", "b"], tier_weights=[1.0, 1.0])
+
+
+def test_fluid_bound_share_hand_computed() -> None:
+    """The counted requests get their pro-rata share of a deadline bin they share with earlier work (hand-worked)."""
+    from pard.report import fluid_bound_share, fluid_goodput_bound
+
+    # bin 0: 6 requests due in bin 1, 4 served; bin 1: 2 left + 4 new (counted), all due in bin 1, 4 served:
+    # the counted get 4 * 4 / 6 = 8 / 3, the others 4 + 4 * 2 / 6
+    send = np.array([0.5] * 6 + [1.2] * 4)
+    slo = np.array([1.0] * 6 + [0.5] * 4)
+    counted = np.array([False] * 6 + [True] * 4)
+    cap = np.array([4.0, 4.0])
+    assert fluid_bound_share(send, slo, cap, 0.0, counted) == pytest.approx(8.0 / 3.0)
+    assert fluid_bound_share(send, slo, cap, 0.0, ~counted) == pytest.approx(4.0 + 4.0 / 3.0)
+    assert fluid_goodput_bound(send, slo, cap, 0.0) == pytest.approx(8.0)
+
+
+def test_fluid_bound_share_partitions_the_bound() -> None:
+    """A mask's share plus its complement's is the whole bound; every request counted is the bound itself."""
+    from pard.report import fluid_bound_share, fluid_goodput_bound
+
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        nb = int(rng.integers(1, 8))
+        cap = rng.uniform(0, 5, nb)
+        n = int(rng.integers(1, 40))
+        send = np.sort(rng.uniform(0, nb, n))
+        slo = rng.uniform(0.05, 3.0, n)
+        mask = rng.random(n) < 0.5
+        whole = fluid_goodput_bound(send, slo, cap, 0.0)
+        assert fluid_bound_share(send, slo, cap, 0.0, np.ones(n, bool)) == pytest.approx(whole)
+        parts = fluid_bound_share(send, slo, cap, 0.0, mask) + fluid_bound_share(send, slo, cap, 0.0, ~mask)
+        assert parts == pytest.approx(whole)
+    with pytest.raises(ValueError, match="counted"):
+        fluid_bound_share(np.zeros(3), 1.0, np.ones(2), 0.0, np.ones(2, bool))

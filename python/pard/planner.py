@@ -24,6 +24,9 @@ What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.Poli
   the tail).  Per-batch waits are mostly 0 when workers idle between small batches, so the paper's
   per-batch 0.1-quantile is 0 and requests admitted upstream die downstream; a request in a full batch
   waits up to a whole ``d``, and per-request samples weigh that batch by the requests that waited in it.
+* ``downstream="busy"``: the downstream batch wait is budgeted from each stage's measured utilisation,
+  ``w_P = sum_{i in P} rho_i d_i(b_i)`` (:func:`pard.utilisation.utilisation` gives ``rho_i`` and the
+  M/G/1 argument): ``w = sum d_i`` when every stage is busy, 0 when they idle.
 * ``correct_durations``: ``d_i`` is scaled by ``s_i = sum measured batch durations / sum profiled
   d_i(b)`` over the window (AlpaServe's latency scale), clipped to [0.1, 10]; ``s_i`` is published so the
   C++ stage scales its own ``d_k(b)`` too.  A profile measured on a quieter or faster machine then stops
@@ -32,17 +35,25 @@ What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.Poli
   share of requests that left an entry stage and were then dropped or finished late downstream exceeds
   ``LOSS_TARGET`` in the interval (the estimate was optimistic), down by ``LAM_DOWN`` otherwise (slack
   left on the table).
+* ``mu_at_capacity``: the load factor is taken against the stage's throughput at *full* batches,
+  ``mu = T_in / (workers * B / d(B))``, not at its current batch size ``b``.  A stage that keeps up batches
+  just large enough to do so, so at its current ``b`` its throughput equals its input and the paper's
+  ``mu`` sits near 1 whenever it is busy, even far below capacity; ``mu`` then crosses ``1 + eps`` on
+  ordinary noise and the order flips to HBF, which starves the oldest requests a FCFS/LBF stage would
+  still have served in time.  Against full batches ``mu > 1`` means the input exceeds what any batching
+  can serve.
+* ``coherent_paths``: a stage publishes the largest load factor among itself and its downstream stages,
+  so the stages before an overloaded one serve it HBF too: the requests they pass on are the ones with
+  the budget to get through it, and the lowest-budget ones, which it would purge after they were paid for
+  upstream, wait (and are dropped) before any more compute is spent on them.
 * ``coherent_branches``: in a DAG, a stage publishes the largest load factor among itself and the stages
   on parallel branches that join it later, so sibling branches switch to HBF together: a request needs
   every branch, and an overloaded branch purges the lowest-budget copies that an underloaded sibling in
   LBF would otherwise serve first (their compute then wasted).
-* ``rate_admission``: an entry stage admits the share ``f`` of its input that its downstream stages can
-  finish: each sync, for every downstream stage ``i`` whose windowed load factor at full batches
-  (``in_rate / service_rate``) exceeds 1, ``f <- f * service_rate_i / rate_i`` (``rate_i`` its arrival rate
-  in the last interval, while the previous ``f`` was in force); otherwise ``f`` grows back by at most
-  ``ADMIT_GROWTH`` per sync, to 1.  The C++ stage takes the shed share from the lowest tiers first.
-  ``demand_rate`` reports each stage's input as it would be without that shedding (what an autoscaler
-  must size for: sizing on the post-shed rate would starve the stage that is short).
+* ``rate_admission``: an entry stage admits only the share of its input that its downstream stages can
+  finish (:mod:`pard.admission`: by default only for a stage short for the last ``rate_admission_s``
+  seconds with fixed workers); ``demand_rate`` reports each stage's input as it would be without that
+  shedding (what an autoscaler sizes for).
 
 It is deliberately independent of the simulator: the same object serves the live runtime, which hands it
 the same statistics from real workers.  All the numerical work is NumPy, vectorised over the stages and
@@ -78,8 +89,10 @@ import numpy as np
 import numpy.typing as npt
 
 from . import profile as _profile
+from .admission import ADMIT_GROWTH, ADMIT_MIN, RateAdmission
 from .errors import PardValueError
 from .policies import PolicySpec, get_policy
+from .utilisation import utilisation
 
 __all__ = ["PlannerStage", "StageTerms", "Planner", "window_for_cv", "downstream_wait_quantile", "MAX_SAMPLES",
            "LAM_MIN", "LAM_MAX", "LAM_UP", "LAM_DOWN", "LOSS_TARGET", "ADMIT_GROWTH", "ADMIT_MIN"]
@@ -93,9 +106,6 @@ LAM_MIN, LAM_MAX = 0.05, 0.95
 LAM_UP, LAM_DOWN = 0.05, 0.01
 #: Share of entry output dropped or late downstream above which ``lambda`` moves up.
 LOSS_TARGET = 0.01
-#: Rate-aware admission: largest relative growth of the admitted share per sync, and its floor.
-ADMIT_GROWTH = 0.1
-ADMIT_MIN = 0.05
 #: Clip of the measured / profiled duration ratio.
 SCALE_MIN, SCALE_MAX = 0.1, 10.0
 
@@ -327,10 +337,14 @@ class Planner:
         self._drawn = sorted({i for st in stages for p in st.paths for i in p}) \
             if self._policy.downstream in ("full", "tail") else []
         self._tail = self._policy.downstream == "tail"
+        self._busy = self._policy.downstream == "busy"
         self._entry = np.array([st.entry for st in stages])
-        self._admit = np.ones(n)  # rate-aware admission share per stage (entries only move)
+        self._admission = RateAdmission([st.entry for st in stages], [[i for p in st.paths for i in p] for st in stages],
+                                        self._policy.rate_admission_s) if self._policy.rate_admission else None
         self._paths = [[(tuple(p), np.asarray(p, dtype=np.intp)) for p in st.paths] for st in stages]
         self._parallel = _parallel_branches(stages) if self._policy.coherent_branches else [[] for _ in stages]
+        self._below = [sorted({i for p in st.paths for i in p}) if self._policy.coherent_paths else []
+                       for st in stages]
         self._d_memo: list[tuple[float, float]] = [(-1.0, 0.0)] * n  # (b, d(b)) last computed per stage
         self._full_d = [float(st.duration(float(st.max_batch))) for st in stages]  # d_k(B), full batches
         self._entry_rates: Deque[tuple[float, float]] = deque()
@@ -404,7 +418,7 @@ class Planner:
             q = np.asarray(s.get("qdelay_s", ()), dtype=np.float64)
             b = np.asarray(s.get("batch_size", ()), dtype=np.float64)
             dm = dp = 0.0
-            if correct and b.size:
+            if (correct or self._busy) and b.size:
                 dm = float(np.sum(s.get("batch_duration_s", ())))
                 dp = float(np.sum(st.duration(b)))
             rows[k] = (n_arr, q.sum(), q.size, b.sum(), b.size, dm, dp)
@@ -469,17 +483,23 @@ class Planner:
             else:
                 scale_i = np.ones(n)
             w_arr = np.asarray(workers, dtype=np.float64)
+            rho_i = None
             throughput = np.where(d_i > 0, w_arr * b_i / d_i, np.inf)
             mu_i = np.where(throughput > 0, rate_i / throughput, np.where(rate_i > 0, np.inf, 0.0))
             d_full = np.array([self._duration(k, float(self._max_batch[k]), full=True) for k in range(n)]) * scale_i
             service = w_arr * self._max_batch / d_full
+            if self._busy:
+                rho_i = utilisation(m[:, _DM], wt, dts, w_arr)
+            if self._policy.mu_at_capacity:  # load against what the stage can do at full batches
+                mu_i = np.where(service > 0, rate_i / service, np.where(rate_i > 0, np.inf, 0.0))
 
         # 3b. pard's online levers: the quantile from outcomes, the entry's admitted share from rates
         if self._policy.tune_lam and left_entry > 0:
             step = LAM_UP if loss / left_entry > LOSS_TARGET else -LAM_DOWN
             self._lam = min(max(self._lam + step, LAM_MIN), LAM_MAX)
-        if self._policy.rate_admission:
-            self._update_admission(na[:, -1] / dts[-1], rate_i, service)
+        if self._admission is not None:
+            self._admission.update(float(now_s), float(dts[-1]), na[:, -1], rate_i, service, w_arr)
+        admit = self._admission.share if self._admission is not None else np.ones(n)
 
         # 4. Monte Carlo draws of one batch wait per stage (shared by every path through it)
         mode = self._policy.downstream
@@ -495,7 +515,7 @@ class Planner:
         # 5. downstream terms, maximised over paths (each path's sums computed once)
         totals: dict[tuple[int, ...], F64] = {}
         out: list[StageTerms] = []
-        demand = self._demand(rate_i)
+        demand = self._admission.demand(rate_i) if self._admission is not None else rate_i
         for k in range(n):
             best = 0.0
             best_w = 0.0
@@ -511,6 +531,10 @@ class Planner:
                     elif mode == "upper":
                         val = sq + 2.0 * sd
                         wq = sd
+                    elif mode == "busy":
+                        assert rho_i is not None
+                        wq = float((rho_i[idx] * d_i[idx]).sum())
+                        val = sq + sd + wq
                     else:
                         wq = _quantile(self._path_total(path, draws, totals), self._lam)
                         val = sq + sd + wq
@@ -519,36 +543,14 @@ class Planner:
             # Admission: the paper sheds nothing at admission; Dagor's (1 - alpha) throttle is applied by
             # the C++ stage scheduler itself from the published queue_delay_s.
             out.append(StageTerms(
-                downstream_s=best, mu=float(max([mu_i[k], *(mu_i[j] for j in self._parallel[k])])),
+                downstream_s=best, mu=float(max([mu_i[k], *(mu_i[j] for j in self._parallel[k]),
+                                                 *(mu_i[j] for j in self._below[k])])),
                 eps=float(eps_i[k]), queue_delay_s=float(q_i[k]),
-                admit_fraction=float(self._admit[k]), in_rate=float(rate_i[k]), batch_size=float(b_i[k]),
+                admit_fraction=float(admit[k]), in_rate=float(rate_i[k]), batch_size=float(b_i[k]),
                 wait_quantile_s=best_w, window_s=win, service_rate=float(service[k]),
                 duration_scale=float(scale_i[k]), demand_rate=float(demand[k]), lam=self._lam,
             ))
         self._terms = out
-        return out
-
-    def _update_admission(self, rate_last: F64, rate_win: F64, service: F64) -> None:
-        """Rate-aware admission (module doc): move every entry stage's admitted share ``f``."""
-        for k, st in enumerate(self._stages):
-            if not st.entry:
-                continue
-            down = sorted({i for p in st.paths for i in p})
-            factor = 1.0 + ADMIT_GROWTH
-            for i in down:
-                if rate_win[i] > service[i] and rate_last[i] > 0:  # stays above 1 over the window
-                    factor = min(factor, service[i] / rate_last[i])
-            self._admit[k] = min(1.0, max(ADMIT_MIN, self._admit[k] * factor))
-
-    def _demand(self, rate: F64) -> F64:
-        """Each stage's input rate scaled up by the share its entry sheds (what it would receive)."""
-        if not self._policy.rate_admission:
-            return rate
-        out = rate.copy()
-        for k, st in enumerate(self._stages):
-            if st.entry and self._admit[k] < 1.0:
-                for i in {i for p in st.paths for i in p}:
-                    out[i] = max(out[i], rate[i] / self._admit[k])
         return out
 
     def _duration(self, k: int, b: float, full: bool = False) -> float:

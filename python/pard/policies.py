@@ -47,7 +47,7 @@ __all__ = ["PolicySpec", "POLICIES", "get_policy", "policy_names"]
 
 Order = Literal["fcfs", "lbf", "hbf", "adaptive"]
 Drop = Literal["none", "pard", "clipper", "nexus", "dagor", "triton", "ray-serve"]
-Downstream = Literal["full", "none", "sf", "lower", "upper", "tail"]
+Downstream = Literal["full", "none", "sf", "lower", "upper", "tail", "busy"]
 
 #: What each downstream mode adds to a request's end-to-end estimate at stage k (DESIGN §3.2/§3.6),
 #: evaluated along every downstream path and maximised over paths.
@@ -58,7 +58,8 @@ DOWNSTREAM_MODES: Mapping[str, str] = MappingProxyType(
         "sf": "sum d_i(b_i) (service time only; pard-sf)",
         "lower": "sum q_i + sum d_i(b_i) (w_k = 0; pard-lower)",
         "upper": "sum q_i + 2 * sum d_i(b_i) (w_k = sum d_i; pard-upper)",
-        "tail": "sum q_i + sum d_i(b_i) + w_k, w_k the lambda-quantile of summed per-request batch waits (pard)",
+        "tail": "sum q_i + sum d_i(b_i) + w_k, w_k the lambda-quantile of summed per-request batch waits",
+        "busy": "sum q_i + sum d_i(b_i) + w_k, w_k = sum rho_i d_i(b_i), rho_i stage i's measured utilisation",
     }
 )
 
@@ -82,7 +83,12 @@ class PolicySpec:
         correct_durations: scale ``d_k(b)`` by the measured / profiled ratio, online (``pard``).
         tune_lam: tune the downstream quantile online from outcomes (``pard``).
         rate_admission: shed a persistently overloaded downstream stage's excess at the entry.
+        rate_admission_s: with ``rate_admission``, how long (s) a downstream stage must stay short, with
+            fixed workers, before its entry sheds (:mod:`pard.admission`); 0 = the per-sync rule.
         coherent_branches: parallel DAG branches take the order of the most loaded one (``pard``).
+        mu_at_capacity: the load factor against the stage's throughput at full batches, not at its
+            current batch size (the planner's module doc says why).
+        coherent_paths: a stage takes the largest load factor of itself and its downstream stages.
         max_queue: queue bound (0 = none): a request finding this many queued is rejected
             (``triton``'s ``max_queue_size`` at every stage, ``ray-serve``'s ``max_queued_requests``).
         max_queue_entry_only: apply ``max_queue`` at entry stages only (``ray-serve``).
@@ -108,7 +114,10 @@ class PolicySpec:
     correct_durations: bool = False
     tune_lam: bool = False
     rate_admission: bool = False
+    rate_admission_s: float = 30.0
     coherent_branches: bool = False
+    mu_at_capacity: bool = False
+    coherent_paths: bool = False
     max_queue: int = 0
     max_queue_entry_only: bool = False
     lam: float | None = None
@@ -125,7 +134,7 @@ class PolicySpec:
                 raise PardValueError(f"PolicySpec.{field} must be one of {', '.join(map(repr, choices))}, "
                                  f"got {value!r}")
         for field in ("instant", "tiered", "reactive", "shed", "correct_durations", "tune_lam", "rate_admission",
-                      "coherent_branches",
+                      "coherent_branches", "mu_at_capacity", "coherent_paths",
                       "max_queue_entry_only"):
             if not isinstance(getattr(self, field), bool):
                 raise PardTypeError(f"PolicySpec.{field} must be True or False, got {getattr(self, field)!r}")
@@ -133,12 +142,13 @@ class PolicySpec:
             raise PardTypeError(f"PolicySpec.max_queue must be an int, got {self.max_queue!r}")
         if not 0 <= self.max_queue <= 2**62:
             raise PardValueError(f"PolicySpec.max_queue must be >= 0 (0 = no bound), got {self.max_queue!r}")
-        for field, low, high in (("dagor_threshold_s", 0.0, math.inf), ("dagor_alpha", 0.0, 1.0)):
+        for field, low, high in (("dagor_threshold_s", 0.0, math.inf), ("dagor_alpha", 0.0, 1.0),
+                                 ("rate_admission_s", 0.0, 1e6)):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise PardTypeError(f"PolicySpec.{field} must be a real number, got {value!r}")
             if not (math.isfinite(value) and low <= value <= high):
-                rng = "finite and >= 0 (seconds)" if field == "dagor_threshold_s" else "in [0, 1]"
+                rng = "in [0, 1]" if field == "dagor_alpha" else f"finite, in [0, {high:g}] (seconds)"
                 raise PardValueError(f"PolicySpec.{field} must be {rng}, got {value!r}")
         if self.lam is not None and (isinstance(self.lam, bool) or not isinstance(self.lam, (int, float))
                                      or not 0.0 <= self.lam <= 1.0):

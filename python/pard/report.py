@@ -42,6 +42,7 @@ __all__ = [
     "bin_per_second",
     "DEFAULT_REASONS",
     "fluid_goodput_bound",
+    "fluid_bound_share",
 ]
 
 F64 = npt.NDArray[np.float64]
@@ -122,6 +123,62 @@ def fluid_goodput_bound(
             pend[d] -= take
             c -= take
             served += take
+    return served
+
+
+def fluid_bound_share(
+    send_s: F64, slo_s: F64 | float, capacity: F64, t0_s: float, counted: npt.ArrayLike,
+    tail_capacity: float | None = None,
+) -> float:
+    """The share of :func:`fluid_goodput_bound`'s schedule that goes to the ``counted`` requests (requests).
+
+    The fluid schedule is run over *every* request, so the counted ones compete with the others for
+    capacity (e.g. a flash crowd's requests with the ones sent just before it, which are still queued when
+    it starts); earliest deadline bin first as there, and within one deadline bin the served work is split
+    between counted and other requests in proportion to their pending work.  Summed over a mask and its
+    complement it gives :func:`fluid_goodput_bound`; with every request counted it equals it.
+
+    Args:
+        send_s, slo_s, capacity, t0_s, tail_capacity: as :func:`fluid_goodput_bound` (``slo_s`` required).
+        counted: bool mask over the requests, shape ``(n,)``.
+
+    Raises:
+        ValueError: ``counted`` is not one bool per request.
+    """
+    cap = np.asarray(capacity, dtype=np.float64)
+    nb = cap.shape[0]
+    send = np.asarray(send_s, dtype=np.float64)
+    mask = np.asarray(counted)
+    if mask.shape != send.shape or mask.dtype != np.bool_:
+        raise PardValueError(f"counted must be a bool mask of shape {send.shape}, got {mask.dtype} {mask.shape}")
+    if nb == 0 or send.size == 0 or not mask.any():
+        return 0.0
+    sb = np.clip(np.floor(send - t0_s), 0, nb - 1).astype(np.int64)
+    slo = np.broadcast_to(np.asarray(slo_s, dtype=np.float64), send.shape)
+    db = np.maximum(np.floor(send + slo - t0_s).astype(np.int64), sb)
+    lag = db - sb
+    lmax = int(lag.max())
+    tail = float(cap.max() if tail_capacity is None else tail_capacity)
+    due = np.zeros((2, nb, lmax + 1))  # [counted?, send bin, lag]
+    np.add.at(due, (mask.astype(np.int64), sb, lag), 1.0)
+    pend = np.zeros((2, nb + lmax + 1))
+    served = 0.0
+    for t in range(nb + lmax):
+        if t < nb:
+            pend[:, t:t + lmax + 1] += due[:, t]
+        c = cap[t] if t < nb else tail
+        for d in range(t, min(t + lmax, nb + lmax - 1) + 1):
+            total = pend[0, d] + pend[1, d]
+            if c <= 0.0:
+                break
+            if total <= 0.0:
+                continue
+            take = min(c, total)
+            share = take * pend[1, d] / total
+            served += share
+            pend[1, d] -= share
+            pend[0, d] -= take - share
+            c -= take
     return served
 
 

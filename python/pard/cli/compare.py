@@ -10,19 +10,50 @@ from typing import Any
 import numpy as np
 
 from .._extras import require
-from ..outcomes import REASONS
+from ..outcomes import ON_TIME, REASONS
 from ..profiling import DRIFT_LIMIT, mark_stale, profile_drift
 from .measure import age
 
-__all__ = ["verdict", "drop_reasons", "reasons_line", "bound_line", "check_profile", "agreement_table", "TIE_BAND"]
+__all__ = ["verdict", "tie_band", "MIN_BAND_SECONDS", "drop_reasons", "reasons_line", "bound_line", "check_profile", "agreement_table", "TIE_BAND"]
 
 
-#: Goodput differences smaller than this (relative) are reported as a tie: run-to-run noise.
+#: The tie band used when a run is too short to measure its own (fewer than MIN_BAND_SECONDS seconds).
 TIE_BAND = 0.02
+MIN_BAND_SECONDS = 5
+
+
+def tie_band(pard: Any, best: Any) -> tuple[float, bool]:
+    """The relative goodput difference this run cannot tell from noise, measured from the run itself.
+
+    Both runs replay the same arrivals, so each second ``t`` pairs pard's on-time count ``p_t`` (requests
+    sent in that second) with the baseline's ``b_t``.  The band is two standard errors of the mean paired
+    difference, ``2 * std(p_t - b_t) / sqrt(T)``, over the baseline's mean per-second count (a 95 % band
+    under independent seconds; bursts correlate neighbouring seconds, so it is a lower estimate).
+
+    Returns:
+        ``(band, measured)``: ``measured`` False when a report lacks per-request outcomes or the run has
+        fewer than :data:`MIN_BAND_SECONDS` seconds; ``band`` is then :data:`TIE_BAND`.
+    """
+    try:
+        series = []
+        for r in (pard, best):
+            sec = np.floor(np.asarray(r.send_s) - r.t0_s).astype(np.int64)
+            series.append(sec[np.asarray(r.state) == ON_TIME])
+        nb = int(math.ceil(min(pard.duration_s, best.duration_s)))
+    except AttributeError:
+        return TIE_BAND, False
+    if nb < MIN_BAND_SECONDS:
+        return TIE_BAND, False
+    p, b = (np.bincount(np.clip(s, 0, nb - 1), minlength=nb).astype(np.float64) for s in series)
+    mean_b = float(b.mean())
+    if mean_b <= 0:
+        return TIE_BAND, False
+    return float(2.0 * np.std(p - b, ddof=1) / math.sqrt(nb) / mean_b), True
 
 
 def verdict(reports: dict[str, Any]) -> str:
-    """One plain sentence: did pard beat the best reactive baseline here, and by how much."""
+    """One plain sentence: did pard beat the best reactive baseline here, by how much, and by more than the
+    run's own noise (:func:`tie_band`)."""
     if "pard" not in reports:
         return ""
     base = {k: r for k, r in reports.items() if not k.startswith("pard")}
@@ -33,15 +64,20 @@ def verdict(reports: dict[str, Any]) -> str:
     if best.goodput <= 0:
         return f"pard goodput {p.goodput:.1f} req/s; no baseline finished any request on time."
     gain = p.goodput / best.goodput - 1.0
-    if abs(gain) < TIE_BAND:
-        return (f"pard and the best baseline were about equal here (within {TIE_BAND * 100:g} %, the "
-                f"run-to-run noise): goodput {p.goodput:.1f} vs {best.goodput:.1f} req/s ({best_name}), {gain:+.1%}; "
+    band, measured = tie_band(p, best)
+    noise = ("two standard errors of the per-second difference in this run" if measured
+             else "a fixed figure: the run is too short to measure its own noise")
+    if abs(gain) <= band:
+        return (f"pard and the best baseline were about equal here (within +/-{band * 100:.1f} %, {noise}): "
+                f"goodput {p.goodput:.1f} vs {best.goodput:.1f} req/s ({best_name}), {gain:+.1%}; "
                 f"drop rate {p.drop_rate:.1%} vs {best.drop_rate:.1%}; see docs/live.md.")
     if gain > 0:
         return (f"pard beat the best baseline here: goodput {p.goodput:.1f} vs {best.goodput:.1f} req/s "
-                f"({best_name}), {gain:+.1%}; drop rate {p.drop_rate:.1%} vs {best.drop_rate:.1%}.")
+                f"({best_name}), {gain:+.1%}, beyond the +/-{band * 100:.1f} % noise band ({noise}); "
+                f"drop rate {p.drop_rate:.1%} vs {best.drop_rate:.1%}.")
     return (f"pard did NOT beat the best baseline here: goodput {p.goodput:.1f} vs {best.goodput:.1f} req/s "
-            f"({best_name}), {gain:+.1%}; see docs/live.md for why this happens.")
+            f"({best_name}), {gain:+.1%}, beyond the +/-{band * 100:.1f} % noise band ({noise}); see "
+            f"docs/live.md for why this happens.")
 
 
 def drop_reasons(by_reason: dict[str, int]) -> list[str]:

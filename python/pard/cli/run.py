@@ -6,12 +6,13 @@
    were measured before), sizing the live worker counts to the cores;
 2. here: cut a window of the bundled Azure LLM conversation trace, amplified (DESIGN §5) to a mean
    rate of ``--load`` times the measured pipeline capacity, so that the trace's bursts overload it;
-3. :mod:`~pard.cli.replay`: for each policy (default ``pard,nexus,clipper++,naive``) replay the window
+3. :mod:`~pard.cli.replay`: for each policy (default ``pard,nexus,clipper++,triton,ray-serve,naive``) replay the window
    in wall-clock time through :class:`pard.Runtime` (real worker threads, real DNN graphs), and
    simulate the same arrivals with the measured profile;
 4. and 5. :mod:`~pard.cli.compare`: print the metrics table (the same :class:`pard.report.Report`
    ``pard simulate`` builds), the live-vs-simulated goodput, the scheduler's share of request latency,
-   the profile check and a verdict line saying plainly whether pard beat the best reactive baseline;
+   the profile check and a verdict line saying plainly whether pard beat the best baseline by more than
+   the run's own per-second noise (:func:`~pard.cli.compare.tie_band`);
 6. :mod:`~pard.cli.write`: write the JSON and a PNG of goodput and drops over time per policy.
 """
 
@@ -39,14 +40,14 @@ from .write import write_outputs
 
 __all__ = ["register", "run", "LIVE_DEFAULTS"]
 
-#: Defaults of ``pard run``: sized so that four policies finish within 3 minutes on 2 cores.
+#: Defaults of ``pard run``: 30 s of trace per policy, six policies (about 4-5 minutes on 2 cores).
 LIVE_DEFAULTS: dict[str, Any] = {
     "pipeline": "tm",
     "trace": "azure-conv",
     "load": 1.0,
     "start": 1170.0,  # a stretch of the trace whose 10 s rate envelope swings 0.7x .. 1.4x its mean
     "duration": 30.0,
-    "policies": "pard,nexus,clipper++,naive",
+    "policies": "pard,nexus,clipper++,triton,ray-serve,naive",
     "out": "pard-out",
     "scale": 1.0,
 }
