@@ -116,12 +116,12 @@ def lv_large() -> dict[str, Any]:
     return {"spec": spec, "arrivals": arr, "simpy_s": time.perf_counter() - t0, "simpy_finish": finish}
 
 
-@pytest.mark.parametrize("policy", ["naive", "pard"])
+@pytest.mark.parametrize("policy", ["naive", "pard", "pard-paper"])
 def test_vs_simpy_large_lv(benchmark: Any, lv_large: dict[str, Any], policy: str) -> None:
     """simulate() on 300 s of lv at load 0.9 (~270 000 requests, fixed costs amortised) vs the SimPy naive model on the same arrivals.
 
     For ``naive`` (jitter 0, the SimPy model's semantics) the mean latency must agree within 2 %; ``pard``
-    has no SimPy counterpart, so its ratio is to the SimPy *naive* run (the cost of the policy and its
+    and ``pard-paper`` have no SimPy counterpart, so its ratio is to the SimPy *naive* run (the cost of the policy and its
     planner relative to that baseline), not a like-for-like comparison.
     """
     spec, arr, simpy_s = lv_large["spec"], lv_large["arrivals"], lv_large["simpy_s"]

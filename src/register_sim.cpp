@@ -4,6 +4,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -142,12 +143,31 @@ void register_sim(py::module_& m) {
              py::arg("stage"), py::kw_only(), py::arg("downstream_s"), py::arg("mu"), py::arg("eps"),
              py::arg("queue_delay_s"), py::arg("admit_fraction") = 1.0, py::arg("service_rate") = 0.0,
              py::arg("duration_scale") = 1.0)
+        .def("publish_all", [](Simulator& s, const std::vector<std::array<double, 7>>& terms) {
+                 if (terms.size() != s.num_stages()) {
+                     throw std::invalid_argument("publish_all: terms has " + std::to_string(terms.size()) +
+                                                 " rows but the simulation has " + std::to_string(s.num_stages()) + " stages");
+                 }
+                 for (std::size_t k = 0; k < terms.size(); ++k) {
+                     const auto& t = terms[k];
+                     s.publish(k, PublishedTerms::from_seconds(t[0], t[1], t[2], t[3], t[4], t[5], t[6]));
+                 }
+             },
+             py::arg("terms"),
+             "publish() for every stage at once: one row (downstream_s, mu, eps, queue_delay_s, admit_fraction, "
+             "service_rate, duration_scale) per stage, in stage order.")
         .def("set_workers", [](Simulator& s, std::int64_t stage, int n) { s.set_workers(stage_index(s, stage), n); },
              py::arg("stage"), py::arg("n"),
              "Set a stage's target worker count (>= 1): new workers serve after cold_start_s; removal takes "
              "cold, then idle, then busy workers (after their collected work).")
         .def("workers", [](const Simulator& s, std::int64_t stage) { return s.workers(stage_index(s, stage)); },
              py::arg("stage"))
+        .def("serving", [](const Simulator& s) {
+                 std::vector<int> out(s.num_stages());
+                 for (std::size_t k = 0; k < out.size(); ++k) out[k] = s.workers(k);
+                 return out;
+             },
+             "workers(stage) of every stage, in stage order.")
         .def("queued", [](const Simulator& s, std::int64_t stage) { return s.queued(stage_index(s, stage)); },
              py::arg("stage"))
         .def("current_order", [](const Simulator& s, std::int64_t stage) {

@@ -145,8 +145,12 @@ class Simulator:
     # stage out of range: IndexError (publish, set_workers, workers, queued, current_order)
     def publish(self, stage: int, *, downstream_s: float, mu: float, eps: float, queue_delay_s: float,
                 admit_fraction: float = 1.0, service_rate: float = 0.0, duration_scale: float = 1.0) -> None: ...
+    # publish() for every stage: one row (downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate,
+    # duration_scale) per stage, in stage order; ValueError for a wrong row count or a bad value
+    def publish_all(self, terms: list[tuple[float, float, float, float, float, float, float]]) -> None: ...
     def set_workers(self, stage: int, n: int) -> None: ...   # target (>= 1, else ValueError); new workers serve after cold_start_s
     def workers(self, stage: int) -> int: ...                # serving now (idle or busy, not cold, not retiring)
+    def serving(self) -> list[int]: ...                      # workers(stage) of every stage, in stage order
     def queued(self, stage: int) -> int: ...                 # requests waiting at the stage now
     def current_order(self, stage: int) -> str: ...
     # Per stage, samples since the last call:

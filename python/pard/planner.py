@@ -258,10 +258,14 @@ def _quantile(x: F64, lam: float) -> float:
     return float(np.partition(x, k)[k])
 
 
-# Columns of one ingested interval's per-stage row: arrivals, sum and count of queueing delays, sum and
+def _count(x: Any) -> float:
+    """``float(np.sum(x))`` of a count; a one-element integer array (as ``take_stats`` gives) without a reduction."""
+    one = isinstance(x, np.ndarray) and x.dtype.kind in "iu" and x.size == 1
+    return float(x.reshape(-1)[0]) if one else float(np.sum(x))
+
+
+# Columns of one ingested interval's per-stage row (7): arrivals, sum and count of queueing delays, sum and
 # count of batch sizes, sums of measured and of profiled batch durations.
-_NA, _QS, _QN, _BS, _BN, _DM, _DP = range(7)
-_NCOL = 7
 
 
 class Planner:
@@ -325,7 +329,7 @@ class Planner:
         self._rng = np.random.default_rng(seed)
         self._cv_history_s = float(cv_history_s)
         self._min_cv_intervals = int(min_cv_intervals)
-        # the window's intervals, oldest first: end (s), length (s), one (n, _NCOL) row block, and the
+        # the window's intervals, oldest first: end (s), length (s), one (n, 7) row block, and the
         # batch waits of the stages the Monte Carlo draws from ({} unless the downstream mode is "full")
         self._ends: Deque[float] = deque()
         self._dts: Deque[float] = deque()
@@ -346,8 +350,10 @@ class Planner:
         self._below = [sorted({i for p in st.paths for i in p}) if self._policy.coherent_paths else []
                        for st in stages]
         self._d_memo: list[tuple[float, float]] = [(-1.0, 0.0)] * n  # (b, d(b)) last computed per stage
-        self._full_d = [float(st.duration(float(st.max_batch))) for st in stages]  # d_k(B), full batches
-        self._entry_rates: Deque[tuple[float, float]] = deque()
+        self._full_d = np.array([float(st.duration(float(st.max_batch))) for st in stages])  # d_k(B), full batches
+        self._d_table = [np.asarray(st.duration(np.arange(st.max_batch + 1.0))) for st in stages]  # d_k(0 .. B)
+        self._entry_t: Deque[float] = deque()  # the CV history: interval ends (s), the entries' rate in each (req/s)
+        self._entry_rates: Deque[float] = deque()
         self._last_now: float | None = None
         self._terms: list[StageTerms] | None = None
 
@@ -406,7 +412,7 @@ class Planner:
         self._last_now = float(now_s)
 
         # 1. ingest this interval: one row per stage; batch waits only where the Monte Carlo reads them
-        rows = np.zeros((n, _NCOL))
+        rows: list[tuple[float, ...]] = []
         waits_now: dict[int, F64] = {}
         drawn = self._drawn
         entry_rate = 0.0
@@ -420,8 +426,9 @@ class Planner:
             dm = dp = 0.0
             if (correct or self._busy) and b.size:
                 dm = float(np.sum(s.get("batch_duration_s", ())))
-                dp = float(np.sum(st.duration(b)))
-            rows[k] = (n_arr, q.sum(), q.size, b.sum(), b.size, dm, dp)
+                dp = float(self._profiled(k, s.get("batch_size", ()), b).sum())
+            bsum = b.sum()
+            rows.append((n_arr, q.sum(), q.size, bsum, b.size, dm, dp))
             if drawn and k in drawn:
                 bw = np.array(s.get("batch_wait_s", ()), dtype=np.float64)
                 if self._tail and bw.size == b.size:  # per-request samples: each batch's W once per request
@@ -429,24 +436,26 @@ class Planner:
                 waits_now[k] = bw
             if st.entry:
                 entry_rate += n_arr / dt
-                left_entry += float(b.sum())
+                left_entry += float(bsum)
             else:
-                loss += float(np.sum(s.get("dropped", 0)))
-            loss += float(np.sum(s.get("late", 0)))  # finished late (reported by sink stages)
+                loss += _count(s.get("dropped", 0))
+            loss += _count(s.get("late", 0))  # finished late (reported by sink stages)
         self._ends.append(float(now_s))
         self._dts.append(dt)
-        self._rows.append(rows)
+        self._rows.append(np.array(rows, dtype=np.float64))
         self._waits.append(waits_now)
 
         # 2. resize the window by the input's CV
-        self._entry_rates.append((now_s, entry_rate))
-        while self._entry_rates and self._entry_rates[0][0] <= now_s - self._cv_history_s:
+        self._entry_t.append(now_s)
+        self._entry_rates.append(entry_rate)
+        while self._entry_t and self._entry_t[0] <= now_s - self._cv_history_s:
+            self._entry_t.popleft()
             self._entry_rates.popleft()
         if self._adapt and len(self._entry_rates) >= self._min_cv_intervals:
-            rates = np.fromiter((r for _, r in self._entry_rates), dtype=np.float64)
-            mean = rates.mean()
+            rates = np.fromiter(self._entry_rates, dtype=np.float64, count=len(self._entry_rates))
+            mean = np.add.reduce(rates) / rates.size  # rates.mean() and rates.std() without their wrappers
             if mean > 0:
-                self._window = window_for_cv(float(rates.std() / mean))
+                self._window = window_for_cv(float(np.sqrt(np.add.reduce((rates - mean) ** 2) / rates.size) / mean))
         win = self._window
         start = now_s - win
 
@@ -456,29 +465,29 @@ class Planner:
             self._dts.popleft()
             self._rows.popleft()
             self._waits.popleft()
-        wt = (np.fromiter(self._ends, dtype=np.float64) - start) / win
-        dts = np.fromiter(self._dts, dtype=np.float64)
-        m = np.stack(self._rows, axis=-1)  # (n, _NCOL, T)
-        na, qs, qn, bs, bn = (m[:, c] for c in range(_DM))
+        wt = (np.fromiter(self._ends, dtype=np.float64, count=len(self._ends)) - start) / win
+        dts = np.fromiter(self._dts, dtype=np.float64, count=len(self._dts))
+        m = np.stack(self._rows, axis=-1)  # (n, 7, T)
+        na, qs, qn, bs, bn, m_dm, m_dp = m.transpose(1, 0, 2)  # each (n, T)
         with np.errstate(divide="ignore", invalid="ignore"):
             wqn = (wt * qn).sum(axis=-1)
             q_i = np.where(wqn > 0, (wt * qs).sum(axis=-1) / wqn, 0.0)
             wbn = (wt * bn).sum(axis=-1)
             self._last_batch = np.where(wbn > 0, (wt * bs).sum(axis=-1) / wbn, self._last_batch)
             b_i = np.minimum(np.maximum(self._last_batch, 1.0), self._max_batch)
-            d_i = np.array([self._duration(k, float(b_i[k])) for k in range(n)])
+            d_i = np.array([self._duration(k, b) for k, b in enumerate(b_i.tolist())])
             rate_i = (wt * na).sum(axis=-1) / (wt * dts).sum()
             rates = na / dts
             rsum = rates.sum(axis=-1)
             if self._policy.instant:
                 eps_i = np.zeros(n)
             else:
-                smooth = np.cumsum(rates, axis=-1) / np.arange(1, dts.size + 1)
+                smooth = np.add.accumulate(rates, axis=-1) / np.arange(1, dts.size + 1)  # np.cumsum
                 eps_i = np.where(rsum > 0, np.abs(rates - smooth).sum(axis=-1) / rsum, 0.0)
             if correct:
-                wdp = (wt * m[:, _DP]).sum(axis=-1)
-                scale_i = np.where(wdp > 0, (wt * m[:, _DM]).sum(axis=-1) / wdp, 1.0)
-                scale_i = np.clip(scale_i, SCALE_MIN, SCALE_MAX)
+                wdp = (wt * m_dp).sum(axis=-1)
+                scale_i = np.where(wdp > 0, (wt * m_dm).sum(axis=-1) / wdp, 1.0)
+                scale_i = np.minimum(np.maximum(scale_i, SCALE_MIN), SCALE_MAX)
                 d_i = d_i * scale_i
             else:
                 scale_i = np.ones(n)
@@ -486,10 +495,10 @@ class Planner:
             rho_i = None
             throughput = np.where(d_i > 0, w_arr * b_i / d_i, np.inf)
             mu_i = np.where(throughput > 0, rate_i / throughput, np.where(rate_i > 0, np.inf, 0.0))
-            d_full = np.array([self._duration(k, float(self._max_batch[k]), full=True) for k in range(n)]) * scale_i
+            d_full = self._full_d * scale_i
             service = w_arr * self._max_batch / d_full
             if self._busy:
-                rho_i = utilisation(m[:, _DM], wt, dts, w_arr)
+                rho_i = utilisation(m_dm, wt, dts, w_arr)
             if self._policy.mu_at_capacity:  # load against what the stage can do at full batches
                 mu_i = np.where(service > 0, rate_i / service, np.where(rate_i > 0, np.inf, 0.0))
 
@@ -516,6 +525,8 @@ class Planner:
         totals: dict[tuple[int, ...], F64] = {}
         out: list[StageTerms] = []
         demand = self._admission.demand(rate_i) if self._admission is not None else rate_i
+        mu_l, eps_l, q_l, rate_l, b_l = mu_i.tolist(), eps_i.tolist(), q_i.tolist(), rate_i.tolist(), b_i.tolist()
+        service_l, scale_l, demand_l, admit_l = service.tolist(), scale_i.tolist(), demand.tolist(), admit.tolist()
         for k in range(n):
             best = 0.0
             best_w = 0.0
@@ -543,20 +554,25 @@ class Planner:
             # Admission: the paper sheds nothing at admission; Dagor's (1 - alpha) throttle is applied by
             # the C++ stage scheduler itself from the published queue_delay_s.
             out.append(StageTerms(
-                downstream_s=best, mu=float(max([mu_i[k], *(mu_i[j] for j in self._parallel[k]),
-                                                 *(mu_i[j] for j in self._below[k])])),
-                eps=float(eps_i[k]), queue_delay_s=float(q_i[k]),
-                admit_fraction=float(admit[k]), in_rate=float(rate_i[k]), batch_size=float(b_i[k]),
-                wait_quantile_s=best_w, window_s=win, service_rate=float(service[k]),
-                duration_scale=float(scale_i[k]), demand_rate=float(demand[k]), lam=self._lam,
+                downstream_s=best, mu=max([mu_l[k], *(mu_l[j] for j in self._parallel[k]),
+                                           *(mu_l[j] for j in self._below[k])]),
+                eps=eps_l[k], queue_delay_s=q_l[k],
+                admit_fraction=admit_l[k], in_rate=rate_l[k], batch_size=b_l[k],
+                wait_quantile_s=best_w, window_s=win, service_rate=service_l[k],
+                duration_scale=scale_l[k], demand_rate=demand_l[k], lam=self._lam,
             ))
         self._terms = out
         return out
 
-    def _duration(self, k: int, b: float, full: bool = False) -> float:
+    def _profiled(self, k: int, raw: Any, b: F64) -> F64:
+        """Stage ``k``'s profiled ``d(b)`` (s) of each batch in ``b``: a lookup (PlannerStage.duration's values)."""
+        table = self._d_table[k]
+        if isinstance(raw, np.ndarray) and raw.dtype.kind in "iu" and raw.size and raw.max() < table.size:
+            return table.take(raw.astype(np.intp, copy=False))
+        return np.asarray(self._stages[k].duration(b))
+
+    def _duration(self, k: int, b: float) -> float:
         """``d_k(b)`` (s), recomputed only when ``b`` differs from the stage's previous call."""
-        if full:
-            return self._full_d[k]
         last_b, last_d = self._d_memo[k]
         if b != last_b:
             st = self._stages[k]

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .outcomes import REASONS
+from . import profile as _profile
 from .profile import peak_throughput
 from .report import Report
 
@@ -55,6 +56,7 @@ class RunRecorder:
         self._qcnt = np.zeros((ns, 0))
         self._wsum = np.zeros((ns, 0))
         self._wdt = np.zeros(0)
+        self._d_table = [np.zeros(0) for _ in range(ns)]  # per stage, d(b) at b = 0, 1, ... (s)
 
     # ------------------------------------------------------------------ feeding
     def _grow(self, n: int) -> None:
@@ -73,33 +75,52 @@ class RunRecorder:
 
     def record(self, stats: Sequence[Mapping[str, Any]], serving: Sequence[float], t_prev: float, t: float) -> None:
         """Add one interval ``(t_prev, t]``: each stage's statistics and the workers serving at ``t``."""
+        times, delays, rows = [], [], []
         for k, s in enumerate(stats):
             self.submitted[k] += len(s["arrival_s"])
             bsz = np.asarray(s["batch_size"], dtype=np.int64)
-            self.executed[k] += int(bsz.sum())
-            self.compute_s[k] += float(np.asarray(s["batch_duration_s"], dtype=np.float64).sum())
             if bsz.size:
-                sizes, cnt = np.unique(bsz, return_counts=True)
-                st = self._spec.stages[k]
-                self.nominal_s[k] += sum(c * st.duration(int(b)) for b, c in zip(sizes, cnt))
+                self.executed[k] += int(bsz.sum())
+                self.compute_s[k] += float(np.asarray(s["batch_duration_s"], dtype=np.float64).sum())
+                self.nominal_s[k] += self._nominal(k, bsz)
             tq = np.asarray(s["qdelay_t_s"], dtype=np.float64)
-            if tq.size:  # per-second sums over the few seconds this interval touches
-                idx = np.floor(tq - self.origin_s).astype(np.int64)
-                q = np.asarray(s["qdelay_s"], dtype=np.float64)
+            if tq.size:
+                times.append(tq)
+                delays.append(np.asarray(s["qdelay_s"], dtype=np.float64))
+                rows.append(np.full(tq.size, k, dtype=np.int64))
+        if times:  # per-second sums over the few seconds this interval touches, every stage in one bincount
+            idx = np.floor(np.concatenate(times) - self.origin_s).astype(np.int64)
+            q, row = np.concatenate(delays), np.concatenate(rows)
+            lo, hi = int(idx.min()), int(idx.max())
+            if lo < 0:  # before the origin: not in any bin
                 ok = idx >= 0
-                if not ok.all():
-                    idx, q = idx[ok], q[ok]
-                if idx.size:
-                    lo, hi = int(idx.min()), int(idx.max())
-                    self._grow(hi + 1)
-                    idx -= lo
-                    self._qsum[k, lo:hi + 1] += np.bincount(idx, weights=q, minlength=hi - lo + 1)
-                    self._qcnt[k, lo:hi + 1] += np.bincount(idx, minlength=hi - lo + 1)
+                idx, q, row = idx[ok], q[ok], row[ok]
+                lo = int(idx.min()) if idx.size else 0
+            if idx.size:
+                self._grow(hi + 1)
+                width = hi - lo + 1
+                cell = row * width + (idx - lo)  # each bin's samples stay in their order: the same sums
+                ns = self._qsum.shape[0]
+                self._qsum[:, lo:hi + 1] += np.bincount(cell, weights=q, minlength=ns * width).reshape(ns, width)
+                self._qcnt[:, lo:hi + 1] += np.bincount(cell, minlength=ns * width).reshape(ns, width)
         b = int(math.floor(0.5 * (t_prev + t) - self.origin_s))
         if b >= 0:
             self._grow(b + 1)
             self._wsum[:, b] += np.asarray(serving, dtype=np.float64) * (t - t_prev)
             self._wdt[b] += t - t_prev
+
+    def _nominal(self, k: int, bsz: npt.NDArray[np.int64]) -> float:
+        """Stage ``k``'s profiled duration of batches of sizes ``bsz`` (s, >= 1), summed as count x d(b)
+        over the distinct sizes in ascending order (``np.add.accumulate`` adds in sequence, as ``sum`` would)."""
+        hist = np.bincount(bsz)
+        sizes = hist.nonzero()[0]
+        table = self._d_table[k]
+        if table.size <= sizes[-1]:  # d(b) of every whole b up to the largest seen (StageSpec.duration's rule)
+            st = self._spec.stages[k]
+            table = self._d_table[k] = np.asarray(
+                _profile.duration(*_profile.points(st.profile), np.arange(max(int(sizes[-1]), st.max_batch) + 1)),
+                dtype=np.float64)
+        return float(np.add.accumulate(hist[sizes] * table[sizes])[-1])
 
     # ------------------------------------------------------------------ reading
     def speedup(self) -> F64:

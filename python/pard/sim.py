@@ -315,12 +315,11 @@ def simulate(
             t_prev, t = t, t + sync
             more = sim.run_until(t)
             stats = sim.take_stats()
-            serving = [sim.workers(k) for k in range(ns)]
+            serving = sim.serving()
             recorder.record(stats, serving, t_prev, t)
             if needs_planner:
                 terms = planner.update(t, stats, serving)
-                for k, term in enumerate(terms):
-                    sim.publish(k, **term.publish_kwargs())
+                sim.publish_all([tuple(term.publish_kwargs().values()) for term in terms])
                 if autoscale:
                     for k, term in enumerate(terms):
                         # demand_rate: the stage's input without rate-aware shedding at the entry (= in_rate

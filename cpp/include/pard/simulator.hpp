@@ -27,14 +27,17 @@
 //     then adds workers that serve after cold_start. Shrinking removes still-cold workers first,
 //     then idle ones, then marks busy ones to retire once their collected work is done (highest
 //     index first, deterministic). At least one worker.
-//   * Ring overflow never rejects in the simulator: a submit that finds the stage's ring full
-//     drains the ring into the queue first (the single-threaded simulator has no back-pressure).
-//     So the ring can be small (default 1024 slots, vs 65536 for a live StageScheduler): a big
-//     ring costs its allocation and per-slot initialisation at every construction (about 6 ms for
-//     five stages of 65536 slots), which dominates short runs. The ring's capacity changes no
-//     decision while the published terms stay the same: the heap's order does not depend on when a
-//     request entered it, and the purge and pop rules run only in form_batch. Only admission (the
-//     admit share, Dagor's overload check) happens at drain time, so with a small ring it can
+//   * Requests enter a stage through StageScheduler::submit_local: the ingress buffer of a
+//     single-threaded owner, with the ring's capacity and order but none of the lock-free ring's
+//     atomic operations (the ring itself stays empty). Overflow never rejects in the simulator: a
+//     submit that finds the buffer full drains it into the queue first (the single-threaded
+//     simulator has no back-pressure). So the ring can be small (default 1024 slots, vs 65536 for a
+//     live StageScheduler): a big ring costs its allocation and per-slot initialisation at every
+//     construction (about 6 ms for five stages of 65536 slots), which dominates short runs. The
+//     ingress capacity changes no decision while the published terms stay the same: the heap's
+//     order does not depend on when a request entered it, and the purge and pop rules run only in
+//     form_batch. Only admission (the admit share, Dagor's overload check) happens at drain time,
+//     so with a small ring it can
 //     happen earlier: such a drop is then stamped earlier; across a publish it can see the old
 //     terms instead of the new ones; and in a DAG it can drop a copy whose sibling is dropped
 //     later (the request is then attributed to this stage instead of being a cancelled copy).
@@ -433,11 +436,11 @@ private:
     void deliver(std::size_t stage, Request r) {
         StageRt& s = stages_[stage];
         r.arrival_ns = now_;
-        if (!s.sched->submit(r)) {
+        if (!s.sched->submit_local(r)) {
             s.scratch.drops.clear();
             s.sched->drain(s.scratch.drops, [this](std::uint64_t id) { return cancelled(id); });
             handle_drops(stage, s.scratch.drops);
-            const bool ok = s.sched->submit(r);
+            const bool ok = s.sched->submit_local(r);
             (void)ok;  // the ring was just emptied by the only thread that submits to it
         }
         s.stats.arrival.push_back(now_);

@@ -148,6 +148,17 @@ public:
     // Any thread. False when the ingress ring is full (back-pressure): the caller must reject.
     bool submit(const Request& r) noexcept { return ring_.try_push(r); }
 
+    // The single-threaded owner's submit (the simulator, the only thread that touches its stages):
+    // as submit(), with the same capacity, but into a plain buffer that the next drain empties before
+    // the ring, in submission order, so it costs none of the ring's atomic operations. Not for use
+    // while another thread submits or forms batches.
+    bool submit_local(const Request& r) {
+        if (local_.size() >= cfg_.ring_capacity) return false;
+        local_.push_back(r);
+        local_size_.store(local_.size(), std::memory_order_relaxed);
+        return true;
+    }
+
     // Planner thread (any one thread at a time). Publishes the terms and steps the adaptive order.
     void publish(const PublishedTerms& t) {
         std::lock_guard<std::mutex> guard(publish_mu_);
@@ -171,7 +182,8 @@ public:
 
     // Requests waiting (heap + ring); best effort while other threads submit or form batches.
     [[nodiscard]] std::size_t queued() const noexcept {
-        return heap_size_.load(std::memory_order_relaxed) + ring_.size_approx();
+        return heap_size_.load(std::memory_order_relaxed) + ring_.size_approx() +
+               local_size_.load(std::memory_order_relaxed);
     }
 
     [[nodiscard]] const StageConfig& config() const noexcept { return cfg_; }
@@ -326,8 +338,7 @@ private:
         const auto limit = static_cast<std::size_t>(cfg_.policy.max_queue);
         const bool by_tier = throttled && heap_.tiers() > 1;
         if (by_tier) update_tier_fractions(t.admit_fraction);
-        Request r;
-        while (ring_.try_pop(r)) {
+        const auto admit = [&](const Request& r) {
             if (by_tier) {
                 note_tier(r.tier);
                 if (tier_total_ < 64.0) update_tier_fractions(t.admit_fraction);  // shares still forming
@@ -342,7 +353,14 @@ private:
             } else {
                 heap_.push(r);
             }
+        };
+        if (!local_.empty()) {  // submit_local's buffer first (only the simulator fills it)
+            for (const Request& r : local_) admit(r);
+            local_.clear();
+            local_size_.store(0, std::memory_order_relaxed);
         }
+        Request r;
+        while (ring_.try_pop(r)) admit(r);
     }
 
     [[nodiscard]] std::size_t tier_index(std::int32_t tier) const noexcept {
@@ -459,6 +477,8 @@ private:
     std::vector<std::size_t> tier_order_;           // tiers, lowest weight first
     double tier_total_ = 0.0;
     std::atomic<std::size_t> heap_size_{0};
+    std::vector<Request> local_;              // submit_local's buffer (single-threaded owners)
+    std::atomic<std::size_t> local_size_{0};  // its size, for queued() from other threads
     std::atomic<Order> order_;
     std::mutex publish_mu_;  // serialises publishers (hysteresis step + snapshot store)
     SnapshotCell terms_;
