@@ -287,6 +287,7 @@ void register_live(py::module_& m) {
     py::class_<Pipe::Worker>(m, "LiveWorker", "One worker thread's batches (the running one, the one collected next).")
         .def_property_readonly("stage", [](const Pipe::Worker& w) { return w.stage; })
         .def_property_readonly("size", [](const Pipe::Worker& w) { return w.running.size(); })
+        .def_property_readonly("next_size", [](const Pipe::Worker& w) { return w.has_next ? w.next.size() : 0; })
         .def_property_readonly("max_deadline_s", [](const Pipe::Worker& w) { return to_s(w.max_deadline_ns); })
         .def_property_readonly("delays", [](const Pipe::Worker& w) { return w.delays; });
 
@@ -351,6 +352,16 @@ void register_live(py::module_& m) {
              py::arg("worker"), py::arg("outputs"), py::arg("error"), py::arg("start_s"), py::arg("end_s"),
              "The executor returned `outputs` for the worker's running batch (or raised `error`): route every "
              "request on and resolve the futures of those that ended.")
+        .def("purge", [](LiveRuntime& r, int k, double now_s, double t_e_s) {
+                 std::vector<Done> done;
+                 r.pipe().purge(k, to_ns(now_s, "now_s"), to_ns(t_e_s, "expected_start_s"), done);
+                 const std::size_t n = done.size();
+                 r.resolve(done);
+                 return n;
+             },
+             py::arg("stage"), py::arg("now_s"), py::arg("expected_start_s"),
+             "Stage k's StageScheduler::purge for a batch expected at expected_start_s (no batch formed): "
+             "end what it dropped and resolve their futures; returns how many (Triton #7512).")
         .def("cancel_all", [](LiveRuntime& r) {
             std::vector<Done> done;
             r.pipe().cancel_all(done);

@@ -184,6 +184,42 @@ void register_scheduler(py::module_& m) {
              "its slots unambiguous (no two queued ids congruent mod L). "
              "Returns (batch ids uint64[n] in service order, dropped ids uint64[m], reason codes int32[m] "
              "indexing REASONS). Releases the GIL only when more than 4096 requests are queued (short calls keep it).")
+        .def("purge", [](StageScheduler& s, double now_s, double t_e_s,
+                         std::optional<py::array_t<std::uint8_t, py::array::c_style>> cancelled) {
+                 const std::int64_t now = to_ns(now_s, "now_s");
+                 const std::int64_t t_e = to_ns(t_e_s, "expected_start_s");
+                 const std::uint8_t* mask = nullptr;
+                 std::uint64_t slots = 0;
+                 if (cancelled) {
+                     if (cancelled->ndim() != 1 || cancelled->size() < 1) {
+                         throw std::invalid_argument("purge: cancelled must be a non-empty 1-D uint8 array, got ndim=" +
+                                                     std::to_string(cancelled->ndim()) + " size=" +
+                                                     std::to_string(cancelled->size()));
+                     }
+                     mask = cancelled->data();
+                     slots = static_cast<std::uint64_t>(cancelled->size());
+                 }
+                 std::vector<Drop> drops;
+                 if (mask) {
+                     s.purge(now, t_e, drops, [mask, slots](std::uint64_t id) { return mask[id % slots] != 0; });
+                 } else {
+                     s.purge(now, t_e, drops);
+                 }
+                 py::array_t<std::uint64_t> dropped(static_cast<py::ssize_t>(drops.size()));
+                 py::array_t<std::int32_t> reasons(static_cast<py::ssize_t>(drops.size()));
+                 auto pd = dropped.mutable_unchecked<1>();
+                 auto pr = reasons.mutable_unchecked<1>();
+                 for (std::size_t i = 0; i < drops.size(); ++i) {
+                     pd(static_cast<py::ssize_t>(i)) = drops[i].request.id;
+                     pr(static_cast<py::ssize_t>(i)) = static_cast<std::int32_t>(drops[i].reason);
+                 }
+                 return py::make_tuple(dropped, reasons);
+             },
+             py::arg("now_s"), py::arg("expected_start_s"), py::arg("cancelled") = py::none(),
+             "Drain the ring and, for the pard rule, drop from the low-budget end every request that a batch "
+             "of one starting at expected_start_s would miss (DESIGN 3.2; for a stage whose workers are all "
+             "busy: Triton #7512); no batch is formed. Other rules: nothing. cancelled: as for form_batch. "
+             "Returns (dropped ids uint64[m], reason codes int32[m] indexing REASONS).")
         .def_property_readonly("current_order", [](const StageScheduler& s) { return std::string(order_name(s.current_order())); })
         .def_property_readonly("stage", [](const StageScheduler& s) { return s.config().stage; })
         .def_property_readonly("max_batch", [](const StageScheduler& s) { return s.config().max_batch; })

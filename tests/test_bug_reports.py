@@ -74,11 +74,6 @@ def test_runtime_full_ring_rejects_the_next_request_with_a_reason() -> None:
     assert first.done() and all(f.done() for f in queued)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Triton #7512 reproduces in pard: a stage purges its queue only when a worker forms a batch, so "
-    "a request that is infeasible on arrival behind a running batch is dropped when that batch ends "
-    "(simulator: StageScheduler::form_batch is the only place the low-end purge runs); see "
-    "bench/RESULTS.md"))
 def test_request_infeasible_behind_a_long_batch_is_dropped_when_infeasible() -> None:
     """Triton #7512: a request that cannot make its deadline behind a 100 ms batch is dropped by its deadline, not at the batch end."""
     spec = _one_stage(profile={1: 0.1, 2: 0.2})
@@ -89,3 +84,49 @@ def test_request_infeasible_behind_a_long_batch_is_dropped_when_infeasible() -> 
     assert list(r.state) == [1, 3]  # on time, dropped
     assert r.reasons[int(r.reason[1])] == "infeasible"
     assert r.finish_s[1] <= 0.06 + 1e-9
+
+
+def test_simulator_purge_expects_the_start_when_the_busy_worker_is_free() -> None:
+    """Triton #7512: the busy-arrival purge's t_e is the running batch's nominal end: 1 ns short of feasible is dropped at arrival, exactly feasible is served on time."""
+    spec = _one_stage(profile={1: 0.01, 2: 0.02})
+    # Request 0 runs [0, 10 ms]. Arriving at 1 ms, a batch of one can start at 10 ms and end at
+    # 20 ms: deadline 20 ms keeps (equal keeps, Eq. 3b) and is served [10, 20 ms], on time;
+    # deadline 20 ms - 1 us (1 us: the seconds <-> ns conversion's exact range) is dropped at 1 ms.
+    arr = np.array([0.0, 0.001, 0.001])
+    slo = np.array([1.0, 0.019, 0.019 - 1e-6])
+    r = pard.simulate(spec, arr, "pard", slo=slo, jitter_cv=0.0)
+    assert list(r.state) == [1, 1, 3]
+    assert r.reasons[int(r.reason[2])] == "infeasible"
+    assert r.finish_s[2] == pytest.approx(0.001, abs=1e-9)
+    assert r.finish_s[1] == pytest.approx(0.02, abs=1e-9)
+
+
+def test_runtime_drops_a_request_that_becomes_infeasible_while_every_worker_is_busy() -> None:
+    """Triton #7512 live: with the only worker held past its profiled 10 ms, a 50 ms request is dropped (infeasible) before the worker is released, a 30 s one is served after."""
+    entered, release = threading.Event(), threading.Event()
+
+    def hold(batch: list[object]) -> list[object]:
+        entered.set()
+        release.wait(timeout=30.0)
+        return batch
+
+    rt = pard.Runtime(_one_stage(profile={1: 0.01, 2: 0.02}), {"only": pard.CallableExecutor(hold)})
+    try:
+        first = rt.submit(0)
+        assert entered.wait(timeout=30.0)
+        # Once now > send + 40 ms, even a batch of one started now (t_e = now, d(1) = 10 ms) misses
+        # the 50 ms deadline: only the purge timer can drop it, the worker forms nothing until released.
+        doomed = rt.submit(1, slo=0.05)
+        patient = rt.submit(2, slo=30.0)
+        with pytest.raises(pard.Dropped) as info:
+            doomed.result(timeout=30.0)
+        assert not release.is_set()
+        assert info.value.reason == "infeasible" and info.value.stage == "only"
+        assert not patient.done()
+    finally:
+        release.set()
+        rt.close(timeout_s=30.0)
+    assert patient.result(timeout=0) == 2 and first.result(timeout=0) == 0
+    counts = rt.counts()
+    assert counts["submitted"] == 3 and counts["dropped"] == 1
+    assert counts["on_time"] + counts["late"] == 2

@@ -88,6 +88,8 @@ def test_simulate_end_to_end_json(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert doc["policies"]["naive"]["submitted"] == pytest.approx(1.2 * 774.19 * 30, rel=0.1)
     assert doc["policies"]["naive"]["dropped"] == 0
     assert out_png.stat().st_size > 1000
+    # where each file went, on stderr (stdout holds the table)
+    assert f"wrote {out_json}" in err and f"wrote {out_png}" in err and "wrote" not in out
 
 
 def test_exact_csv_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

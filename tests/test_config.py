@@ -425,3 +425,20 @@ def test_unreachable_slo_warns_naming_path_latency() -> None:
         for name in config.BUILTIN_NAMES:
             config.builtin(name)
     assert config.min_latency_path(PipelineSpec(name="p", slo=1.0, stages=stages)) == (pytest.approx(0.25), ["a", "b"])
+
+
+@pytest.mark.parametrize("text, line, column", [
+    ("name: x\nslo: 0.4\n  bad: indent\n", 3, 6),         # a mapping value where none may be
+    ("name: x\nstages: [1, 2\n", 3, 1),                  # an unclosed flow sequence
+    ('name: "x\x01"\n', 1, 9),                           # an unprintable character (the reader's error)
+])
+def test_bad_yaml_file_error_is_one_line_with_path_line_and_column(tmp_path: Path, text: str, line: int,
+                                                                     column: int) -> None:
+    """A YAML syntax error from pard.config.load(path) is one line naming the path, line and column (not PyYAML's '<unicode string>')."""
+    p = tmp_path / "bad.yaml"
+    p.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        pard.config.load(p)
+    msg = str(info.value)
+    assert "\n" not in msg and "<unicode string>" not in msg
+    assert msg.startswith(f"{p}: line {line}, column {column}: not valid YAML: ")

@@ -63,6 +63,14 @@ def _caught(fn: Any) -> list[str]:
     return out
 
 
+def test_report_of_a_whole_run_has_no_window() -> None:
+    """A closed runtime's report within its history covers every request: no window notice, not in the JSON either."""
+    with Runtime(_chain(), {"s0": _identity, "s1": _identity}, policy="naive") as rt:
+        assert [rt.submit(i).result(timeout=10) for i in range(20)] == list(range(20))
+    rep = rt.report()
+    assert rep.submitted == 20 and rep.window is None and "window" not in rep.to_dict()
+
+
 def test_outcome_records_are_bounded_and_counts_exact() -> None:
     """With history=100, 1 000 requests leave 100 outcome rows and empty stage logs; the counts cover all 1 000."""
     with Runtime(_chain(), {"s0": _identity, "s1": _identity}, policy="naive", history=100) as rt:
@@ -78,6 +86,12 @@ def test_outcome_records_are_bounded_and_counts_exact() -> None:
         assert all(v.size == 0 for v in rt._live.take_stats(st.index).values())
     rep = rt.report()
     assert rep.submitted == 100 and rep.stages[0].submitted == 1000  # the window, and the stage counters
+    # the report says it is a window, and carries the whole run's totals from the counters
+    assert rep.window is not None
+    assert {k: rep.window[k] for k in ("requests", "submitted", "not_held", "pending")} == \
+        {"requests": 100, "submitted": 1000, "not_held": 900, "pending": 0}
+    assert rep.window["totals"] == {k: v for k, v in c.items() if k != "submitted"}
+    assert rep.to_dict()["window"] == rep.window and "100 of 1000" in repr(rep)
     with pytest.raises(ValueError, match="history"):
         Runtime(_chain(), {"s0": _identity, "s1": _identity}, history=0, start=False)
 
@@ -169,6 +183,31 @@ def test_close_timeout_leaves_time_to_join_healthy_workers() -> None:
     futs = [rt.submit(i) for i in range(100)]  # 5 s of work: the drain cannot finish within 1 s
     msgs = _caught(lambda: rt.close(drain=True, timeout_s=1.0))
     assert msgs == [] and all(f.done() for f in futs)
+
+
+def test_close_does_not_name_an_executor_slower_than_its_profile() -> None:
+    """An executor 300x slower than its 1 ms profile, caught mid-batch by close(timeout_s=0.2), is not named: that batch has run less than 4x its longest measured one."""
+    second, release = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def slow(xs: list[Any]) -> list[Any]:
+        calls.append(len(xs))
+        if len(calls) == 1:
+            time.sleep(0.3)  # the measured longest batch: >= 0.3 s
+        else:
+            second.set()  # the batch close() meets: still running at its deadline
+            release.wait(10.0)
+        return list(xs)
+
+    rt = Runtime(_chain(n=1, max_batch=1), {"s0": slow}, policy="naive")  # d(1) = 1 ms as profiled
+    try:
+        first, other = rt.submit(0), rt.submit(1)
+        assert first.result(timeout=10) == 0
+        assert second.wait(10)
+        msgs = _caught(lambda: rt.close(drain=True, timeout_s=0.2))
+        assert msgs == [] and other.done()
+    finally:
+        release.set()
 
 
 def test_only_the_hung_stage_is_named() -> None:

@@ -55,16 +55,17 @@ def chain2(policy: _core.Policy, fractions: tuple[float, float] = (0.5, 0.5)) ->
 
 
 def test_chain_trace_pard() -> None:
-    """Hand trace of Eq. 3b in a 2-stage chain: request 2 is dropped at stage 1 at t = 50 ms."""
+    """Hand trace of Eq. 3b in a 2-stage chain: request 2 is dropped at stage 1 on arrival, at t = 30 ms."""
     sim = chain2(_core.Policy(order="lbf", drop="pard"))
     sim.publish(0, downstream_s=0.020, mu=0.5, eps=0.1, queue_delay_s=0.0)
     run_all(sim)
     # s0: r0 0-10; at 10 r1 (t_e 10: 10+10+20=40 <= 51) runs 10-20 and r2 is pre-collected
     # (t_e 20: 20+10+20=50 <= 52) and runs 20-30. s1: r0 10-30 (on time), r1 30-50 (on time);
-    # at 50 r2: 50+20 = 70 > 52 -> infeasible at stage 1.
+    # r2 reaches s1 at 30 with its worker busy until 50: the busy-arrival purge (t_e = 50) finds
+    # 50+20 = 70 > 52 -> infeasible at stage 1 at once, not at 50 (Triton #7512).
     o = sim.outcomes()
     assert o["state"].tolist() == [ON_TIME, ON_TIME, DROPPED]
-    assert o["finish_s"] == pytest.approx([0.030, 0.050, 0.050])
+    assert o["finish_s"] == pytest.approx([0.030, 0.050, 0.030])
     assert o["drop_stage"].tolist() == [-1, -1, 1]
     assert o["reason"].tolist() == [-1, -1, REASON["infeasible"]]
     assert o["compute_s"] == pytest.approx([0.030, 0.030, 0.010])
@@ -168,18 +169,38 @@ def test_dag_drop_cancels_queued_sibling() -> None:
 
 def test_dag_sibling_in_running_batch_is_wasted() -> None:
     """A sibling copy already running when the request drops finishes (compute wasted), goes no further."""
-    sim = dag(_core.Policy(order="lbf", drop="pard"), [0.3, 0.2])
-    # stage 2 drops r1 at 20 ms (its copy on stage 1 runs 20-30 by then? no: s1 takes it at 20 too)
+    sim = dag(_core.Policy(order="lbf", drop="pard"), [0.3, 0.25])
     sim.publish(2, downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0)
     sim.publish(1, downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0)
+    # r1: s0 10-20; s1 takes it at 20 (20+10 <= 251) and runs 20-30; it waits at s2 behind r0 until
+    # 110, feasible on arrival (busy-arrival purge: 110+100 = 210 <= 251). At 25 ms stage 2's
+    # downstream estimate grows to 50 ms; at 110: 110+100+50 = 260 > 251 -> infeasible at stage 2.
+    # Its s1 work (10 ms) was wasted; s3 never sees r1.
+    assert sim.run_until(0.025)
+    sim.publish(2, downstream_s=0.05, mu=0.5, eps=0.1, queue_delay_s=0.0)
     run_all(sim)
-    # r1: s0 10-20; s1 takes it at 20 (20+10 <= 201) and runs 20-30; s2 is busy with r0 until 110,
-    # then 110+100 = 210 > 201 -> infeasible at stage 2. Its s1 work (10 ms) was wasted; s3 never sees r1.
     o = sim.outcomes()
     assert o["state"].tolist() == [ON_TIME, DROPPED]
     assert o["drop_stage"].tolist() == [-1, 2]
+    assert o["finish_s"] == pytest.approx([0.120, 0.110])
     assert o["compute_s"] == pytest.approx([0.130, 0.020])
     assert (sim.batches()["stage"] == 3).sum() == 1
+
+
+def test_dag_busy_arrival_drop_spares_the_idle_sibling() -> None:
+    """Triton #7512 in a DAG: a copy infeasible on arrival behind a busy stage is dropped at once, so its idle sibling discards its copy unrun."""
+    sim = dag(_core.Policy(order="lbf", drop="pard"), [0.3, 0.2])
+    sim.publish(2, downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0)
+    sim.publish(1, downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0)
+    run_all(sim)
+    # r1 reaches s1 (idle) and s2 (busy with r0 until 110) at 20: 110+100 = 210 > 201 -> dropped by
+    # s2 at 20, before s1 forms its batch at that instant; s1 discards the copy (cancelled, no compute).
+    o = sim.outcomes()
+    assert o["state"].tolist() == [ON_TIME, DROPPED]
+    assert o["drop_stage"].tolist() == [-1, 2]
+    assert o["finish_s"] == pytest.approx([0.120, 0.020])
+    assert o["compute_s"] == pytest.approx([0.130, 0.010])
+    assert (sim.batches()["stage"] == 1).sum() == 1
 
 
 def test_take_stats_samples() -> None:

@@ -339,3 +339,28 @@ def test_module_json_huge_duration_is_a_config_error() -> None:
         + "0" * 400 + "}}]}"
     with pytest.raises(pard.ConfigError, match="profile_ms"):
         pard.config.loads(text, format="json")
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: wl.per_second_counts(p, spread="poisson", seed=-1),  # found by bench/fuzz.py (traces, seed 2027)
+    lambda p: wl.poisson(10.0, 1.0, seed=-1),
+    lambda p: wl.bursty(10.0, 1.0, 1.0, seed=-5),
+])
+def test_negative_seed_is_a_pard_error_naming_seed(tmp_path: Path, make: Any) -> None:
+    """A negative seed for a workload generator is a PardValueError naming seed, not NumPy's bare ValueError."""
+    p = tmp_path / "t0.csv"
+    p.write_text("326\n689\n131072\n")
+    with pytest.raises(pard.PardError, match="seed must be an int >= 0"):
+        make(p)
+
+
+@pytest.mark.parametrize("kw, field", [
+    ({"slo": 2147483648}, "slo"),         # past the core's 1e9 s (found by bench/fuzz.py, target simulate)
+    ({"slo": 5.7e16}, "slo"),
+    ({"slo": 2.93e-38}, "slo"),           # rounds to 0 ns in the core
+    ({"window_s": 3.6e-97}, "window_s"),  # now - window == now in floating point: IndexError in the planner
+])
+def test_simulate_out_of_range_arguments_are_pard_errors(kw: dict[str, Any], field: str) -> None:
+    """pard.simulate with an SLO outside the core's [1 ns, 1e9 s] or a window below 1 ms is a PardValueError naming the field, not a bare ValueError/IndexError (found by bench/fuzz.py)."""
+    with pytest.raises(pard.PardError, match=rf"^{field}\b"):
+        pard.simulate("tm", np.array([0.0, 0.1, 0.2]), "pard", **kw)

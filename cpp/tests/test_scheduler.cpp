@@ -76,6 +76,39 @@ void test_pard_boundary() {
     CHECK(s.queued() == 0);
 }
 
+// purge(now, t_e): drain + the pard low-end purge at t_e (threshold t_e + d(1) + downstream), no
+// batch formed; a later t_e drops more; other rules leave the queue alone (Triton #7512).
+void test_purge() {
+    StageScheduler s(config(DropRule::kPard, Order::kLbf, 2));
+    PublishedTerms t;
+    t.downstream_ns = 30 * kMs;
+    s.publish(t);
+    s.submit(req(0, 39 * kMs));  // t_e = 0: threshold 0 + 10 + 30 = 40 ms -> dropped
+    s.submit(req(1, 40 * kMs));  // equal keeps
+    s.submit(req(2, 70 * kMs));
+    std::vector<Drop> drops;
+    s.purge(0, 0, drops);
+    CHECK(drops.size() == 1 && drops[0].request.id == 0 && drops[0].reason == Reason::kInfeasible);
+    CHECK(s.queued() == 2);
+    drops.clear();
+    s.purge(5 * kMs, 20 * kMs, drops);  // threshold 60 ms: request 1 goes, request 2 stays
+    CHECK(drops.size() == 1 && drops[0].request.id == 1);
+    CHECK(s.queued() == 1);
+    drops.clear();
+    s.purge(50 * kMs, 10 * kMs, drops);  // t_e before now is taken as now: threshold 90 ms
+    CHECK(drops.size() == 1 && drops[0].request.id == 2 && s.queued() == 0);
+    drops.clear();
+    s.submit(req(3, 1 * kMs));
+    s.purge(0, 0, drops, [](std::uint64_t id) { return id == 3; });  // a cancelled copy keeps its reason
+    CHECK(drops.size() == 1 && drops[0].reason == Reason::kCancelled);
+
+    StageScheduler f(config(DropRule::kNone, Order::kFcfs, 2));
+    f.submit(req(0, 1 * kMs));
+    drops.clear();
+    f.purge(0, 1000 * kMs, drops);
+    CHECK(drops.empty() && f.queued() == 1);
+}
+
 // A copy whose request was cancelled (a sibling branch dropped) is discarded, whatever the rule.
 void test_cancelled() {
     StageScheduler s(config(DropRule::kNone, Order::kFcfs, 4));
@@ -183,6 +216,20 @@ void test_concurrent_stage() {
             }
         });
     }
+    std::thread purger([&] {  // a purge timer racing the workers (StageScheduler::purge)
+        std::vector<Drop> drops;
+        while (accounted.load() < kTotal) {
+            drops.clear();
+            s.purge(0, 0, drops);
+            for (const Drop& d : drops) {
+                CHECK(d.request.id % 4 == 0 && d.reason == Reason::kInfeasible);
+                CHECK(seen[d.request.id].fetch_add(1) == 0);
+            }
+            accounted.fetch_add(drops.size());
+            dropped.fetch_add(drops.size());
+            std::this_thread::yield();
+        }
+    });
     std::thread publisher([&] {
         for (int k = 0; accounted.load() < kTotal; ++k) {
             PublishedTerms t;
@@ -196,6 +243,7 @@ void test_concurrent_stage() {
     producers_done.store(true);
     for (std::size_t i = kProducers; i < threads.size(); ++i) threads[i].join();
     publisher.join();
+    purger.join();
     CHECK(accounted.load() == kTotal);
     CHECK(dropped.load() == kTotal / 4);
     for (std::uint64_t i = 0; i < kTotal; ++i) CHECK(seen[i].load() == 1);
@@ -208,6 +256,7 @@ int main() {
     test_profile();
     test_pard_boundary();
     test_cancelled();
+    test_purge();
     test_hysteresis();
     test_snapshot_consistency();
     test_concurrent_stage();

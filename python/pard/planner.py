@@ -308,8 +308,8 @@ class Planner:
             lam = pol.lam if pol.lam is not None else 0.1
         if not (0.0 <= lam <= 1.0):
             raise PardValueError(f"lam must be in [0, 1], got {lam!r}")
-        if not (window_s > 0 and np.isfinite(window_s)):
-            raise PardValueError(f"window_s must be a positive finite number of seconds, got {window_s!r}")
+        if not (window_s >= 1e-3 and np.isfinite(window_s)):  # below ~1 ms, now - window rounds to now late in a run
+            raise PardValueError(f"window_s must be a finite number of seconds >= 0.001, got {window_s!r}")
         if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or not 1 <= samples <= MAX_SAMPLES:
             raise PardValueError(f"samples must be an int in 1..{MAX_SAMPLES}, got {samples!r}")
         n = len(stages)

@@ -254,6 +254,13 @@ class Report:
             finishes in the next.
         duration_s: the span goodput is per (s); default the number of one-second bins.
 
+    Attribute ``window``: None when the report covers every request of the run (a simulation, a closed
+    runtime within its ``history``); otherwise set by ``Runtime.report()`` to what it covers:
+    ``requests`` (in the report), ``submitted`` (ever), ``not_held`` (older than the runtime's
+    ``history``, no longer held), ``pending`` (in flight, not yet in a report) and ``totals`` (every
+    request ever, by state, from the runtime's counters).  Then the figures above are those of the
+    window, not of the whole run.
+
     Raises:
         ValueError: shapes disagree, a request is still pending, or conservation fails.
     """
@@ -287,6 +294,7 @@ class Report:
     ) -> None:
         self.policy = policy
         self.pipeline = pipeline
+        self.window: dict[str, Any] | None = None  # see the class docstring
         self.stage_names = list(stage_names)
         self.reasons = list(reasons)
         self.send_s = np.asarray(send_s, dtype=np.float64)
@@ -490,7 +498,8 @@ class Report:
         Keys: submitted, on_time, late, dropped, rejected, failed, goodput (req/s), drop_rate,
         invalid_rate, drop_share_by_stage {stage: share}, p99_latency (s, None when nothing finished on
         time), goodput_bound (req/s), weighted_goodput (summed tier weight of on-time requests per
-        second), tiers {tier: {weight, submitted, on_time, late, dropped, rejected, failed}}.  With ``detail``: per-stage figures, drops by reason, transient
+        second), tiers {tier: {weight, submitted, on_time, late, dropped, rejected, failed}}; window
+        (only when the report covers part of a live run: see the class docstring).  With ``detail``: per-stage figures, drops by reason, transient
         drop rates, latency percentiles and the per-second series.
         """
         lat = self.latency_percentiles()
@@ -503,6 +512,8 @@ class Report:
             "weighted_goodput": self.weighted_goodput,
             "tiers": {t.name: {k: v for k, v in t.to_dict().items() if k != "name"} for t in self.tiers},
         }
+        if self.window is not None:  # a live report of part of the run: say which part
+            out["window"] = self.window
         if detail:
             out.update({
                 "policy": self.policy, "pipeline": self.pipeline, "duration_s": self.duration_s,
@@ -538,9 +549,10 @@ class Report:
         return plot_reports({self.policy: self}, path)
 
     def __repr__(self) -> str:
+        part = "" if self.window is None else f", window: {self.submitted} of {self.window['submitted']} requests"
         return (f"Report(policy={self.policy!r}, pipeline={self.pipeline!r}, submitted={self.submitted}, "
                 f"on_time={self.on_time}, goodput={self.goodput:.1f}/s of bound {self.goodput_bound:.1f}/s, "
-                f"drop_rate={self.drop_rate:.3%}, invalid_rate={self.invalid_rate:.3%})")
+                f"drop_rate={self.drop_rate:.3%}, invalid_rate={self.invalid_rate:.3%}{part})")
 
 
 def comparison_dict(

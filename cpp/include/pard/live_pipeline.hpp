@@ -301,6 +301,45 @@ public:
         sched_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
     }
 
+    // Stage k's purge (StageScheduler::purge: drain + the pard low-end purge for a batch expected to
+    // start at t_e, no batch formed) for a stage whose workers are all busy, so that a request that
+    // became infeasible is dropped now rather than when the next batch forms (Triton #7512); ends
+    // what it dropped, as form() does. Any thread (the runtime's purge timer).
+    void purge(int k, std::int64_t now, std::int64_t t_e, std::vector<Done>& done) {
+        const std::int64_t t0 = thread_cpu_ns();
+        StageState& ss = *stages_[static_cast<std::size_t>(k)];
+        std::vector<Drop> drops;
+        spec(k).sched->purge(now, t_e, drops, [this](std::uint64_t key) {
+            Slot* p = slot_ptr_lockfree(static_cast<std::uint32_t>(key & kSlotMask));
+            return p == nullptr || p->live.load(std::memory_order_acquire) != (key >> kSlotBits) + 1;
+        });
+        const std::uint64_t bit = std::uint64_t{1} << k;
+        std::int64_t ghosts = 0;
+        std::vector<Payload> trash;
+        for (const Drop& d : drops) {
+            const std::uint64_t key = d.request.id;
+            Stripe& st = stripe(key >> kSlotBits);
+            std::lock_guard<std::mutex> lock(st.mu);
+            Slot* sl = pending_slot_locked(key);
+            if (sl == nullptr) {
+                ++ghosts;
+                continue;
+            }
+            sl->queued &= ~bit;
+            to_trash(sl->input[static_cast<std::size_t>(k)], trash);
+            finish_locked(st, static_cast<std::uint32_t>(key & kSlotMask), Outcome::kDropped, k, static_cast<int>(d.reason),
+                          EndKind::kPolicy, now, done, trash, Payload{});
+        }
+        if (!drops.empty()) {
+            const auto taken = static_cast<std::int64_t>(drops.size());
+            std::lock_guard<std::mutex> lock(ss.mu);
+            const std::int64_t left = ss.pending.fetch_sub(taken) - taken;
+            const std::int64_t stale = ss.stale.load() - ghosts;
+            ss.stale.store(left > 0 && stale > 0 ? stale : 0);
+        }
+        sched_ns_.fetch_add(thread_cpu_ns() - t0, std::memory_order_relaxed);
+    }
+
     // The executor returned for w.running: `outs` (one per request) or, when `failed`, `err`.
     void complete(Worker& w, std::vector<Payload>& outs, bool failed, const Payload& err, std::int64_t start_ns,
                   std::int64_t end_ns, std::vector<Done>& done) {

@@ -14,6 +14,11 @@
 //     ends (t_e = now). An idle worker collects and starts as soon as requests arrive: arrivals
 //     schedule a "kick" at the same instant that runs after every same-time arrival and batch end,
 //     so requests that arrive together (one upstream batch) are batched together.
+//   * An arrival that finds every worker of its stage busy (pard only) runs the stage's purge
+//     (StageScheduler::purge) for t_e = the earliest time a worker can start a new batch, from
+//     nominal durations as the pre-collection's t_e: a request already infeasible then is dropped
+//     at its arrival, not when the next batch forms (Triton #7512). A cold worker's t_e is its
+//     ready time; a retiring one starts no new batch.
 //   * Execution time of a batch = d_k(b) x a lognormal factor with mean 1 and CV jitter_cv
 //     (sigma^2 = ln(1 + cv^2), mu = -sigma^2 / 2), drawn from one std::mt19937_64 per simulator,
 //     seeded by `seed`, with our own Box-Muller transform (the standard distributions are not
@@ -36,8 +41,8 @@
 //     construction (about 6 ms for five stages of 65536 slots), which dominates short runs. The
 //     ingress capacity changes no decision while the published terms stay the same: the heap's
 //     order does not depend on when a request entered it, and the purge and pop rules run only in
-//     form_batch. Only admission (the admit share, Dagor's overload check) happens at drain time,
-//     so with a small ring it can
+//     form_batch and purge. Only admission (the admit share, Dagor's overload check) happens at
+//     drain time, so with a small ring (or, for pard, a purge on a busy arrival) it can
 //     happen earlier: such a drop is then stamped earlier; across a publish it can see the old
 //     terms instead of the new ones; and in a DAG it can drop a copy whose sibling is dropped
 //     later (the request is then attributed to this stage instead of being a cancelled copy).
@@ -181,6 +186,7 @@ public:
         while (current < n) {
             Worker w;
             w.st = WState::kCold;
+            w.ready_at = now_ + cfg_.cold_start_ns;
             w.running.reserve(static_cast<std::size_t>(s.max_batch));
             w.next.reserve(static_cast<std::size_t>(s.max_batch));
             s.workers.push_back(std::move(w));
@@ -238,6 +244,7 @@ private:
         std::vector<Request> next;
         bool has_next = false;
         bool wants_next = false;          // pre-collection deferred to the pending kick (see on_kick)
+        std::int64_t ready_at = 0;        // when a cold worker comes up
         std::int64_t next_collected = 0;
         std::int64_t nominal_end = 0;     // start + d_k(b) of the running batch: t_e of its pre-collection
         [[nodiscard]] bool counts() const noexcept {
@@ -447,7 +454,32 @@ private:
         if (!s.kick_pending && s.idle > 0) {
             s.kick_pending = true;
             events_.push(now_, kPrioKick, kKick, static_cast<std::uint32_t>(stage), 0);
+        } else if (s.idle == 0 && !s.kick_pending && cfg_.policy.drop == DropRule::kPard) {
+            purge_busy(stage);
         }
+    }
+
+    // Every worker busy: purge for the earliest time one of them can start a new batch (nominal
+    // durations; see the header comment).
+    void purge_busy(std::size_t stage) {
+        StageRt& s = stages_[stage];
+        std::int64_t t_e = std::numeric_limits<std::int64_t>::max();
+        for (const Worker& w : s.workers) {
+            std::int64_t free = 0;
+            if (w.st == WState::kCold) {
+                free = w.ready_at;
+            } else if (w.st == WState::kBusy && !w.retiring) {
+                free = std::max(now_, w.nominal_end);
+                if (w.has_next) free += s.profile.duration_ns(static_cast<std::int64_t>(w.next.size()));
+            } else {
+                continue;
+            }
+            t_e = std::min(t_e, free);
+        }
+        if (t_e == std::numeric_limits<std::int64_t>::max()) return;
+        s.scratch.drops.clear();
+        s.sched->purge(now_, t_e, s.scratch.drops, [this](std::uint64_t id) { return cancelled(id); });
+        handle_drops(stage, s.scratch.drops);
     }
 
     static void set_state(StageRt& s, Worker& w, WState st) noexcept {

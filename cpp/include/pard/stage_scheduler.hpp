@@ -2,11 +2,11 @@
 //
 // Structure. Requests reach the stage through a bounded lock-free MPMC ring (any thread submits;
 // a full ring refuses the submit: back-pressure, never a silent loss). The stage's workers form
-// batches under one short mutex, taken once per form_batch and only by this stage's workers (and by
-// the simulator's single thread): the worker drains the ring into the stage's min-max heap (DEPQ),
-// purges the low-budget end, and pops its batch. The planner's terms (downstream estimate, mu, eps,
-// queueing delay, admission share) are read once per batch from a SnapshotCell: a consistent
-// snapshot, no lock on the reader side.
+// batches under one short mutex, taken once per form_batch (or purge) and only by this stage's
+// workers, the runtime's purge timer and the simulator's single thread: the worker drains the
+// ring into the stage's min-max heap (DEPQ), purges the low-budget end, and pops its batch. The
+// planner's terms (downstream estimate, mu, eps, queueing delay, admission share) are read once
+// per batch from a SnapshotCell: a consistent snapshot, no lock on the reader side.
 //
 // The heap key: FCFS orders by arrival at the stage (ties by id); every other order by deadline
 // (ties by id), so the heap's min is the lowest remaining budget and its max the highest. A tiered
@@ -22,7 +22,7 @@
 //      takes that share from the lowest-weight tiers first, by their recent arrival shares; `dagor`
 //      additionally, while the published queueing delay exceeds its threshold, admits only a
 //      (1 - alpha) share (reason `overload`).
-//   2. pard only: the low-end purge. While the heap's min would be dropped even in a batch of one,
+//   2. pard only: the low-end purge (also run alone, with step 1, by purge(now, t_e)). While the heap's min would be dropped even in a batch of one,
 //      t_e + d_k(1) + downstream > deadline, remove it (reason `infeasible`). d_k(1) <= d_k(b), so
 //      the purge never drops a request that the pop-time rule would keep; it is what keeps HBF from
 //      letting low-budget requests sit in the queue forever. (d_k is the profile's d(b) times the
@@ -211,11 +211,7 @@ public:
         const Profile& prof = cfg_.profile;
 
         const double scale = t.duration_scale;
-        if (rule == DropRule::kPard) {  // step 2: low-end purge
-            const std::int64_t thr1 = pard_threshold(t_e_ns, scaled(prof.duration_ns(1), scale), t.downstream_ns);
-            heap_.drain_min_while([thr1](const Request& r) { return pard_drops(r, thr1); },
-                                  [&](Request&& r) { discard(out.drops, r, Reason::kInfeasible, is_cancelled); });
-        }
+        if (rule == DropRule::kPard) purge_low_end(t, t_e_ns, out.drops, is_cancelled);  // step 2
 
         const std::size_t max_b = static_cast<std::size_t>(cfg_.max_batch);
         std::size_t b = heap_.size() < max_b ? heap_.size() : max_b;  // step 3
@@ -268,7 +264,35 @@ public:
         heap_size_.store(heap_.size(), std::memory_order_relaxed);
     }
 
+    // Steps 1 and 2 alone, no batch formed: drains the ring and, for pard, purges the low-budget end
+    // for a batch expected to start at t_e_ns (>= now_ns), appending what it dropped to `drops`.
+    // For a stage whose workers are all busy, so that a request that became infeasible is dropped
+    // at once rather than when the next batch forms (Triton #7512); t_e_ns is the earliest time a
+    // worker can start a new batch. Rules without a low-end purge: nothing, not even the drain
+    // (admission stays at batch formation).
+    template <class IsCancelled = NeverCancelled>
+    void purge(std::int64_t now_ns, std::int64_t t_e_ns, std::vector<Drop>& drops,
+               IsCancelled&& is_cancelled = IsCancelled{}) {
+        if (cfg_.policy.drop != DropRule::kPard) return;
+        if (t_e_ns < now_ns) t_e_ns = now_ns;
+        std::lock_guard<std::mutex> guard(mu_);
+        const PublishedTerms t = terms_.load();
+        drain_locked(t, drops, is_cancelled);
+        purge_low_end(t, t_e_ns, drops, is_cancelled);
+        heap_size_.store(heap_.size(), std::memory_order_relaxed);
+    }
+
 private:
+    // Step 2 (mu_ held): drop the heap's min while even a batch of one starting at t_e_ns misses.
+    template <class IsCancelled>
+    void purge_low_end(const PublishedTerms& t, std::int64_t t_e_ns, std::vector<Drop>& drops,
+                       IsCancelled& is_cancelled) {
+        const std::int64_t d1 = scaled(cfg_.profile.duration_ns(1), t.duration_scale);
+        const std::int64_t thr1 = pard_threshold(t_e_ns, d1, t.downstream_ns);
+        heap_.drain_min_while([thr1](const Request& r) { return pard_drops(r, thr1); },
+                              [&](Request&& r) { discard(drops, r, Reason::kInfeasible, is_cancelled); });
+    }
+
     static StageConfig validated(StageConfig c) {
         if (c.stage < 0) throw std::invalid_argument("StageScheduler: stage=" + std::to_string(c.stage) + " must be >= 0");
         if (c.max_batch < 1 || c.max_batch > Profile::kMaxTable) {

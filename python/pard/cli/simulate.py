@@ -129,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         doc = comparison_dict(reports, pipeline=spec.name, trace=label, load=load)
         args.json.write_text(json.dumps(doc, indent=2))
+        err.print(f"wrote {escape(str(args.json))}", soft_wrap=True)  # stderr: stdout holds the table
     if args.plot is not None:
         plot_reports(reports, args.plot, title=f"{spec.name} / {label}")
+        err.print(f"wrote {escape(str(args.plot))}", soft_wrap=True)
     return 0

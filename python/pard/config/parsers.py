@@ -114,6 +114,26 @@ def _parse_toml(text: str, source: str) -> Any:
 
 # ---------------------------------------------------------------------------------------- YAML
 
+def _yaml_problem(exc: Exception, text: str) -> str:
+    """One line from a PyYAML error: ``line L, column C: not valid YAML: <problem> (<context> at line
+    L', column C')``, without PyYAML's quoted snippets and its name for the stream."""
+    mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+    pos = getattr(exc, "position", None)  # the reader's error: an unprintable character
+    if isinstance(pos, int) and isinstance(getattr(exc, "character", None), (str, int)):
+        line, col = text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
+        ch = exc.character  # type: ignore[attr-defined]
+        code = ord(ch) if isinstance(ch, str) else ch
+        return f"line {line}, column {col}: not valid YAML: character #x{code:04x} is not allowed"
+    if mark is None or problem is None:
+        return "not valid YAML: " + " ".join(str(exc).split())
+    out = f"line {mark.line + 1}, column {mark.column + 1}: not valid YAML: {problem}"
+    ctx, ctx_mark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if ctx:
+        where = f" at line {ctx_mark.line + 1}, column {ctx_mark.column + 1}" if ctx_mark is not None else ""
+        out += f" ({ctx}{where})"
+    return out
+
+
 def _parse_yaml(text: str, source: str) -> Any:
     yaml = require("yaml", "cli", "YAML spec files")
     loader = None
@@ -124,7 +144,7 @@ def _parse_yaml(text: str, source: str) -> Any:
     except ConfigError:
         raise
     except (yaml.YAMLError, ValueError) as exc:  # ValueError: an integer past Python's 4300-digit limit
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+        raise ConfigError(f"{source}: {_yaml_problem(exc, text)}") from None
     except RecursionError:
         raise ConfigError(f"{source}: YAML nests deeper than Python can parse") from None
     finally:

@@ -37,7 +37,7 @@ from .replay import replay
 from .live import RequestFuture
 from .setup import (PayloadShape, build_stages, executors_arg, options_arg, positive_seconds, queue_sizes,
                     ring_capacity_arg, worker_counts)
-from .workers import WorkerPool
+from .workers import WorkerPool, purge_period_s
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config import PipelineSpec
@@ -159,7 +159,9 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         self._live = live.build(self._stages, self._entries, exits, int(history), join_fn)
         self._pool = WorkerPool(self._stages, self._live, self._clock)
         recorder = RunRecorder(spec, origin_s=0.0, workers=counts)
-        self._loop = PlannerLoop(self._stages, self._planner, recorder, self._clock, sync_s, self._live)
+        purge = self._pool.purge if self._policy.drop == "pard" else None  # Triton #7512: busy stages purge
+        self._loop = PlannerLoop(self._stages, self._planner, recorder, self._clock, sync_s, self._live, purge,
+                                 purge_period_s(spec.slo, sync_s))
         self._shape_lock = threading.Lock()  # the first payload fixes the shape: one submit wins
         self._accepting = False
         self._started = False
@@ -268,10 +270,11 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 but their results are discarded.
             timeout_s: bounds how long ``close`` blocks in all (s, >= 0; None: no limit).  With
                 ``drain``, what has not ended by then is cancelled; then ``close`` waits for the
-                threads until the same deadline.  Python threads cannot be killed: a worker whose
-                executor is still running a batch then (a hung model) is left behind as a daemon
-                thread -- its requests are already terminal, and whatever it returns is discarded
-                -- and a :class:`RuntimeWarning` names its stage.  Without ``timeout_s``, ``close``
+                threads until the same deadline (:mod:`~pard.runtime.lifecycle` splits it).  Python
+                threads cannot be killed: one still running then is left behind as a daemon (its
+                requests are terminal, what it returns is discarded); a :class:`RuntimeWarning` names
+                a stage whose executor has run one batch past 4x its longest (a hung model), not a
+                merely slow one.  Without ``timeout_s``, ``close``
                 waits for running batches to end, however long that takes.
 
         After ``close`` every request submitted is in a terminal state (its future resolved), even
@@ -285,7 +288,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             positive_seconds("timeout_s", timeout_s, allow_zero=True)
         forked = os.getpid() != self._pid  # a forked child has none of the threads: nothing to wait for
         deadline = None if timeout_s is None else time.monotonic() + float(timeout_s)
-        drain_until = None if deadline is None else deadline - lifecycle.join_reserve_s(self._stages, timeout_s)
+        drain_until = None if deadline is None else deadline - lifecycle.join_reserve_s(self._stages, self._live, timeout_s)
         if self._closed:
             return
         self._accepting = False
@@ -294,18 +297,15 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             until = None if drain_until is None else self.now() + max(0.0, drain_until - time.monotonic())
             self._live.wait_idle(until)
         lifecycle.stop(self._live, self._pool, self._loop)  # cancels what is left
-        stuck = [] if forked else lifecycle.join(self._own_threads(), self._stages, deadline)
+        stuck = [] if forked else lifecycle.join(self._own_threads(), self._stages, deadline, self._live, self.now)
         self._loop.flush()
         self._closed = True
         self._finalizer.detach()
         if self._blas_ctx is not None:
             self._blas_ctx.restore_original_limits()
             self._blas_ctx = None
-        if stuck:
-            warnings.warn(
-                f"Runtime.close(timeout_s={timeout_s!r}): {', '.join(map(repr, stuck))} still running a batch "
-                f"after the timeout (a hung executor?); its thread(s) are left behind as daemons. Every request "
-                f"has ended; whatever they return is discarded.", RuntimeWarning, stacklevel=2)
+        if stuck:  # a hung stage (lifecycle.join)
+            warnings.warn(lifecycle.hung_message(timeout_s, stuck), RuntimeWarning, stacklevel=2)
 
     # ------------------------------------------------------------------ submit
     def submit(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> RequestFuture:
@@ -420,9 +420,10 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         :class:`pard.recorder.RunRecorder` as ``pard simulate``'s; callable while the runtime runs.
 
         It covers the requests held (the last ``history``) that have ended -- all of them after
-        :meth:`close`.  Per-second series start at ``t0_s`` (default the first such request's send
-        time) and goodput is per ``duration_s`` seconds (default the true span of the sends,
-        ``(last - first) * n / (n - 1)``, so ``n`` requests at rate ``r`` give ``r``).  The goodput
+        :meth:`close`; when that is not every request, ``report.window`` says what it covers, with the
+        whole run's totals (:class:`pard.report.Report`).  Per-second series start at ``t0_s``
+        (default the first such send) and goodput is per ``duration_s`` seconds (default the sends'
+        true span, ``(last - first) * n / (n - 1)``: ``n`` requests at rate ``r`` give ``r``).  The goodput
         bound (DESIGN §4) uses :meth:`bound_capacity`, or ``capacity_req_s`` (req/s, > 0) when given.
 
         Raises PardValueError for a bad ``capacity_req_s`` or ``duration_s``.

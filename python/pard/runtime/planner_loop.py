@@ -7,13 +7,17 @@ The statistics come from the C++ pipeline's per-stage logs (``LivePipeline.take_
 ``pard._core.Simulator.take_stats()`` returns); taking them empties them, so the logs hold one
 interval's samples and a long run's memory stays flat.  :meth:`PlannerLoop.flush` hands the recorder what
 is left once the workers have stopped, so a report covers every batch.
+
+Between syncs the same thread runs an optional *tick* (the pard rule's purge timer,
+:meth:`pard.runtime.workers.WorkerPool.purge`), so a stage whose workers are all busy still drops
+its infeasible requests promptly (Triton #7512).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,8 +34,12 @@ class PlannerLoop:
     """The planner thread of one runtime (see the module docstring)."""
 
     def __init__(self, stages: Sequence[Stage], planner: Planner, recorder: RunRecorder, clock: RunClock,
-                 sync_interval_s: float, live: Any) -> None:
+                 sync_interval_s: float, live: Any, tick: Callable[[float, Any], None] | None = None,
+                 tick_s: float = 0.0) -> None:
         self._stages = stages
+        #: called as ``tick(now, thread_clock)`` every ``tick_s`` between syncs (the purge timer), or None
+        self._tick = tick
+        self._tick_s = tick_s
         self._live = live
         self._planner = planner
         self.recorder = recorder
@@ -70,8 +78,16 @@ class PlannerLoop:
         while True:
             # every sync interval on the runtime clock (t = 1, 2, ... x sync_interval_s), as the simulator
             due = self._sync_s * (self.calls + 1)
-            if self.stop_event.wait(max(0.0, due - self._clock.now())):
+            now = self._clock.now()
+            until = due if self._tick is None else min(due, now + self._tick_s)
+            if self.stop_event.wait(max(0.0, until - now)):
                 return
+            if self._tick is not None and self._clock.now() < due:
+                try:
+                    self._tick(self._clock.now(), clock)
+                except BaseException as e:  # noqa: BLE001 - as a planner update: keep serving
+                    self.errors.append(e)
+                continue
             self.calls += 1
             t0 = time.thread_time_ns()
             now = self._clock.now()

@@ -48,7 +48,9 @@ def report(live: Any, loop: PlannerLoop, policy: str, *, t0_s: float | None, dur
                                    or not (math.isfinite(float(duration_s)) and float(duration_s) > 0)):
         raise PardValueError(f"duration_s must be a finite number of seconds > 0, got {show(duration_s)}")
     loop.flush()
+    totals = counts(live)
     out = live.outcomes()
+    held = out["state"].size
     ended = out["state"] != PENDING  # a live report covers the requests that have ended
     out = {k: v[ended] for k, v in out.items()}
     send = out["send_s"]
@@ -56,8 +58,13 @@ def report(live: Any, loop: PlannerLoop, policy: str, *, t0_s: float | None, dur
     t0 = float(t0_s) if t0_s is not None else (float(send[0]) if n else 0.0)
     span = float(duration_s) if duration_s is not None else (true_span_s(send) if n else 1.0)
     nb = max(1, int(math.ceil(span - 1e-9)))
-    return loop.recorder.report(policy=policy, outcomes=out, t0_s=t0, n_bins=nb, slo_s=out["slo_s"],
-                                capacity_req_s=capacity_req_s, duration_s=span)
+    rep = loop.recorder.report(policy=policy, outcomes=out, t0_s=t0, n_bins=nb, slo_s=out["slo_s"],
+                               capacity_req_s=capacity_req_s, duration_s=span)
+    submitted = totals.pop("submitted")
+    if n < submitted:  # part of the run only: say which part, and give the totals from the counters
+        rep.window = {"requests": n, "submitted": submitted, "not_held": max(0, submitted - held),
+                      "pending": held - n, "totals": totals}
+    return rep
 
 
 def counts(live: Any) -> dict[str, int]:

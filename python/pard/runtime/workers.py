@@ -29,11 +29,17 @@ from typing import Any
 from ..errors import PardValueError
 from .clock import RunClock
 
-__all__ = ["Stage", "WorkerPool", "BATCH_HISTORY"]
+__all__ = ["Stage", "WorkerPool", "BATCH_HISTORY", "purge_period_s"]
 
 #: How many of each stage's most recent batches (``Runtime.batches()``) and queueing delays
 #: (``Runtime.stage_stats()``) are kept (``LivePipeline::kRecent``).
 BATCH_HISTORY = 10_000
+
+
+def purge_period_s(slo_s: float, sync_interval_s: float) -> float:
+    """How often :meth:`WorkerPool.purge` runs (s): an eighth of the SLO, at least 2 ms apart, at most
+    one sync interval -- so an infeasible request waits at most about that long to be dropped."""
+    return min(sync_interval_s, max(0.002, slo_s / 8))
 
 
 class Stage:
@@ -58,6 +64,12 @@ class Stage:
         #: ``Runtime.observe_stages``), or None
         self.observer: Any = None
         self.threads: list[threading.Thread] = []
+        #: worker thread name -> when its running executor call began (runtime clock, s); absent
+        #: outside one (close() names a stage hung from it)
+        self.running_since: dict[str, float] = {}
+        #: worker thread name -> when it can next start a new batch (runtime clock, s; from the
+        #: profile), 0 while it is idle: the purge timer's expected start (Triton #7512)
+        self.free_at: dict[str, float] = {}
         #: (thread name, exception) once one of this stage's workers died outside the executor call
         self.dead: tuple[str, BaseException] | None = None
 
@@ -95,6 +107,17 @@ class WorkerPool:
         """Every worker thread started."""
         return [t for st in self._stages for t in st.threads]
 
+    def purge(self, now: float, clock: Any) -> None:
+        """At every stage whose workers are all busy, drop now what even a batch of one starting when
+        the first of them is free would miss (``LivePipeline.purge`` -> ``StageScheduler.purge``, the
+        pard rule's low-end purge, DESIGN §3.2), not when the next batch forms (Triton #7512)."""
+        for st in self._stages:
+            free = list(st.free_at.values())
+            if self.stopping or st.dead is not None or len(free) < st.workers or min(free) <= 0.0:
+                continue  # an idle worker forms a batch as soon as a request arrives
+            if self._live.queued(st.index) > 0:
+                self._live.purge(st.index, now, max(now, min(free)))
+
     def _worker(self, st: Stage) -> None:
         """A worker thread's body: :meth:`_serve`, and if that ever raises, :meth:`_died`."""
         w = self._live.worker(st.index)
@@ -121,10 +144,15 @@ class WorkerPool:
         ex = st.executor
         budget = bool(getattr(ex, "accepts_budget", False))  # e.g. a remote engine's client timeout
         name = st.name
+        tname = threading.current_thread().name
         while True:
+            if not w.next_size:
+                st.free_at[tname] = 0.0  # idle, or forming a batch now
             payloads = live.next_batch(w)
             if payloads is None:
                 return
+            nxt = w.next_size  # the batch starts; the one collected next follows it
+            st.free_at[tname] = now() + st.duration(len(payloads)) + (st.duration(nxt) if nxt else 0.0)
             obs = st.observer
             if obs is not None:
                 delays = w.delays
@@ -133,6 +161,7 @@ class WorkerPool:
             err: BaseException | None = None
             outs: Any = ()
             start = now()
+            st.running_since[tname] = start
             try:
                 outs = ex(payloads, budget_s=w.max_deadline_s - start) if budget else ex(payloads)
                 if len(outs) != len(payloads):
@@ -140,6 +169,7 @@ class WorkerPool:
             except BaseException as e:  # noqa: BLE001 - any executor error (SystemExit and
                 err = e  # KeyboardInterrupt included) fails this batch only; the worker carries on
             end = now()
+            st.running_since.pop(tname, None)
             if obs is not None:
                 obs.batch(name, len(payloads))
             live.complete(w, outs, err, start, end)

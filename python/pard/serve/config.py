@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import json
 import math
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -45,14 +43,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..config import PipelineSpec
 from ..config import load as load_pipeline
+from ..config.parsers import parse
 from .._extras import require
-from ..errors import ConfigError, MissingExtraError
+from ..errors import ConfigError
 from .protocol import DATATYPES
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = [
     "ServeConfigError",
@@ -264,19 +258,15 @@ def load_serve_config(path: str | Path) -> ServeConfig:
     except (OSError, UnicodeDecodeError) as exc:
         raise ServeConfigError(f"{p}: cannot read the file: {exc}") from None
     suffix = p.suffix.lower()
-    try:
-        if suffix in (".yaml", ".yml"):
-            data = require("yaml", "serve", "served-pipeline YAML files").safe_load(text)
-        elif suffix == ".toml":
-            data = tomllib.loads(text)
-        elif suffix == ".json":
-            data = json.loads(text)
-        else:
-            raise ServeConfigError(f"{p}: unknown suffix {p.suffix!r}; expected .yaml, .yml, .toml or .json")
-    except (ServeConfigError, MissingExtraError):
-        raise
-    except Exception as exc:  # noqa: BLE001 - yaml/toml/json syntax errors of each parser
-        raise ServeConfigError(f"{p}: not valid {suffix[1:].upper()}: {exc}") from None
+    fmt = {".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".json": "json"}.get(suffix)
+    if fmt is None:
+        raise ServeConfigError(f"{p}: unknown suffix {p.suffix!r}; expected .yaml, .yml, .toml or .json")
+    if fmt == "yaml":
+        require("yaml", "serve", "served-pipeline YAML files")
+    try:  # the pipeline files' hardened parsers: one-line errors with the line, no alias bombs
+        data = parse(text, fmt, str(p))
+    except ConfigError as exc:
+        raise ServeConfigError(str(exc)) from None
     return parse_serve_config(data, source=str(p), base_dir=str(p.parent))
 
 

@@ -52,11 +52,14 @@ def check_max_arrivals(what: str, expected: float, max_arrivals: int | float) ->
 
 
 def rng(seed: int | np.random.Generator) -> np.random.Generator:
-    """A NumPy Generator from an int seed (or the Generator itself)."""
+    """A NumPy Generator from an int seed >= 0 (or the Generator itself).  PardTypeError for another
+    type, PardValueError for a negative seed (NumPy's own error for it is a bare ValueError)."""
     if isinstance(seed, np.random.Generator):
         return seed
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise PardTypeError(f"seed must be an int or a numpy Generator, got {seed!r}")
+    if seed < 0:
+        raise PardValueError(f"seed must be an int >= 0 or a numpy Generator, got {int(seed)}")
     return np.random.default_rng(int(seed))
 
 
