@@ -306,7 +306,7 @@ public:
     // became infeasible is dropped now rather than when the next batch forms (Triton #7512); ends
     // what it dropped, as form() does. Any thread (the runtime's purge timer).
     void purge(int k, std::int64_t now, std::int64_t t_e, std::vector<Done>& done) {
-        const std::int64_t t0 = thread_cpu_ns();
+        const std::int64_t t0 = now_ns();
         StageState& ss = *stages_[static_cast<std::size_t>(k)];
         std::vector<Drop> drops;
         spec(k).sched->purge(now, t_e, drops, [this](std::uint64_t key) {
@@ -337,7 +337,7 @@ public:
             const std::int64_t stale = ss.stale.load() - ghosts;
             ss.stale.store(left > 0 && stale > 0 ? stale : 0);
         }
-        sched_ns_.fetch_add(thread_cpu_ns() - t0, std::memory_order_relaxed);
+        sched_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
     }
 
     // The executor returned for w.running: `outs` (one per request) or, when `failed`, `err`.
