@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pard/policy.hpp"
@@ -23,6 +25,18 @@ namespace {
 
 // form_batch keeps the GIL below this many queued requests (see the comment at its binding).
 constexpr std::size_t kReleaseGilAbove = 4096;
+
+using MaskArg = std::optional<py::array_t<std::uint8_t, py::array::c_style>>;
+
+// The caller's cancelled mask (request id % size -> cancelled), checked; {nullptr, 0} when absent.
+std::pair<const std::uint8_t*, std::uint64_t> cancelled_mask(const MaskArg& cancelled, const char* call) {
+    if (!cancelled) return {nullptr, 0};
+    if (cancelled->ndim() != 1 || cancelled->size() < 1) {
+        throw std::invalid_argument(std::string(call) + ": cancelled must be a non-empty 1-D uint8 array, got ndim=" +
+                                    std::to_string(cancelled->ndim()) + " size=" + std::to_string(cancelled->size()));
+    }
+    return {cancelled->data(), static_cast<std::uint64_t>(cancelled->size())};
+}
 
 }  // namespace
 
@@ -141,17 +155,9 @@ void register_scheduler(py::module_& m) {
                               std::optional<py::array_t<std::uint8_t, py::array::c_style>> cancelled) {
                  const std::int64_t now = to_ns(now_s, "now_s");
                  const std::int64_t t_e = to_ns(t_e_s, "expected_start_s");
-                 const std::uint8_t* mask = nullptr;
-                 std::uint64_t slots = 0;
-                 if (cancelled) {
-                     if (cancelled->ndim() != 1 || cancelled->size() < 1) {
-                         throw std::invalid_argument("form_batch: cancelled must be a non-empty 1-D uint8 array, got ndim=" +
-                                                     std::to_string(cancelled->ndim()) + " size=" +
-                                                     std::to_string(cancelled->size()));
-                     }
-                     mask = cancelled->data();
-                     slots = static_cast<std::uint64_t>(cancelled->size());
-                 }
+                 const auto checked = cancelled_mask(cancelled, "form_batch");
+                 const std::uint8_t* mask = checked.first;
+                 const std::uint64_t slots = checked.second;
                  // Request id -> cancelled: the caller's mask, read in C++ (no Python call per request).
                  auto is_cancelled = [mask, slots](std::uint64_t id) { return mask[id % slots] != 0; };
                  BatchResult out;
@@ -188,17 +194,9 @@ void register_scheduler(py::module_& m) {
                          std::optional<py::array_t<std::uint8_t, py::array::c_style>> cancelled) {
                  const std::int64_t now = to_ns(now_s, "now_s");
                  const std::int64_t t_e = to_ns(t_e_s, "expected_start_s");
-                 const std::uint8_t* mask = nullptr;
-                 std::uint64_t slots = 0;
-                 if (cancelled) {
-                     if (cancelled->ndim() != 1 || cancelled->size() < 1) {
-                         throw std::invalid_argument("purge: cancelled must be a non-empty 1-D uint8 array, got ndim=" +
-                                                     std::to_string(cancelled->ndim()) + " size=" +
-                                                     std::to_string(cancelled->size()));
-                     }
-                     mask = cancelled->data();
-                     slots = static_cast<std::uint64_t>(cancelled->size());
-                 }
+                 const auto checked = cancelled_mask(cancelled, "purge");
+                 const std::uint8_t* mask = checked.first;
+                 const std::uint64_t slots = checked.second;
                  std::vector<Drop> drops;
                  if (mask) {
                      s.purge(now, t_e, drops, [mask, slots](std::uint64_t id) { return mask[id % slots] != 0; });

@@ -28,22 +28,11 @@
 #include "pard/stage_scheduler.hpp"
 
 #include "check.hpp"
+#include "sanitizer.hpp"
 
 using namespace pard;
 
 namespace {
-
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kTsan = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kTsan = true;
-#else
-constexpr bool kTsan = false;
-#endif
-#else
-constexpr bool kTsan = false;
-#endif
 
 // A payload: a value (0 = empty), as the pipeline requires of its payloads.
 struct Val {

@@ -33,22 +33,11 @@
 #include "pard/stage_scheduler.hpp"
 
 #include "check.hpp"
+#include "sanitizer.hpp"
 
 using namespace pard;
 
 namespace {
-
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kTsan = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kTsan = true;
-#else
-constexpr bool kTsan = false;
-#endif
-#else
-constexpr bool kTsan = false;
-#endif
 
 constexpr std::uint64_t kDefaultRequests = kTsan ? 1'000'000 : 10'000'000;
 constexpr std::uint64_t kSubmitters = 8;

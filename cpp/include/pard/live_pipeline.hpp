@@ -309,27 +309,9 @@ public:
         const std::int64_t t0 = now_ns();
         StageState& ss = *stages_[static_cast<std::size_t>(k)];
         std::vector<Drop> drops;
-        spec(k).sched->purge(now, t_e, drops, [this](std::uint64_t key) {
-            Slot* p = slot_ptr_lockfree(static_cast<std::uint32_t>(key & kSlotMask));
-            return p == nullptr || p->live.load(std::memory_order_acquire) != (key >> kSlotBits) + 1;
-        });
-        const std::uint64_t bit = std::uint64_t{1} << k;
-        std::int64_t ghosts = 0;
+        spec(k).sched->purge(now, t_e, drops, [this](std::uint64_t key) { return ended(key); });
         std::vector<Payload> trash;
-        for (const Drop& d : drops) {
-            const std::uint64_t key = d.request.id;
-            Stripe& st = stripe(key >> kSlotBits);
-            std::lock_guard<std::mutex> lock(st.mu);
-            Slot* sl = pending_slot_locked(key);
-            if (sl == nullptr) {
-                ++ghosts;
-                continue;
-            }
-            sl->queued &= ~bit;
-            to_trash(sl->input[static_cast<std::size_t>(k)], trash);
-            finish_locked(st, static_cast<std::uint32_t>(key & kSlotMask), Outcome::kDropped, k, static_cast<int>(d.reason),
-                          EndKind::kPolicy, now, done, trash, Payload{});
-        }
+        const std::int64_t ghosts = end_drops(k, drops, now, done, trash);
         if (!drops.empty()) {
             const auto taken = static_cast<std::int64_t>(drops.size());
             std::lock_guard<std::mutex> lock(ss.mu);
@@ -891,23 +873,20 @@ private:
         pushed.clear();
     }
 
-    // One form_batch of stage w.stage at `now` for a batch expected to start at t_e; ends what it
-    // dropped; the live requests it took go to `into`.
-    template <class FormHook>
-    void form(Worker& w, std::int64_t now, std::int64_t t_e, std::vector<Entry>& into, std::vector<Done>& done,
-              FormHook& hook) {
-        const int k = w.stage;
-        hook(k);
-        StageState& ss = *stages_[static_cast<std::size_t>(k)];
-        BatchResult& out = w.out;
-        spec(k).sched->form_batch(now, t_e, out, [this](std::uint64_t key) {
-            Slot* p = slot_ptr_lockfree(static_cast<std::uint32_t>(key & kSlotMask));
-            return p == nullptr || p->live.load(std::memory_order_acquire) != (key >> kSlotBits) + 1;
-        });
+    // Whether the request with this key has ended (its slot reused or retired): the scheduler's
+    // filter for cancelled copies still queued. Lock-free: reads the slot's atomic `live` word.
+    bool ended(std::uint64_t key) noexcept {
+        Slot* p = slot_ptr_lockfree(static_cast<std::uint32_t>(key & kSlotMask));
+        return p == nullptr || p->live.load(std::memory_order_acquire) != (key >> kSlotBits) + 1;
+    }
+
+    // Ends as dropped at stage k every request the scheduler dropped (form_batch or purge); returns
+    // how many had already ended elsewhere (ghosts: a sibling branch, a cancel).
+    std::int64_t end_drops(int k, const std::vector<Drop>& drops, std::int64_t now, std::vector<Done>& done,
+                           std::vector<Payload>& trash) {
         const std::uint64_t bit = std::uint64_t{1} << k;
         std::int64_t ghosts = 0;
-        std::vector<Payload> trash;
-        for (const Drop& d : out.drops) {
+        for (const Drop& d : drops) {
             const std::uint64_t key = d.request.id;
             Stripe& st = stripe(key >> kSlotBits);
             std::lock_guard<std::mutex> lock(st.mu);
@@ -921,6 +900,22 @@ private:
             finish_locked(st, static_cast<std::uint32_t>(key & kSlotMask), Outcome::kDropped, k, static_cast<int>(d.reason),
                           EndKind::kPolicy, now, done, trash, Payload{});
         }
+        return ghosts;
+    }
+
+    // One form_batch of stage w.stage at `now` for a batch expected to start at t_e; ends what it
+    // dropped; the live requests it took go to `into`.
+    template <class FormHook>
+    void form(Worker& w, std::int64_t now, std::int64_t t_e, std::vector<Entry>& into, std::vector<Done>& done,
+              FormHook& hook) {
+        const int k = w.stage;
+        hook(k);
+        StageState& ss = *stages_[static_cast<std::size_t>(k)];
+        BatchResult& out = w.out;
+        spec(k).sched->form_batch(now, t_e, out, [this](std::uint64_t key) { return ended(key); });
+        const std::uint64_t bit = std::uint64_t{1} << k;
+        std::vector<Payload> trash;
+        std::int64_t ghosts = end_drops(k, out.drops, now, done, trash);
         const std::size_t first = w.delays.size();
         for (const Request& r : out.batch) {
             Stripe& st = stripe(r.id >> kSlotBits);
