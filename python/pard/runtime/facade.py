@@ -34,7 +34,7 @@ from .clock import RunClock
 from .monitor import MonitorMixin
 from .planner_loop import PlannerLoop
 from .replay import replay
-from .live import RequestFuture
+from .future import RequestFuture
 from .setup import (PayloadShape, build_stages, executors_arg, options_arg, positive_seconds, queue_sizes,
                     ring_capacity_arg, worker_counts)
 from .workers import WorkerPool, purge_period_s
@@ -352,7 +352,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 self._shape.learn_locked(shape)
         # the C++ pipeline assigns the id, checks the queue bounds, pushes into every entry stage
         # and counts the request; a refusal ends it at once (its future raises pard.Rejected)
-        return self._live.submit(payload, slo_s, tier)
+        return RequestFuture(self._live.submit(payload, slo_s, tier))
 
     async def submit_async(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> Any:
         """``await``-able form of :meth:`submit`: returns the output or raises as ``future.result()``.
