@@ -352,7 +352,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 self._shape.learn_locked(shape)
         # the C++ pipeline assigns the id, checks the queue bounds, pushes into every entry stage
         # and counts the request; a refusal ends it at once (its future raises pard.Rejected)
-        return RequestFuture(self._live.submit(payload, slo_s, tier))
+        return self._live.submit(payload, slo_s, tier)
 
     async def submit_async(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> Any:
         """``await``-able form of :meth:`submit`: returns the output or raises as ``future.result()``.
