@@ -55,6 +55,7 @@ struct LiveFuture {
     double retry_after_s = 0.0;
     py::object raw;
     std::vector<py::object> callbacks;
+    py::object sync;  // the concurrent.futures protocol state, built on first use (pard/runtime/future.py)
 
     [[nodiscard]] std::uint64_t request_id() const noexcept { return key >> Pipe::kSlotBits; }
     py::object exception_object();
@@ -63,10 +64,19 @@ struct LiveFuture {
         std::vector<py::object> cbs;
         cbs.swap(callbacks);
         for (auto& cb : cbs) {
+            call_logged(cb, self);
+        }
+    }
+    // As concurrent.futures.Future does: a callback that raises is logged, not propagated.
+    static void call_logged(const py::object& cb, const py::object& self) {
+        try {
+            cb(self);
+        } catch (py::error_already_set& e) {
             try {
-                cb(self);
-            } catch (py::error_already_set& e) {
-                e.discard_as_unraisable("pard RequestFuture done-callback");
+                py::module_::import("logging").attr("getLogger")("concurrent.futures")
+                    .attr("error")("exception calling callback for %r", self, py::arg("exc_info") = e.value());
+            } catch (py::error_already_set& again) {
+                again.discard_as_unraisable("pard RequestFuture done-callback");
             }
         }
     }
@@ -219,6 +229,13 @@ void LiveFuture::wait(py::object timeout) {
     throw py::error_already_set();
 }
 
+// Only the runtime resolves a request's future (concurrent.futures' Executor-side methods refuse).
+[[noreturn]] void throw_resolved_by_runtime(const char* method) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    (std::string("a RequestFuture is resolved by its Runtime: ") + method + " is not for callers").c_str());
+    throw py::error_already_set();
+}
+
 py::object futures_module() {
     return py::module_::import("concurrent.futures");
 }
@@ -269,16 +286,17 @@ void register_live(py::module_& m) {
         .def("add_done_callback", [](py::object self, py::object fn) {
                  auto& f = self.cast<LiveFuture&>();
                  if (f.state.load() != LiveFuture::kPending) {
-                     try {
-                         fn(self);
-                     } catch (py::error_already_set& e) {
-                         e.discard_as_unraisable("pard RequestFuture done-callback");
-                     }
+                     LiveFuture::call_logged(fn, self);
                      return;
                  }
                  f.callbacks.push_back(std::move(fn));
              },
-             py::arg("fn"))
+             py::arg("fn"), "Call fn(future) when the request ends (at once if it has); a raising fn is logged.")
+        .def_property("_sync", [](const LiveFuture& f) { return f.sync ? f.sync : py::none(); },
+                      [](LiveFuture& f, py::object v) { f.sync = std::move(v); })
+        .def("set_result", [](const LiveFuture&, const py::object&) { throw_resolved_by_runtime("set_result"); })
+        .def("set_exception", [](const LiveFuture&, const py::object&) { throw_resolved_by_runtime("set_exception"); })
+        .def("set_running_or_notify_cancel", [](const LiveFuture&) { throw_resolved_by_runtime("set_running_or_notify_cancel"); })
         .def("__repr__", [](const LiveFuture& f) {
             static const char* names[] = {"pending", "finished", "failed", "cancelled"};
             return "<RequestFuture request_id=" + std::to_string(f.request_id()) + " " + names[f.state.load()] + ">";
