@@ -23,7 +23,9 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
   stage (``w = sum d_i``), instead of the 0.1-quantile of per-batch waits, which is 0 whenever workers
   idle between batches (requests admitted upstream then die downstream);
 * ``correct_durations`` -- every ``d_k(b)`` scaled online by the measured / profiled batch duration ratio;
-* ``coherent_branches`` -- parallel DAG branches switch order together (the most loaded one's load factor).
+* ``coherent_branches`` -- parallel DAG branches switch order together (the most loaded one's load factor);
+* ``idle_batch`` -- a stage that ran no batch in the window is estimated at batch size 1 (an idle stage
+  starts a request at once), not at the size of its last batch, which may be a drained backlog's.
 
 Built, tested and measured but *not* in ``pard`` (bench/RESULTS.md, issue 9, says why): ``downstream=
 "tail"`` (the batch-wait quantile over per-request samples, with a policy ``lam``), ``tune_lam`` (the
@@ -91,6 +93,8 @@ class PolicySpec:
         mu_at_capacity: the load factor against the stage's throughput at full batches, not at its
             current batch size (the planner's module doc says why).
         coherent_paths: a stage takes the largest load factor of itself and its downstream stages.
+        idle_batch: a stage with no batch in the window is estimated at ``b = 1`` (``pard``), not at its
+            last batch size (the planner's module doc says why).
         max_queue: queue bound (0 = none): a request finding this many queued is rejected
             (``triton``'s ``max_queue_size`` at every stage, ``ray-serve``'s ``max_queued_requests``).
         max_queue_entry_only: apply ``max_queue`` at entry stages only (``ray-serve``).
@@ -120,6 +124,7 @@ class PolicySpec:
     coherent_branches: bool = False
     mu_at_capacity: bool = False
     coherent_paths: bool = False
+    idle_batch: bool = False
     max_queue: int = 0
     max_queue_entry_only: bool = False
     lam: float | None = None
@@ -136,7 +141,7 @@ class PolicySpec:
                 raise PardValueError(f"PolicySpec.{field} must be one of {', '.join(map(repr, choices))}, "
                                  f"got {value!r}")
         for field in ("instant", "tiered", "reactive", "shed", "correct_durations", "tune_lam", "rate_admission",
-                      "coherent_branches", "mu_at_capacity", "coherent_paths",
+                      "coherent_branches", "mu_at_capacity", "coherent_paths", "idle_batch",
                       "max_queue_entry_only"):
             if not isinstance(getattr(self, field), bool):
                 raise PardTypeError(f"PolicySpec.{field} must be True or False, got {getattr(self, field)!r}")
@@ -185,7 +190,7 @@ class PolicySpec:
 def _specs() -> dict[str, PolicySpec]:
     specs = [
         PolicySpec("pard", "adaptive", "pard", "upper", tiered=True, reactive=True, correct_durations=True,
-                   coherent_branches=True,
+                   coherent_branches=True, idle_batch=True,
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "
                                "tail-aware estimate corrected online (DESIGN 3.7)"),
         PolicySpec("pard-paper", "adaptive", "pard", "full",
