@@ -14,7 +14,8 @@ How ``s_k`` is formed, so that it holds from a run's first batches and never for
   measured and ``P_k`` of profiled batch seconds and ``N_k`` of batches; every interval multiplies them by
   ``0.5 ** (dt / half_life_s)`` before adding its own batches.  Early in a run (``t << half_life_s``) the
   decay is negligible and ``M_k / P_k`` is the plain count-weighted ratio over every batch so far; later
-  it is a running ratio over the last few half-lives, which follows a machine whose load changes.
+  it is a running ratio over the last few half-lives, which follows a machine whose load changes
+  within seconds (a shared machine's live runs went from 1.2x to 1.9x their profile within minutes).
   A stage that runs no batch keeps its ratio (both sums decay alike); only its weight ``N_k`` fades.
 * **pooled over the stages while a stage has few batches.**  The executors share one machine, so a
   stage that has not run yet (a downstream stage behind an entry that drops everything its profile calls
@@ -45,7 +46,7 @@ __all__ = ["DurationScale", "HALF_LIFE_S", "PRIOR_BATCHES", "SCALE_MIN", "SCALE_
 F64 = npt.NDArray[np.float64]
 
 #: Half-life (s) of the running ratio: the weight of a batch halves every this many seconds.
-HALF_LIFE_S = 10.0
+HALF_LIFE_S = 2.5
 #: Batches' worth of weight the pooled (whole-pipeline) ratio carries in a stage's own ratio.
 PRIOR_BATCHES = 8.0
 #: Clip of the measured / profiled duration ratio.
@@ -70,18 +71,25 @@ class DurationScale:
         self._p = np.zeros(n)  # decayed profiled batch seconds
         self._w = np.zeros(n)  # decayed batch count
         self._count = np.zeros(n, dtype=np.int64)  # batches ever seen
+        self._r1 = np.zeros(n)  # decayed sums of the per-batch ratio and of its square (the spread)
+        self._r2 = np.zeros(n)
         self._half_life = float(half_life_s)
         self._kappa = float(prior_batches)
         self._warned = np.zeros(n, dtype=bool)
         self.scale: F64 = np.ones(n)
+        self.cv: F64 = np.zeros(n)
 
-    def update(self, dt_s: float, measured_s: F64, profiled_s: F64, batches: F64) -> F64:
+    def update(self, dt_s: float, measured_s: F64, profiled_s: F64, batches: F64,
+               ratio_sums: tuple[F64, F64] | None = None) -> F64:
         """Add one interval's batches and return every stage's ratio ``s_k``, shape ``(n,)``.
 
         Args:
             dt_s: the interval's length (s).
             measured_s, profiled_s: per stage, the interval's summed measured and profiled ``d(b)`` (s).
             batches: per stage, the number of batches they sum.
+            ratio_sums: per stage, the interval's sums of ``measured / profiled`` per batch and of its
+                square; they set :attr:`cv`, the per-batch ratio's coefficient of variation (pooled over
+                the stages like the ratio while a stage has few batches).
         """
         g = 0.5 ** (max(dt_s, 0.0) / self._half_life)
         self._m = self._m * g + measured_s
@@ -95,6 +103,17 @@ class DurationScale:
         den = self._w + self._kappa
         s = np.where(den > 0, (self._w * own + self._kappa * pooled) / np.where(den > 0, den, 1.0), pooled)
         self.scale = np.minimum(np.maximum(s, SCALE_MIN), SCALE_MAX)
+        if ratio_sums is not None:
+            self._r1 = self._r1 * g + ratio_sums[0]
+            self._r2 = self._r2 * g + ratio_sums[1]
+            wt = float(self._w.sum())
+            pooled_var = max(float(self._r2.sum()) / wt - (float(self._r1.sum()) / wt) ** 2, 0.0) if wt > 0 else 0.0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                m1 = np.where(self._w > 0, self._r1 / self._w, 0.0)
+                var = np.maximum(np.where(self._w > 0, self._r2 / self._w, 0.0) - m1 * m1, 0.0)
+                var = np.where(den > 0, (self._w * var + self._kappa * pooled_var) / np.where(den > 0, den, 1.0),
+                               pooled_var)
+                self.cv = np.sqrt(var) / self.scale
         return self.scale
 
     def drifted(self) -> list[tuple[int, float, int]]:

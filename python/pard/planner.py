@@ -340,6 +340,8 @@ class Planner:
         drawn = self._drawn
         entry_rate = 0.0
         correct = self._policy.correct_durations
+        spread = self._policy.spread_z > 0 and correct
+        r1, r2 = np.zeros(n), np.zeros(n)
         loss = 0.0
         left_entry = 0.0
         for k, (st, s) in enumerate(zip(self._stages, stats)):
@@ -348,8 +350,12 @@ class Planner:
             b = np.asarray(s.get("batch_size", ()), dtype=np.float64)
             dm = dp = 0.0
             if (correct or self._busy) and b.size:
-                dm = float(np.sum(s.get("batch_duration_s", ())))
-                dp = float(self._profiled(k, s.get("batch_size", ()), b).sum())
+                bd = np.asarray(s.get("batch_duration_s", ()), dtype=np.float64)
+                pr = self._profiled(k, s.get("batch_size", ()), b)
+                dm, dp = float(bd.sum()), float(pr.sum())
+                if spread:
+                    r = bd / pr
+                    r1[k], r2[k] = r.sum(), (r * r).sum()
             bsum = b.sum()
             rows.append((n_arr, q.sum(), q.size, bsum, b.size, dm, dp))
             if drawn and k in drawn:
@@ -408,7 +414,8 @@ class Planner:
             else:
                 smooth = np.add.accumulate(rates, axis=-1) / np.arange(1, dts.size + 1)  # np.cumsum
                 eps_i = np.where(rsum > 0, np.abs(rates - smooth).sum(axis=-1) / rsum, 0.0)
-            scale_i = self._scale.update(dt, m_dm[:, -1], m_dp[:, -1], bn[:, -1]) if correct else np.ones(n)
+            scale_i = self._scale.update(dt, m_dm[:, -1], m_dp[:, -1], bn[:, -1], (r1, r2) if spread else None) \
+                if correct else np.ones(n)
             d_i = d_i * scale_i
             w_arr = np.asarray(workers, dtype=np.float64)
             rho_i = None
@@ -446,8 +453,15 @@ class Planner:
         demand = self._admission.demand(rate_i) if self._admission is not None else rate_i
         mu_l, eps_l, q_l, rate_l, b_l = mu_i.tolist(), eps_i.tolist(), q_i.tolist(), rate_i.tolist(), b_i.tolist()
         service_l, scale_l, demand_l, admit_l = service.tolist(), scale_i.tolist(), demand.tolist(), admit.tolist()
+        z = self._policy.spread_z
+        sig2 = own2 = None
+        if spread:  # each stage's batch-duration variance (s^2); which of them count: PolicySpec.spread_scope
+            sig2 = (self._scale.cv * d_i) ** 2
+            own2 = sig2 if self._policy.spread_scope != "sink" else sig2 * np.array([not p for p in self._paths])
+            if self._policy.spread_scope != "path":
+                sig2 = np.zeros(n)
         for k in range(n):
-            best = 0.0
+            best = 0.0 if own2 is None else z * float(np.sqrt(own2[k]))  # a sink budgets its own spread
             best_w = 0.0
             if mode != "none":
                 for path, idx in self._paths[k]:
@@ -468,6 +482,8 @@ class Planner:
                     else:
                         wq = _quantile(self._path_total(path, draws, totals), self._lam)
                         val = sq + sd + wq
+                    if sig2 is not None and own2 is not None:  # this stage's and the path's spreads, summed
+                        val += z * float(np.sqrt(own2[k] + sig2[idx].sum()))
                     if val > best:
                         best, best_w = val, wq
             # Admission: the paper sheds nothing at admission; Dagor's (1 - alpha) throttle is applied by
