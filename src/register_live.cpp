@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -55,6 +57,7 @@ struct LiveFuture {
     double retry_after_s = 0.0;
     py::object raw;
     std::vector<py::object> callbacks;
+    py::object sync;  // the concurrent.futures protocol state, built on first use (pard/runtime/future.py)
 
     [[nodiscard]] std::uint64_t request_id() const noexcept { return key >> Pipe::kSlotBits; }
     py::object exception_object();
@@ -63,10 +66,19 @@ struct LiveFuture {
         std::vector<py::object> cbs;
         cbs.swap(callbacks);
         for (auto& cb : cbs) {
+            call_logged(cb, self);
+        }
+    }
+    // As concurrent.futures.Future does: a callback that raises is logged, not propagated.
+    static void call_logged(const py::object& cb, const py::object& self) {
+        try {
+            cb(self);
+        } catch (py::error_already_set& e) {
             try {
-                cb(self);
-            } catch (py::error_already_set& e) {
-                e.discard_as_unraisable("pard RequestFuture done-callback");
+                py::module_::import("logging").attr("getLogger")("concurrent.futures")
+                    .attr("error")("exception calling callback for %r", self, py::arg("exc_info") = e.value());
+            } catch (py::error_already_set& again) {
+                again.discard_as_unraisable("pard RequestFuture done-callback");
             }
         }
     }
@@ -146,8 +158,9 @@ public:
     }
 
     py::object submit(py::object self, const py::object& payload, double slo_s, std::int32_t tier) {
-        py::object fo = py::cast(new LiveFuture(), py::return_value_policy::take_ownership);
-        auto& f = fo.cast<LiveFuture&>();
+        auto* fp = new LiveFuture();  // owned by `fo` from the next line on (no second type lookup to reach it)
+        py::object fo = py::cast(fp, py::return_value_policy::take_ownership);
+        LiveFuture& f = *fp;
         f.owner = std::move(self);
         std::vector<Done> done;
         auto fault = [this](int k) {
@@ -219,9 +232,78 @@ void LiveFuture::wait(py::object timeout) {
     throw py::error_already_set();
 }
 
+// Only the runtime resolves a request's future (concurrent.futures' Executor-side methods refuse).
+[[noreturn]] void throw_resolved_by_runtime(const char* method) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    (std::string("a RequestFuture is resolved by its Runtime: ") + method + " is not for callers").c_str());
+    throw py::error_already_set();
+}
+
 py::object futures_module() {
     return py::module_::import("concurrent.futures");
 }
+
+// LivePipeline.submit(payload, slo_s, tier) as a METH_FASTCALL method: Runtime.submit calls it once
+// per request with the GIL held, and pybind11's generic dispatcher (argument vectors, overload
+// loop, casts) cost about as much as the C++ submit itself. Same arguments, conversions and
+// errors as the pybind11 form it replaces (positional or keyword; float / int conversion as
+// PyFloat_AsDouble / PyLong_AsLong; C++ exceptions mapped as pybind11 maps them).
+PyObject* fast_submit(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    static const char* const names[3] = {"payload", "slo_s", "tier"};
+    PyObject* a[3] = {nullptr, nullptr, nullptr};
+    if (nargs > 3) {
+        PyErr_Format(PyExc_TypeError, "submit() takes 3 arguments (payload, slo_s, tier), got %zd", nargs);
+        return nullptr;
+    }
+    for (Py_ssize_t i = 0; i < nargs; ++i) a[i] = args[i];
+    const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < nkw; ++i) {
+        PyObject* name = PyTuple_GET_ITEM(kwnames, i);
+        int j = 0;
+        while (j < 3 && PyUnicode_CompareWithASCIIString(name, names[j]) != 0) ++j;
+        if (j == 3 || a[j] != nullptr) {
+            PyErr_Format(PyExc_TypeError, "submit() got an unexpected or repeated keyword argument '%U'", name);
+            return nullptr;
+        }
+        a[j] = args[nargs + i];
+    }
+    for (int j = 0; j < 3; ++j) {
+        if (a[j] == nullptr) {
+            PyErr_Format(PyExc_TypeError, "submit() missing argument '%s'", names[j]);
+            return nullptr;
+        }
+    }
+    const double slo_s = PyFloat_AsDouble(a[1]);
+    if (slo_s == -1.0 && PyErr_Occurred()) return nullptr;
+    const long tier = PyLong_AsLong(a[2]);
+    if (tier == -1 && PyErr_Occurred()) return nullptr;
+    if (tier < INT32_MIN || tier > INT32_MAX) {
+        PyErr_Format(PyExc_OverflowError, "submit(): tier=%ld does not fit an int32", tier);
+        return nullptr;
+    }
+    try {
+        py::object me = py::reinterpret_borrow<py::object>(self);
+        auto& rt = me.cast<LiveRuntime&>();
+        return rt.submit(me, py::reinterpret_borrow<py::object>(a[0]), slo_s, static_cast<std::int32_t>(tier)).release().ptr();
+    } catch (py::error_already_set& e) {
+        e.restore();
+    } catch (const std::bad_alloc&) {
+        PyErr_SetString(PyExc_MemoryError, "std::bad_alloc");
+    } catch (const std::invalid_argument& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::length_error& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::exception& e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (...) {
+        PyErr_SetString(PyExc_RuntimeError, "Caught an unknown exception!");
+    }
+    return nullptr;
+}
+
+PyMethodDef fast_submit_def = {
+    "submit", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_submit)), METH_FASTCALL | METH_KEYWORDS,
+    "submit(payload, slo_s, tier) -> LiveFuture: one request into every entry stage (C++ pipeline)."};
 
 }  // namespace
 
@@ -269,16 +351,17 @@ void register_live(py::module_& m) {
         .def("add_done_callback", [](py::object self, py::object fn) {
                  auto& f = self.cast<LiveFuture&>();
                  if (f.state.load() != LiveFuture::kPending) {
-                     try {
-                         fn(self);
-                     } catch (py::error_already_set& e) {
-                         e.discard_as_unraisable("pard RequestFuture done-callback");
-                     }
+                     LiveFuture::call_logged(fn, self);
                      return;
                  }
                  f.callbacks.push_back(std::move(fn));
              },
-             py::arg("fn"))
+             py::arg("fn"), "Call fn(future) when the request ends (at once if it has); a raising fn is logged.")
+        .def_property("_sync", [](const LiveFuture& f) { return f.sync ? f.sync : py::none(); },
+                      [](LiveFuture& f, py::object v) { f.sync = std::move(v); })
+        .def("set_result", [](const LiveFuture&, const py::object&) { throw_resolved_by_runtime("set_result"); })
+        .def("set_exception", [](const LiveFuture&, const py::object&) { throw_resolved_by_runtime("set_exception"); })
+        .def("set_running_or_notify_cancel", [](const LiveFuture&) { throw_resolved_by_runtime("set_running_or_notify_cancel"); })
         .def("__repr__", [](const LiveFuture& f) {
             static const char* names[] = {"pending", "finished", "failed", "cancelled"};
             return "<RequestFuture request_id=" + std::to_string(f.request_id()) + " " + names[f.state.load()] + ">";
@@ -291,7 +374,8 @@ void register_live(py::module_& m) {
         .def_property_readonly("max_deadline_s", [](const Pipe::Worker& w) { return to_s(w.max_deadline_ns); })
         .def_property_readonly("delays", [](const Pipe::Worker& w) { return w.delays; });
 
-    py::class_<LiveRuntime>(m, "LivePipeline", "The live runtime's per-request hot path (pard/live_pipeline.hpp).")
+    py::class_<LiveRuntime> live_cls(m, "LivePipeline", "The live runtime's per-request hot path (pard/live_pipeline.hpp).");
+    live_cls
         .def(py::init<std::vector<py::object>, std::vector<std::vector<int>>, std::vector<std::vector<int>>,
                       std::vector<std::int64_t>, std::vector<double>, std::vector<int>, std::vector<int>, std::size_t,
                       py::object, py::list, py::object>(),
@@ -302,10 +386,6 @@ void register_live(py::module_& m) {
             r.pipe().set_origin_ns(static_cast<std::int64_t>(std::llround(perf_counter_s * 1e9)));
         })
         .def("now", [](LiveRuntime& r) { return to_s(r.pipe().now_ns()); })
-        .def("submit", [](py::object self, const py::object& payload, double slo_s, std::int32_t tier) {
-                 return self.cast<LiveRuntime&>().submit(self, payload, slo_s, tier);
-             },
-             py::arg("payload"), py::arg("slo_s"), py::arg("tier"))
         .def("worker", [](LiveRuntime&, int k) {
             auto w = std::make_unique<Pipe::Worker>();
             w->stage = k;
@@ -431,6 +511,10 @@ void register_live(py::module_& m) {
              "Test hook: fn(stage) runs before every push into stage's queue at submit (it may raise).")
         .def("set_form_hook", [](LiveRuntime& r, int k, py::object fn) { r.form_hooks_.at(static_cast<std::size_t>(k)) = std::move(fn); },
              "Test hook: fn(stage) runs before every batch formation at stage (it may raise or block).");
+    // submit: the fast-call method above, bound as a method descriptor of the class
+    py::object descr = py::reinterpret_steal<py::object>(
+        PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(live_cls.ptr()), &fast_submit_def));
+    if (!descr || PyObject_SetAttrString(live_cls.ptr(), "submit", descr.ptr()) != 0) throw py::error_already_set();
 }
 
 }  // namespace pard::bind

@@ -712,3 +712,19 @@ def test_cancelled_queue_frees_the_whole_capacity_at_once() -> None:
     seen = {x for b in gate.batches for x in b}
     assert seen.isdisjoint(range(1000))
     assert (rt.counts()["on_time"], rt.counts()["dropped"]) == (1001, 1000)
+
+
+def test_binding_submit_arguments() -> None:
+    """The C++ pipeline's submit takes (payload, slo_s, tier) by position or keyword and refuses malformed ones, counting nothing."""
+    with Runtime(_chain(n=1), {"s0": _identity}, policy="naive") as rt:
+        live = rt._live
+        assert live.submit(3, 10.0, 0).result(timeout=10) == 3
+        assert live.submit(payload=4, slo_s=10, tier=1).result(timeout=10) == 4  # an int SLO converts, as float() does
+        assert live.submit(5, tier=0, slo_s=10.0).result(timeout=10) == 5
+        for args, kwargs, exc in [((1, 10.0), {}, TypeError), ((1, 10.0, 0, 0), {}, TypeError),
+                                  ((1, "10", 0), {}, TypeError), ((1, 10.0, 0.5), {}, TypeError),
+                                  ((1, 10.0, 2**31), {}, OverflowError), ((1, float("nan"), 0), {}, ValueError),
+                                  ((1, 10.0), {"tier": 0, "slo_s": 1.0}, TypeError), ((1, 10.0), {"tyre": 0}, TypeError)]:
+            with pytest.raises(exc):
+                live.submit(*args, **kwargs)
+        assert rt.counts()["submitted"] == 3

@@ -2,6 +2,7 @@
 # This file is the contract between the C++ bindings in src/ and the Python package:
 # keep it in sync with src/register_*.cpp.  Times are float seconds on this side.
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -175,7 +176,8 @@ class Simulator:
 
 # ---- register_live.cpp: the live runtime's per-request hot path ---------------------------
 # Semantics (slots, stripes, the terminal transition, routing, joins): cpp/include/pard/live_pipeline.hpp.
-class LiveFuture:
+class LiveFuture(Future[Any]):  # Future is added to its bases by pard.runtime.future
+    _sync: Any
     @property
     def request_id(self) -> int: ...
     def done(self) -> bool: ...
@@ -184,7 +186,10 @@ class LiveFuture:
     def result(self, timeout: float | None = None) -> Any: ...
     def exception(self, timeout: float | None = None) -> BaseException | None: ...
     def cancel(self) -> bool: ...
-    def add_done_callback(self, fn: Callable[[LiveFuture], Any]) -> None: ...
+    def add_done_callback(self, fn: Callable[[LiveFuture], Any]) -> None: ...  # type: ignore[override]
+    def set_result(self, result: Any) -> None: ...  # raises RuntimeError
+    def set_exception(self, exception: BaseException | None) -> None: ...  # raises RuntimeError
+    def set_running_or_notify_cancel(self) -> bool: ...  # raises RuntimeError
 
 
 class LiveWorker:

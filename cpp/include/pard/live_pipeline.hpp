@@ -97,6 +97,7 @@ public:
     static constexpr std::size_t kChunk = 256;  // slots per allocation, per stripe
     static constexpr std::size_t kMaxChunks = (std::size_t{1} << kSlotBits) / kStripes / kChunk;
     static constexpr std::size_t kRecent = 10000;  // recent batches and queueing delays kept per stage
+    static constexpr int kMaxBlockShift = 4;       // ids per stripe block: up to 16
 
     // One entry of a batch: the scheduler key (rid << kSlotBits | slot) and its arrival at the stage.
     struct Entry {
@@ -140,12 +141,17 @@ public:
         for (std::size_t k = 0; k < n; ++k) {
             if (specs_[k].preds.size() > 1) join_index_[k] = n_joins_++;
         }
-        rows_ = (history_ + kStripes - 1) / kStripes * kStripes;  // a row's stripe is its ids' stripe
+        stride_ = n * (1 + static_cast<std::size_t>(n_joins_)) + (exits_.size() > 1 ? exits_.size() : 0);
+        // ids go to the stripes in blocks of 2^shift_ (up to kMaxBlock), as far as the outcome ring
+        // allows: rows_ is a multiple of kStripes << shift_, so a row's stripe is its ids' stripe
+        while (shift_ < kMaxBlockShift && (std::size_t{kStripes} << (shift_ + 1)) <= history_) ++shift_;
+        const std::size_t unit = std::size_t{kStripes} << shift_;
+        rows_ = (history_ + unit - 1) / unit * unit;
+        rows_v_.assign(rows_, Row{kNoRid, 0, 0.0, 0, kFreeRow, -1, -1, -1, 0.0});
         stages_.reserve(n);
         for (std::size_t k = 0; k < n; ++k) stages_.push_back(std::make_unique<StageState>());
         for (auto& s : stripes_) s.arrivals.resize(n);
         for (auto& s : stripes_) s.drops.assign(n * kNumReasons, 0);
-        for (auto& s : stripes_) s.rows.assign(rows_ / kStripes, Row{kNoRid, 0, 0.0, 0, kFreeRow, -1, -1, -1, 0.0});
     }
     LivePipeline(const LivePipeline&) = delete;
     LivePipeline& operator=(const LivePipeline&) = delete;
@@ -167,7 +173,13 @@ public:
     // the thread's CPU clock is a system call (1.6 us measured on the shared box, more than a call's
     // own work), the steady clock is read in user space. A thread preempted inside a call is
     // charged the time it did not run (rare: the calls take microseconds).
-    [[nodiscard]] std::int64_t scheduler_ns() const noexcept { return sched_ns_.load(std::memory_order_relaxed); }
+    // Kept per stripe (submit) and per stage (the workers' calls), on lines those calls touch anyway.
+    [[nodiscard]] std::int64_t scheduler_ns() const noexcept {
+        std::int64_t t = 0;
+        for (const Stripe& st : stripes_) t += st.sched_ns.load(std::memory_order_relaxed);
+        for (const auto& ss : stages_) t += ss->sched_ns.load(std::memory_order_relaxed);
+        return t;
+    }
 
     // ------------------------------------------------------------------ submit
     // A new request entering every entry stage at send time `now`. `push_fault(stage)`, if set, is a
@@ -181,7 +193,7 @@ public:
         const std::int64_t t0 = now_ns();
         const std::uint64_t rid = next_id_.fetch_add(1, std::memory_order_relaxed);
         Stripe& st = stripe(rid);
-        std::vector<int> pushed;
+        Pushed pushed;
         std::vector<Payload> trash;
         std::uint64_t key = 0;
         {
@@ -222,16 +234,16 @@ public:
                     }
                     finish_locked(st, s, Outcome::kFailed, k, -1, EndKind::kFailure, t0, done, trash, failure);
                     lock.unlock();
-                    sched_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+                    st.sched_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
                     wake_all(pushed);
                     throw;
                 }
                 if (!enqueue_locked(st, s, k, t0, payload, done, trash, true)) break;
-                pushed.push_back(k);
+                pushed.add(k);
             }
         }
         wake_all(pushed);
-        sched_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+        st.sched_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
         return key;
     }
 
@@ -271,23 +283,25 @@ public:
         }
         std::size_t keep = 0;
         w.max_deadline_ns = 0;
+        StripeLock cur;
         for (const Entry& e : w.running) {  // from here on cancel() fails and the batch runs
-            Stripe& st = stripe(e.key >> kSlotBits);
-            std::lock_guard<std::mutex> lock(st.mu);
+            cur.at(stripe(e.key >> kSlotBits));
             Slot* sl = pending_slot_locked(e.key);
             if (sl == nullptr) continue;
             sl->running = true;
-            payloads.push_back(std::move(sl->input[static_cast<std::size_t>(k)]));
-            sl->input[static_cast<std::size_t>(k)] = Payload{};
+            Payload& in = input_ref(static_cast<std::uint32_t>(e.key & kSlotMask), k);
+            payloads.push_back(std::move(in));
+            in = Payload{};
             w.max_deadline_ns = std::max(w.max_deadline_ns, sl->deadline_ns);
             w.running[keep++] = e;
         }
+        cur.release();  // before form(): a StageScheduler's mutex comes before any stripe
         w.running.resize(keep);
+        StageState& ss = *stages_[static_cast<std::size_t>(k)];
         if (keep == 0) {
-            sched_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+            ss.sched_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
             return;
         }
-        StageState& ss = *stages_[static_cast<std::size_t>(k)];
         if (ss.pending.load() > 0 && !stopping_.load()) {  // DESIGN §3.1: collect the next batch now
             const std::int64_t t_form = now_ns();
             const std::int64_t d = spec(k).sched->expected_duration_ns(static_cast<std::int64_t>(keep));
@@ -298,7 +312,7 @@ public:
                 w.next_t_ns = t_form;
             }
         }
-        sched_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+        ss.sched_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
     }
 
     // Stage k's purge (StageScheduler::purge: drain + the pard low-end purge for a batch expected to
@@ -319,7 +333,7 @@ public:
             const std::int64_t stale = ss.stale.load() - ghosts;
             ss.stale.store(left > 0 && stale > 0 ? stale : 0);
         }
-        sched_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+        ss.sched_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
     }
 
     // The executor returned for w.running: `outs` (one per request) or, when `failed`, `err`.
@@ -340,11 +354,11 @@ public:
         }
         const double share = n ? to_s(end_ns - start_ns) / static_cast<double>(n) : 0.0;
         std::vector<Payload> trash;
-        std::vector<int> pushed;
+        Pushed pushed;
+        StripeLock cur;
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint64_t key = w.running[i].key;
-            Stripe& st = stripe(key >> kSlotBits);
-            std::unique_lock<std::mutex> lock(st.mu);
+            Stripe& st = cur.at(stripe(key >> kSlotBits));
             Slot* sl = pending_slot_locked(key);
             if (sl == nullptr) continue;
             sl->running = false;
@@ -355,11 +369,12 @@ public:
                 finish_locked(st, s, Outcome::kFailed, k, -1, EndKind::kExecutor, end_ns, done, trash, err);
                 continue;
             }
-            route_locked(lock, st, s, k, outs[i], end_ns, done, trash, pushed);
+            route_locked(cur.lock, st, s, k, outs[i], end_ns, done, trash, pushed);
         }
+        cur.release();
         w.running.clear();
         wake_all(pushed);
-        sched_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+        ss.sched_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
     }
 
     // ------------------------------------------------------------------ ending requests
@@ -553,20 +568,39 @@ private:
     static constexpr Outcome kFreeRow = static_cast<Outcome>(-1);
     static constexpr std::uint64_t kNoRid = ~std::uint64_t{0};
 
-    struct Slot {
+    // The stages a call pushed into and how many into each (no allocation per call).
+    struct Pushed {
+        std::uint64_t mask = 0;
+        std::array<std::int64_t, 64> n{};
+        void add(int k) {
+            const std::uint64_t bit = std::uint64_t{1} << k;
+            if ((mask & bit) == 0) {
+                mask |= bit;
+                n[static_cast<std::size_t>(k)] = 0;
+            }
+            n[static_cast<std::size_t>(k)] += 1;
+        }
+    };
+    // One cache line (with an 8-byte Handle): what submit, formation and completion read and write.
+    // The request's payloads live beside it in its chunk (Chunk::payloads), not in heap vectors.
+    struct alignas(64) Slot {
         std::atomic<std::uint64_t> live{0};  // rid + 1 while pending, 0 otherwise
         std::uint64_t rid = 0;
         std::int64_t send_ns = 0, deadline_ns = 0;
-        std::int32_t tier = 0;
-        bool running = false;
-        int stage = 0;              // the stage it was last handed to
         std::uint64_t queued = 0;   // bit k: stage k's queue holds it
+        std::int32_t tier = 0;
+        int stage = 0;              // the stage it was last handed to
         int sinks_left = 0;
-        std::vector<Payload> input;     // per stage
-        std::vector<Payload> parts;     // per (join, predecessor stage)
-        std::vector<int> parts_left;    // per join; -1: not started
-        std::vector<Payload> outputs;   // per exit
+        bool running = false;
         Handle handle;
+    };
+    // kChunk slots and their payloads: per slot `stride_` payloads (one input per stage, then one
+    // part per (join, predecessor stage), then one output per exit when there are several) and one
+    // parts-left count per join (-1: not started).
+    struct Chunk {
+        std::unique_ptr<Slot[]> slots;
+        std::unique_ptr<Payload[]> payloads;
+        std::unique_ptr<int[]> parts_left;
     };
     struct Row {
         std::uint64_t rid;
@@ -579,17 +613,37 @@ private:
         double compute_s;
     };
     struct alignas(64) Stripe {
+        // what every request touches first, in two cache lines
         std::mutex mu;
         std::vector<std::uint32_t> free;
-        std::array<Slot*, kMaxChunks> chunks{};
-        std::array<std::atomic<Slot*>, kMaxChunks> chunk_ptr{};  // lock-free reads (form_batch)
         std::size_t n_chunks = 0;
-        std::vector<std::unique_ptr<Slot[]>> owned;
-        std::vector<Row> rows;
         std::int64_t submitted = 0;
         std::array<std::int64_t, 6> counts{};
+        std::atomic<std::int64_t> sched_ns{0};  // submit's share of scheduler_ns()
         std::vector<std::int64_t> drops;
         std::vector<std::vector<double>> arrivals;  // per stage, arrival times (s) since the last take
+        std::array<Chunk*, kMaxChunks> chunks{};
+        std::array<std::atomic<Slot*>, kMaxChunks> chunk_ptr{};  // lock-free reads (form_batch)
+        std::vector<std::unique_ptr<Chunk>> owned;
+    };
+    // Holds one stripe's lock across consecutive requests of the same stripe (a batch's ids are
+    // mostly consecutive, so mostly one block): one lock per stripe run instead of one per request.
+    // Never holds two stripes. route_locked may unlock and relock `lock` around a hook.
+    struct StripeLock {
+        Stripe* st = nullptr;
+        std::unique_lock<std::mutex> lock;
+        Stripe& at(Stripe& want) {
+            if (&want != st || !lock.owns_lock()) {
+                release();
+                lock = std::unique_lock<std::mutex>(want.mu);
+                st = &want;
+            }
+            return want;
+        }
+        void release() {
+            if (lock.owns_lock()) lock.unlock();
+            st = nullptr;
+        }
     };
     struct StageState {
         std::mutex mu;  // guards cv, stats, recent windows, dead_exc
@@ -597,6 +651,7 @@ private:
         std::atomic<std::int64_t> pending{0};  // pushed and not yet returned by form_batch
         std::atomic<std::int64_t> stale{0};    // of those, ended while queued
         std::atomic<bool> dead{false};
+        std::atomic<std::int64_t> sched_ns{0};  // the workers' and the purge's share of scheduler_ns()
         Payload dead_exc;
         Stats stats;
         std::deque<std::array<double, 4>> recent_batches;
@@ -610,14 +665,35 @@ private:
         q.push_back(v);
     }
 
-    Stripe& stripe(std::uint64_t rid) noexcept { return stripes_[rid % kStripes]; }
-    Row& row_ref(Stripe& st, std::uint64_t rid) noexcept { return st.rows[(rid % rows_) / kStripes]; }
+    // Consecutive ids share a stripe (a block), so a submitter keeps its stripe, slots and rows warm
+    // and a batch of consecutive requests takes few stripe locks (sparse arrivals: every cold cache
+    // line or page costs ~1 us on the shared VM).
+    Stripe& stripe(std::uint64_t rid) noexcept { return stripes_[(rid >> shift_) % kStripes]; }
+    Row& row_ref(Stripe&, std::uint64_t rid) noexcept { return rows_v_[rid % rows_]; }
 
     // slot index s: stripe = s % kStripes, local = s / kStripes, chunk = local / kChunk
     Slot& slot_ref(std::uint32_t s) noexcept {
         Stripe& st = stripes_[s % kStripes];
         const std::size_t local = s / kStripes;
-        return st.chunks[local / kChunk][local % kChunk];
+        return st.chunks[local / kChunk]->slots[local % kChunk];
+    }
+    // Slot s's payloads (stride_ of them, laid out as Chunk says) and its per-join parts-left counts.
+    Payload* payloads_of(std::uint32_t s) noexcept {
+        Stripe& st = stripes_[s % kStripes];
+        const std::size_t local = s / kStripes;
+        return &st.chunks[local / kChunk]->payloads[(local % kChunk) * stride_];
+    }
+    Payload& input_ref(std::uint32_t s, int k) noexcept { return payloads_of(s)[static_cast<std::size_t>(k)]; }
+    Payload& part_ref(std::uint32_t s, std::size_t j, int k) noexcept {
+        return payloads_of(s)[specs_.size() * (1 + j) + static_cast<std::size_t>(k)];
+    }
+    Payload& output_ref(std::uint32_t s, std::size_t e) noexcept {
+        return payloads_of(s)[specs_.size() * (1 + static_cast<std::size_t>(n_joins_)) + e];
+    }
+    int* parts_left_of(std::uint32_t s) noexcept {
+        Stripe& st = stripes_[s % kStripes];
+        const std::size_t local = s / kStripes;
+        return &st.chunks[local / kChunk]->parts_left[(local % kChunk) * static_cast<std::size_t>(n_joins_)];
     }
     Slot* slot_ptr_lockfree(std::uint32_t s) noexcept {
         Stripe& st = stripes_[s % kStripes];
@@ -628,20 +704,18 @@ private:
     }
 
     std::uint32_t alloc_slot_locked(Stripe& st, std::uint64_t rid) {
-        const std::size_t j = rid % kStripes;
+        const std::size_t j = (rid >> shift_) % kStripes;
         if (st.free.empty()) {
             if (st.n_chunks == kMaxChunks) throw std::length_error("LivePipeline: more than 2^22 requests in flight");
-            auto chunk = std::make_unique<Slot[]>(kChunk);
-            const std::size_t n = specs_.size();
-            for (std::size_t i = 0; i < kChunk; ++i) {
-                chunk[i].input.resize(n);
-                chunk[i].parts.resize(static_cast<std::size_t>(n_joins_) * n);
-                chunk[i].parts_left.assign(static_cast<std::size_t>(n_joins_), -1);
-                chunk[i].outputs.resize(exits_.size());
-            }
+            auto chunk = std::make_unique<Chunk>();
+            chunk->slots = std::make_unique<Slot[]>(kChunk);
+            chunk->payloads = std::make_unique<Payload[]>(kChunk * stride_);
+            const std::size_t nj = kChunk * static_cast<std::size_t>(n_joins_);
+            chunk->parts_left = std::make_unique<int[]>(nj);
+            std::fill(chunk->parts_left.get(), chunk->parts_left.get() + nj, -1);
             const std::size_t c = st.n_chunks++;
             st.chunks[c] = chunk.get();
-            st.chunk_ptr[c].store(chunk.get(), std::memory_order_release);
+            st.chunk_ptr[c].store(chunk->slots.get(), std::memory_order_release);
             st.owned.push_back(std::move(chunk));
             for (std::size_t i = kChunk; i-- > 0;) {
                 st.free.push_back(static_cast<std::uint32_t>((c * kChunk + i) * kStripes + j));
@@ -653,6 +727,14 @@ private:
     }
 
     static std::uint64_t make_key(std::uint64_t rid, std::uint32_t s) noexcept { return rid << kSlotBits | s; }
+    static int lowest_bit(std::uint64_t q) noexcept {
+        int i = 0;
+        while ((q & 1) == 0) {
+            q >>= 1;
+            ++i;
+        }
+        return i;
+    }
 
     // The slot of the pending request with scheduler key `key` (caller holds its stripe lock), or null.
     Slot* pending_slot_locked(std::uint64_t key) noexcept {
@@ -665,7 +747,7 @@ private:
         const std::size_t j = static_cast<std::size_t>(&st - stripes_.data());
         for (std::size_t c = 0; c < st.n_chunks; ++c) {
             for (std::size_t i = 0; i < kChunk; ++i) {
-                if (st.chunks[c][i].live.load(std::memory_order_relaxed) != 0) {
+                if (st.chunks[c]->slots[i].live.load(std::memory_order_relaxed) != 0) {
                     out.push_back(static_cast<std::uint32_t>((c * kChunk + i) * kStripes + j));
                 }
             }
@@ -724,15 +806,14 @@ private:
         st.counts[0] -= 1;
         st.counts[static_cast<std::size_t>(state)] += 1;
         if (state == Outcome::kDropped) st.drops[static_cast<std::size_t>(stage) * kNumReasons + static_cast<std::size_t>(reason)] += 1;
-        for (std::size_t k = 0; k < specs_.size(); ++k) {  // its place in those queues is free at once
-            if (sl.queued & (std::uint64_t{1} << k)) stages_[k]->stale.fetch_add(1);
+        for (std::uint64_t q = sl.queued; q != 0; q &= q - 1) {  // its place in those queues is free at once
+            stages_[static_cast<std::size_t>(lowest_bit(q))]->stale.fetch_add(1);
         }
         sl.queued = 0;
         sl.running = false;
-        for (auto& p : sl.input) to_trash(p, trash);
-        for (auto& p : sl.parts) to_trash(p, trash);
-        for (auto& p : sl.outputs) to_trash(p, trash);
-        std::fill(sl.parts_left.begin(), sl.parts_left.end(), -1);
+        Payload* pay = payloads_of(s);
+        for (std::size_t i = 0; i < stride_; ++i) to_trash(pay[i], trash);
+        if (n_joins_ > 0) std::fill(parts_left_of(s), parts_left_of(s) + n_joins_, -1);
         done.emplace_back();
         Done& d = done.back();
         d.handle = std::move(sl.handle);
@@ -768,13 +849,13 @@ private:
             return false;
         }
         const std::size_t ku = static_cast<std::size_t>(k);
-        sl.input[ku] = payload;
+        input_ref(s, k) = payload;
         sl.queued |= std::uint64_t{1} << k;
         sl.stage = k;
         const Request r{make_key(sl.rid, s), sl.send_ns, sl.deadline_ns, arrival_ns, sl.tier, 0};
         if (!spec(k).sched->submit(r)) {
             sl.queued &= ~(std::uint64_t{1} << k);
-            to_trash(sl.input[ku], trash);
+            to_trash(input_ref(s, k), trash);
             Done& d = finish_locked(st, s, refused, k, static_cast<int>(Reason::kRejected), EndKind::kRingFull,
                                     arrival_ns, done, trash, Payload{});
             d.retry_after_s = retry_after_s(k);
@@ -787,7 +868,7 @@ private:
     // Output `out` of stage k for pending request `s`: to the successors (joined where a stage has
     // several predecessors) or, at an exit, the request finishes. May unlock around the hooks.
     void route_locked(std::unique_lock<std::mutex>& lock, Stripe& st, std::uint32_t s, int k, Payload& out,
-                      std::int64_t end_ns, std::vector<Done>& done, std::vector<Payload>& trash, std::vector<int>& pushed) {
+                      std::int64_t end_ns, std::vector<Done>& done, std::vector<Payload>& trash, Pushed& pushed) {
         Slot& sl = slot_ref(s);
         const std::uint64_t key = make_key(sl.rid, s);
         const auto& succ = spec(k).successors;
@@ -798,12 +879,12 @@ private:
                 return;
             }
             const std::size_t e = static_cast<std::size_t>(std::find(exits_.begin(), exits_.end(), k) - exits_.begin());
-            sl.outputs[e] = out;
+            output_ref(s, e) = out;
             if (--sl.sinks_left > 0) return;
             std::vector<Payload> outs(exits_.size());
             for (std::size_t i = 0; i < outs.size(); ++i) {
-                outs[i] = std::move(sl.outputs[i]);
-                sl.outputs[i] = Payload{};
+                outs[i] = std::move(output_ref(s, i));
+                output_ref(s, i) = Payload{};
             }
             lock.unlock();
             Payload result = hooks_.combine(exits_, outs);
@@ -820,16 +901,16 @@ private:
             Payload payload = out;
             if (join_index_[nu] >= 0) {
                 const std::size_t j = static_cast<std::size_t>(join_index_[nu]);
-                const std::size_t n = specs_.size();
                 const auto& preds = spec(nxt).preds;
-                if (sl.parts_left[j] < 0) sl.parts_left[j] = static_cast<int>(preds.size());
-                sl.parts[j * n + static_cast<std::size_t>(k)] = out;
-                if (--sl.parts_left[j] > 0) continue;
-                sl.parts_left[j] = -1;
+                int& left = parts_left_of(s)[j];
+                if (left < 0) left = static_cast<int>(preds.size());
+                part_ref(s, j, k) = out;
+                if (--left > 0) continue;
+                left = -1;
                 std::vector<Payload> parts;
                 for (const int p : preds) {
-                    parts.push_back(std::move(sl.parts[j * n + static_cast<std::size_t>(p)]));
-                    sl.parts[j * n + static_cast<std::size_t>(p)] = Payload{};
+                    parts.push_back(std::move(part_ref(s, j, p)));
+                    part_ref(s, j, p) = Payload{};
                 }
                 Payload joined, err;
                 lock.unlock();
@@ -851,26 +932,23 @@ private:
             const bool ok = enqueue_locked(st, s, nxt, end_ns, payload, done, trash, false);
             to_trash(payload, trash);
             if (!ok) return;
-            pushed.push_back(nxt);
+            pushed.add(nxt);
         }
     }
 
-    // Counts pushed requests into their stages and wakes that many workers.
-    void wake_all(std::vector<int>& pushed) {
-        if (pushed.empty()) return;
-        std::sort(pushed.begin(), pushed.end());
-        for (std::size_t i = 0; i < pushed.size();) {
-            std::size_t j = i;
-            while (j < pushed.size() && pushed[j] == pushed[i]) ++j;
-            StageState& ss = *stages_[static_cast<std::size_t>(pushed[i])];
+    // Counts pushed requests into their stages (in stage order) and wakes that many workers.
+    void wake_all(Pushed& pushed) {
+        for (std::uint64_t q = pushed.mask; q != 0; q &= q - 1) {
+            const int k = lowest_bit(q);
+            const std::int64_t m = pushed.n[static_cast<std::size_t>(k)];
+            StageState& ss = *stages_[static_cast<std::size_t>(k)];
             {
                 std::lock_guard<std::mutex> lock(ss.mu);
-                ss.pending.fetch_add(static_cast<std::int64_t>(j - i));
+                ss.pending.fetch_add(m);
             }
-            if (j - i == 1) ss.cv.notify_one(); else ss.cv.notify_all();
-            i = j;
+            if (m == 1) ss.cv.notify_one(); else ss.cv.notify_all();
         }
-        pushed.clear();
+        pushed.mask = 0;
     }
 
     // Whether the request with this key has ended (its slot reused or retired): the scheduler's
@@ -886,17 +964,17 @@ private:
                            std::vector<Payload>& trash) {
         const std::uint64_t bit = std::uint64_t{1} << k;
         std::int64_t ghosts = 0;
+        StripeLock cur;
         for (const Drop& d : drops) {
             const std::uint64_t key = d.request.id;
-            Stripe& st = stripe(key >> kSlotBits);
-            std::lock_guard<std::mutex> lock(st.mu);
+            Stripe& st = cur.at(stripe(key >> kSlotBits));
             Slot* sl = pending_slot_locked(key);
             if (sl == nullptr) {
                 ++ghosts;
                 continue;
             }
             sl->queued &= ~bit;
-            to_trash(sl->input[static_cast<std::size_t>(k)], trash);
+            to_trash(input_ref(static_cast<std::uint32_t>(key & kSlotMask), k), trash);
             finish_locked(st, static_cast<std::uint32_t>(key & kSlotMask), Outcome::kDropped, k, static_cast<int>(d.reason),
                           EndKind::kPolicy, now, done, trash, Payload{});
         }
@@ -917,9 +995,9 @@ private:
         std::vector<Payload> trash;
         std::int64_t ghosts = end_drops(k, out.drops, now, done, trash);
         const std::size_t first = w.delays.size();
+        StripeLock cur;
         for (const Request& r : out.batch) {
-            Stripe& st = stripe(r.id >> kSlotBits);
-            std::lock_guard<std::mutex> lock(st.mu);
+            cur.at(stripe(r.id >> kSlotBits));
             Slot* sl = pending_slot_locked(r.id);
             if (sl == nullptr) {
                 ++ghosts;
@@ -929,6 +1007,7 @@ private:
             into.push_back(Entry{r.id, r.arrival_ns, r.deadline_ns});
             w.delays.push_back(to_s(now - r.arrival_ns));
         }
+        cur.release();
         const std::int64_t taken = static_cast<std::int64_t>(out.batch.size() + out.drops.size());
         {
             std::lock_guard<std::mutex> lock(ss.mu);
@@ -954,14 +1033,16 @@ private:
     const std::vector<int> entries_, exits_;
     const std::size_t history_;
     std::size_t rows_ = 0;
+    int shift_ = 0;            // ids rid .. of one block of 2^shift_ share a stripe
+    std::vector<Row> rows_v_;  // the outcome ring: row rid % rows_ (under stripe(rid)'s lock)
     Hooks hooks_;
     std::vector<int> join_index_;
     int n_joins_ = 0;
+    std::size_t stride_ = 1;  // payloads per slot (see Chunk)
     std::array<Stripe, kStripes> stripes_;
     std::vector<std::unique_ptr<StageState>> stages_;
     std::atomic<std::uint64_t> next_id_{0};
     std::atomic<std::int64_t> inflight_{0};
-    std::atomic<std::int64_t> sched_ns_{0};
     std::atomic<std::int64_t> origin_ns_{0};
     std::atomic<bool> stopping_{false};
     std::atomic<bool> accepting_{false};

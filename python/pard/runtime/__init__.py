@@ -10,7 +10,7 @@ from, as the simulator does.
 Request life cycle.  ``submit(payload)`` validates its arguments and hands the request to the
 runtime's C++ hot path (``pard._core.LivePipeline``, ``cpp/include/pard/live_pipeline.hpp``), which
 assigns the next request id, checks the queue bound, pushes it into the entry stage's ring and
-returns its :class:`RequestFuture` (a C++ future).  A worker enters Python once per batch: the C++
+returns its :class:`RequestFuture` (a ``concurrent.futures.Future`` resolved in C++).  A worker enters Python once per batch: the C++
 pipeline forms the batch (the scheduler drops what its policy drops, with a reason) and hands the
 worker the payloads; the worker runs the executor and hands the outputs back, and the C++ pipeline
 routes each one to the next stage (arrival time = the batch's end) or, at the exit, resolves the
@@ -46,6 +46,6 @@ from __future__ import annotations
 
 from ..outcomes import STATES
 from .facade import Runtime
-from .live import RequestFuture
+from .future import RequestFuture
 
 __all__ = ["Runtime", "RequestFuture", "STATES"]

@@ -34,7 +34,7 @@ from .clock import RunClock
 from .monitor import MonitorMixin
 from .planner_loop import PlannerLoop
 from .replay import replay
-from .live import RequestFuture
+from .future import RequestFuture
 from .setup import (PayloadShape, build_stages, executors_arg, options_arg, positive_seconds, queue_sizes,
                     ring_capacity_arg, worker_counts)
 from .workers import WorkerPool, purge_period_s

@@ -1,9 +1,9 @@
 """The Python side of the C++ hot path (``pard._core.LivePipeline``, ``cpp/include/pard/live_pipeline.hpp``).
 
 The C++ pipeline keeps every request in flight, its outcome, the counts and the routing between
-stages, and resolves each request's future (``pard._core.LiveFuture``, the :class:`RequestFuture`
-``Runtime.submit`` returns) in C++.  What stays in Python is built here: the exception a dropped,
-rejected or failed request's future raises -- made only when someone asks for it
+stages, and resolves each request's future (``pard._core.LiveFuture``, behind the
+:class:`~pard.runtime.future.RequestFuture` ``Runtime.submit`` returns) in C++.  What stays in
+Python is built here: the exception a dropped, rejected or failed request's future raises -- made only when someone asks for it
 (:func:`error_factory`) -- and the bridge of a future to asyncio (:func:`wrap_future`).
 """
 
@@ -17,11 +17,8 @@ from .. import _core
 from ..errors import Dropped, ExecutorError, Rejected
 from ..outcomes import REASONS, REJECTED
 
-__all__ = ["RequestFuture", "error_factory", "wrap_future", "build", "KIND"]
+__all__ = ["error_factory", "wrap_future", "build", "KIND"]
 
-#: The future ``Runtime.submit`` returns: ``result(timeout=None)``, ``exception(timeout=None)``,
-#: ``done()``, ``cancelled()``, ``cancel()``, ``add_done_callback(fn)``, ``request_id``.
-RequestFuture = _core.LiveFuture
 
 #: EndKind codes of pard/live_pipeline.hpp (why a request ended)
 KIND = {"output": 0, "policy": 1, "cancel": 2, "closed": 3, "queue_full": 4, "ring_full": 5, "executor": 6,
