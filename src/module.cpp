@@ -13,5 +13,6 @@ PYBIND11_MODULE(_core, m) {
     pard::bind::register_bench(m);
     pard::bind::register_scheduler(m);
     pard::bind::register_sim(m);
+    pard::bind::register_sim_sync(m);
     pard::bind::register_live(m);
 }

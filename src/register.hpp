@@ -9,5 +9,6 @@ void register_ring(pybind11::module_& m);
 void register_bench(pybind11::module_& m);
 void register_scheduler(pybind11::module_& m);
 void register_sim(pybind11::module_& m);
+void register_sim_sync(pybind11::module_& m);  // after register_sim: adds Simulator.sync
 void register_live(pybind11::module_& m);
 }  // namespace pard::bind

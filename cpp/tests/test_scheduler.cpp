@@ -250,6 +250,52 @@ void test_concurrent_stage() {
     CHECK(s.queued() == 0);
 }
 
+// form_batch's small-queue fast path (submit_local, heap and ring empty: the buffer sorted and popped
+// from its ends) against the plain path (submit: ring -> heap -> pops), for every rule and order, with
+// key ties, cancelled ids, queues below and above kRunMax and leftovers carried into the heap: the
+// same batches, drops and reasons, in the same order.
+void test_small_queue_fast_path() {
+    std::uint64_t x = 88172645463325252ull;  // xorshift64: a fixed, portable sequence
+    auto next = [&x]() { x ^= x << 13; x ^= x >> 7; x ^= x << 17; return x; };
+    const DropRule rules[] = {DropRule::kNone, DropRule::kClipper, DropRule::kDagor, DropRule::kTriton,
+                              DropRule::kRayServe, DropRule::kPard, DropRule::kNexus};
+    const Order orders[] = {Order::kFcfs, Order::kLbf, Order::kHbf};
+    for (DropRule rule : rules) {
+        for (Order order : orders) {
+            StageScheduler fast(config(rule, order, 4, 4096));
+            StageScheduler plain(config(rule, order, 4, 4096));
+            auto cancelled = [](std::uint64_t id) { return id % 11 == 3; };
+            std::uint64_t id = 0;
+            std::int64_t now = 0;
+            BatchResult a, b;
+            for (int round = 0; round < 400; ++round) {
+                const int n = next() % 16 == 0 ? 70 : static_cast<int>(next() % 8);  // sometimes above kRunMax (64)
+                for (int i = 0; i < n; ++i) {
+                    const std::int64_t arrival = now - static_cast<std::int64_t>(next() % 3) * kMs;  // ties
+                    const std::int64_t deadline = now + static_cast<std::int64_t>(next() % 8) * 10 * kMs;
+                    const Request r = req(id++ * 7 % 1000003, deadline, arrival, arrival - kMs);
+                    CHECK(fast.submit_local(r));
+                    CHECK(plain.submit(r));
+                }
+                const int forms = 1 + static_cast<int>(next() % 4);
+                for (int f = 0; f < forms; ++f) {
+                    const std::int64_t t_e = now + static_cast<std::int64_t>(next() % 20) * kMs;
+                    fast.form_batch(now, t_e, a, cancelled);
+                    plain.form_batch(now, t_e, b, cancelled);
+                    CHECK(a.expected_duration_ns == b.expected_duration_ns);
+                    CHECK(a.batch.size() == b.batch.size() && a.drops.size() == b.drops.size());
+                    for (std::size_t i = 0; i < a.batch.size(); ++i) CHECK(a.batch[i].id == b.batch[i].id);
+                    for (std::size_t i = 0; i < a.drops.size(); ++i) {
+                        CHECK(a.drops[i].request.id == b.drops[i].request.id && a.drops[i].reason == b.drops[i].reason);
+                    }
+                    CHECK(fast.queued() == plain.queued());
+                }
+                now += static_cast<std::int64_t>(next() % 15) * kMs;
+            }
+        }
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -260,6 +306,7 @@ int main() {
     test_hysteresis();
     test_snapshot_consistency();
     test_concurrent_stage();
+    test_small_queue_fast_path();
     std::puts("test_scheduler: ok");
     return 0;
 }

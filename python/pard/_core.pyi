@@ -166,6 +166,10 @@ class Simulator:
     #   queued I64 (scalar array of length 1: requests waiting at the stage at the time of the call)
     #   late I64 (scalar array of length 1: requests that finished late at this sink stage)
     def take_stats(self) -> list[dict[str, Any]]: ...
+    # One sync interval in one call (GIL released): run_until(t_s), every stage's statistics into
+    # recorder (interval (t_prev_s, t_s], workers serving at t_s), then planner.update and publish() of
+    # every stage; returns run_until's value.  The statistics do not reach take_stats.
+    def sync(self, t_prev_s: float, t_s: float, recorder: SimRecorder, planner: SyncPlanner | None = None) -> bool: ...
     # Per request (index = request id): state I8, finish_s F64 (leaving the last stage; the drop or
     # rejection time for states 3/4; NaN while pending), drop_stage I32 (-1), reason I32 (-1),
     # compute_s F64 (compute charged to the request, its equal share of every batch it was in)
@@ -242,3 +246,28 @@ class LivePipeline:
     def outcome_rows(self) -> int: ...
     def set_push_hook(self, stage: int, fn: Callable[[int], None] | None) -> None: ...
     def set_form_hook(self, stage: int, fn: Callable[[int], None] | None) -> None: ...
+
+
+# Statistics in the int64 ns form of the simulator (the test interface of the two classes below):
+# keys arrival, qdelay_t, qdelay, batch_start, batch_size, batch_wait, batch_duration (I64 arrays),
+# dropped, late (ints).  Built by pard.planner_native, which says what they transcribe.
+class SyncPlanner:
+    def __init__(self, *, paths: list[list[list[int]]], parallel: list[list[int]], below: list[list[int]],
+                 entry: list[bool], max_batch: list[float], full_d: list[float], d_table: list[list[float]],
+                 pts_b: list[list[float]], pts_d: list[list[float]], drawn: list[int], mode: str, instant: bool,
+                 correct_durations: bool, tune_lam: bool, mu_at_capacity: bool, adapt_window: bool, lam: float,
+                 window_s: float, samples: int, cv_history_s: float, min_cv_intervals: int,
+                 constants: list[float], generator: Any) -> None: ...
+    # per stage: (downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate)
+    def update_ns(self, now_s: float, stats: list[dict[str, Any]], workers: list[int]) -> list[tuple[float, ...]]: ...
+    def terms(self) -> list[tuple[float, ...]]: ...   # the last update's, [] before the first
+    @property
+    def lam(self) -> float: ...
+    @property
+    def window_s(self) -> float: ...
+
+class SimRecorder:
+    def __init__(self, origin_s: float, d_table: list[list[float]]) -> None: ...
+    def record_ns(self, stats: list[dict[str, Any]], serving: list[int], t_prev: float, t: float) -> None: ...
+    # submitted, executed I64 (ns,); compute_s, nominal_s F64 (ns,); qsum, qcnt, wsum F64 (ns, bins); wdt F64 (bins,)
+    def totals(self) -> dict[str, Any]: ...

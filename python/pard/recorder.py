@@ -114,13 +114,31 @@ class RunRecorder:
         over the distinct sizes in ascending order (``np.add.accumulate`` adds in sequence, as ``sum`` would)."""
         hist = np.bincount(bsz)
         sizes = hist.nonzero()[0]
+        table = self.duration_table(k, int(sizes[-1]))
+        return float(np.add.accumulate(hist[sizes] * table[sizes])[-1])
+
+    def duration_table(self, k: int, largest: int = 0) -> F64:
+        """Stage ``k``'s profiled ``d(b)`` (s) at every whole ``b`` from 0 to at least ``max(largest, max_batch)``
+        (StageSpec.duration's rule), computed once."""
         table = self._d_table[k]
-        if table.size <= sizes[-1]:  # d(b) of every whole b up to the largest seen (StageSpec.duration's rule)
+        if table.size <= max(largest, 1):
             st = self._spec.stages[k]
             table = self._d_table[k] = np.asarray(
-                _profile.duration(*_profile.points(st.profile), np.arange(max(int(sizes[-1]), st.max_batch) + 1)),
+                _profile.duration(*_profile.points(st.profile), np.arange(max(largest, st.max_batch) + 1)),
                 dtype=np.float64)
-        return float(np.add.accumulate(hist[sizes] * table[sizes])[-1])
+        return table
+
+    def absorb(self, totals: Mapping[str, Any]) -> None:
+        """Take over what ``pard._core.SimRecorder`` recorded (its ``totals()``), for a recorder not fed itself:
+        the simulator's per-sync recording in C++ (:mod:`pard.planner_native`), the same sums."""
+        self.submitted = np.asarray(totals["submitted"], dtype=np.int64).copy()
+        self.executed = np.asarray(totals["executed"], dtype=np.int64).copy()
+        self.compute_s = np.asarray(totals["compute_s"], dtype=np.float64).copy()
+        self.nominal_s = np.asarray(totals["nominal_s"], dtype=np.float64).copy()
+        self._qsum = np.asarray(totals["qsum"], dtype=np.float64).copy()
+        self._qcnt = np.asarray(totals["qcnt"], dtype=np.float64).copy()
+        self._wsum = np.asarray(totals["wsum"], dtype=np.float64).copy()
+        self._wdt = np.asarray(totals["wdt"], dtype=np.float64).copy()
 
     # ------------------------------------------------------------------ reading
     def speedup(self) -> F64:

@@ -32,6 +32,7 @@ from .config import MAX_WORKERS, resolve_pipeline
 from .config.models import MAX_SLO_S
 from .errors import PardTypeError, PardValueError, TooManyArrivalsError
 from .planner import MAX_SAMPLES, Planner
+from .planner_native import covers, native_planner, native_recorder
 from .policies import PolicySpec, get_policy
 from .recorder import RunRecorder
 from .report import Report
@@ -71,6 +72,10 @@ MAX_ARRIVAL_S = 1e9
 MAX_SYNCS = 200_000
 #: Largest accepted ``seed``: the simulator's RNG takes an unsigned 64-bit seed.
 MAX_SEED = 2**64 - 1
+
+#: Run each sync interval's recorder and planner arithmetic in C++ (:mod:`pard.planner_native`, the same
+#: bits) where it covers the policy; False forces the Python recorder and planner (the tests compare both).
+NATIVE_SYNC = True
 
 
 def _arrivals(arrivals: Any) -> F64:
@@ -331,27 +336,38 @@ def simulate(
     # Policies whose stage schedulers read none of the published terms need the planner only to
     # drive autoscaling.
     needs_planner = autoscale or pol.uses_planner_terms
+    # The same arithmetic in C++ (pard.planner_native, same bits): one Simulator.sync call per interval.
+    native = NATIVE_SYNC and (not needs_planner or covers(pol))
+    core_planner = native_planner(planner) if native and needs_planner else None
+    core_recorder = native_recorder(recorder) if native else None
     t = t0
     try:
         while True:
             t_prev, t = t, t + sync
-            more = sim.run_until(t)
-            stats = sim.take_stats()
-            serving = sim.serving()
-            recorder.record(stats, serving, t_prev, t)
-            if needs_planner:
-                terms = planner.update(t, stats, serving)
-                sim.publish_all([tuple(term.publish_kwargs().values()) for term in terms])
-                if autoscale:
-                    for k, term in enumerate(terms):
-                        # demand_rate: the stage's input without rate-aware shedding at the entry (= in_rate
-                        # otherwise), so that shedding for a short stage does not stop it being scaled up
-                        sim.set_workers(k, min(MAX_WORKERS, max(1, math.ceil(term.demand_rate / per_worker[k] * headroom))))
+            if native:
+                more = sim.sync(t_prev, t, core_recorder, core_planner)
+                # in_rate = demand_rate without rate-aware admission (covers() excludes it)
+                demand = [term[7] for term in core_planner.terms()] if autoscale else []
+            else:
+                more = sim.run_until(t)
+                stats = sim.take_stats()
+                serving = sim.serving()
+                recorder.record(stats, serving, t_prev, t)
+                if needs_planner:
+                    terms = planner.update(t, stats, serving)
+                    sim.publish_all([tuple(term.publish_kwargs().values()) for term in terms])
+                demand = [term.demand_rate for term in terms] if autoscale else []
+            for k, rate in enumerate(demand):
+                # demand_rate: the stage's input without rate-aware shedding at the entry (= in_rate
+                # otherwise), so that shedding for a short stage does not stop it being scaled up
+                sim.set_workers(k, min(MAX_WORKERS, max(1, math.ceil(rate / per_worker[k] * headroom))))
             bar.update(t - t0)
             if not more and t >= end_arrivals:
                 break
     finally:
         bar.close()
+    if core_recorder is not None:
+        recorder.absorb(core_recorder.totals())
     out = sim.outcomes()
     out["send_s"] = arr
     out["tier"] = tier

@@ -230,6 +230,16 @@ public:
         s.stats.clear();
     }
 
+    // take_stats() of every stage at once into out[k] (resized to num_stages(); buffers are swapped, so
+    // their capacity is reused from one sync to the next).
+    void take_all_stats(std::vector<StageStats>& out) {
+        out.resize(stages_.size());
+        for (std::size_t k = 0; k < stages_.size(); ++k) {
+            std::swap(out[k], stages_[k].stats);
+            stages_[k].stats.clear();
+        }
+    }
+
     // Per-request results (index = request id).
     [[nodiscard]] const std::vector<Outcome>& states() const noexcept { return state_; }
     [[nodiscard]] const std::vector<std::int64_t>& finish_ns() const noexcept { return finish_; }

@@ -1,0 +1,409 @@
+// pard/sync_planner.hpp — SyncPlanner: the planner's once-per-sync arithmetic (python/pard/planner.py,
+// Planner.update) in C++, for the simulator, where the Python version cost more than the event loop.
+//
+// It is a transcription, not a second design: python/pard/planner_native.py builds it from a
+// constructed Python Planner (its tables, paths and options), every float operation is the one the
+// NumPy code performs, in NumPy's order (numpy_order.hpp: pairwise sums, np.interp, the Generator's
+// bounded integers), and the Monte Carlo draws come from the Python planner's own bit generator.
+// tests/test_planner_native.py feeds both the same random statistics and requires equal bits.
+// Not covered (the Python planner serves those runs): downstream "busy" and rate-aware admission.
+//
+// Inputs are the simulator's StageStats (int64 ns), converted to seconds as the bindings convert
+// them for Python (ns * 1e-9), so both see the same doubles.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "pard/numpy_order.hpp"
+#include "pard/simulator.hpp"
+
+namespace pard {
+
+enum class DownstreamMode : std::uint8_t { kNone, kSf, kLower, kUpper, kFull, kTail };
+
+struct SyncPlannerConfig {
+    // per stage (planner.py's names)
+    std::vector<std::vector<std::vector<int>>> paths;  // downstream paths, stage indices
+    std::vector<std::vector<int>> parallel;            // coherent_branches' siblings ([] when off)
+    std::vector<std::vector<int>> below;               // coherent_paths' downstream stages ([] when off)
+    std::vector<bool> entry;
+    std::vector<double> max_batch;                     // B_k as float
+    std::vector<double> full_d;                        // d_k(B_k)
+    std::vector<std::vector<double>> d_table;          // d_k(0 .. B_k)
+    std::vector<std::vector<double>> pts_b, pts_d;     // the profile's points
+    std::vector<int> drawn;                            // stages the Monte Carlo draws from, ascending
+    DownstreamMode mode = DownstreamMode::kFull;
+    bool instant = false;
+    bool correct_durations = false;
+    bool tune_lam = false;
+    bool mu_at_capacity = false;
+    bool adapt_window = true;
+    double lam = 0.1;
+    double window_s = 5.0;
+    std::int64_t samples = 10000;
+    double cv_history_s = 60.0;
+    std::int64_t min_cv_intervals = 10;
+    double lam_min = 0.05, lam_max = 0.95, lam_up = 0.05, lam_down = 0.01, loss_target = 0.01;
+    double scale_min = 0.1, scale_max = 10.0;
+};
+
+// The seven published terms of one stage, in Simulator::publish order, plus in_rate (req/s).
+struct SyncTerms {
+    double downstream_s = 0, mu = 0, eps = 0, queue_delay_s = 0, admit_fraction = 1, service_rate = 0,
+           duration_scale = 1, in_rate = 0;
+};
+
+class SyncPlanner {
+public:
+    SyncPlanner(SyncPlannerConfig cfg, npo::BitSource bits) : c_(std::move(cfg)), bits_(bits) {
+        n_ = c_.paths.size();
+        if (n_ == 0 || c_.parallel.size() != n_ || c_.below.size() != n_ || c_.entry.size() != n_ ||
+            c_.max_batch.size() != n_ || c_.full_d.size() != n_ || c_.d_table.size() != n_ ||
+            c_.pts_b.size() != n_ || c_.pts_d.size() != n_) {
+            throw std::invalid_argument("SyncPlanner: per-stage fields must all have one entry per stage");
+        }
+        if (c_.samples < 1) throw std::invalid_argument("SyncPlanner: samples must be >= 1");
+        lam_ = c_.lam;
+        window_ = c_.window_s;
+        last_batch_.assign(n_, 1.0);
+        drawn_slot_.assign(n_, -1);
+        for (std::size_t j = 0; j < c_.drawn.size(); ++j) drawn_slot_.at(static_cast<std::size_t>(c_.drawn[j])) = static_cast<int>(j);
+        memo_b_.assign(n_, -1.0);
+        memo_d_.assign(n_, 0.0);
+    }
+
+    [[nodiscard]] double lam() const noexcept { return lam_; }
+    [[nodiscard]] double window_s() const noexcept { return window_; }
+    [[nodiscard]] std::size_t num_stages() const noexcept { return n_; }
+    [[nodiscard]] const std::vector<SyncTerms>& terms() const noexcept { return out_; }
+
+    // Planner.update(now_s, stats, workers), stats as the simulator keeps them.
+    const std::vector<SyncTerms>& update(double now_s, const std::vector<StageStats>& stats, const std::vector<int>& workers) {
+        if (stats.size() != n_ || workers.size() != n_) {
+            throw std::invalid_argument("SyncPlanner.update: stats and workers must have one entry per stage (" +
+                                        std::to_string(n_) + ")");
+        }
+        if (has_prev_ && !(now_s > prev_)) {
+            throw std::invalid_argument("SyncPlanner.update: now_s must increase between updates");
+        }
+        const double dt = has_prev_ ? (now_s - prev_) : (1e-9 > now_s ? 1e-9 : now_s);
+        has_prev_ = true;
+        prev_ = now_s;
+        ingest(now_s, dt, stats);
+        resize_window(now_s);
+        const double win = window_;
+        const double start = now_s - win;
+        while (ends_.front() <= start) {  // the interval just added always stays
+            ends_.pop_front();
+            dts_.pop_front();
+            rows_.pop_front();
+            waits_.pop_front();
+        }
+        windowed(start, win, workers);
+        tune(left_entry_, loss_);
+        draw();
+        publish_terms();
+        return out_;
+    }
+
+private:
+    static constexpr std::size_t kCols = 7;  // arrivals, sum/count of queueing delays, sum/count of sizes, dm, dp
+
+    void ingest(double now_s, double dt, const std::vector<StageStats>& stats) {
+        std::vector<double> row(n_ * kCols, 0.0);
+        std::vector<std::vector<double>> waits(c_.drawn.size());
+        double entry_rate = 0.0;
+        loss_ = 0.0;
+        left_entry_ = 0.0;
+        for (std::size_t k = 0; k < n_; ++k) {
+            const StageStats& s = stats[k];
+            const double n_arr = static_cast<double>(s.arrival.size());
+            to_seconds(s.qdelay, scratch_);
+            const double qsum = npo::numpy_sum(scratch_);
+            double bsum = 0.0;  // integers as float64: exact in any order
+            for (std::int64_t b : s.batch_size) bsum += static_cast<double>(b);
+            double dm = 0.0, dp = 0.0;
+            if (c_.correct_durations && !s.batch_size.empty()) {
+                to_seconds(s.batch_duration, scratch_);
+                dm = npo::numpy_sum(scratch_);
+                const std::vector<double>& table = c_.d_table[k];
+                scratch_.resize(s.batch_size.size());
+                for (std::size_t i = 0; i < s.batch_size.size(); ++i) {
+                    scratch_[i] = table.at(static_cast<std::size_t>(s.batch_size[i]));
+                }
+                dp = npo::numpy_sum(scratch_);
+            }
+            double* r = &row[k * kCols];
+            r[0] = n_arr;
+            r[1] = qsum;
+            r[2] = static_cast<double>(s.qdelay.size());
+            r[3] = bsum;
+            r[4] = static_cast<double>(s.batch_size.size());
+            r[5] = dm;
+            r[6] = dp;
+            const int slot = drawn_slot_[k];
+            if (slot >= 0) {
+                std::vector<double>& bw = waits[static_cast<std::size_t>(slot)];
+                const bool repeat = c_.mode == DownstreamMode::kTail && s.batch_wait.size() == s.batch_size.size();
+                for (std::size_t i = 0; i < s.batch_wait.size(); ++i) {
+                    const double w = static_cast<double>(s.batch_wait[i]) * 1e-9;
+                    const std::int64_t times = repeat ? s.batch_size[i] : 1;
+                    for (std::int64_t j = 0; j < times; ++j) bw.push_back(w);
+                }
+            }
+            if (c_.entry[k]) {
+                entry_rate += n_arr / dt;
+                left_entry_ += bsum;
+            } else {
+                loss_ += static_cast<double>(s.dropped);
+            }
+            loss_ += static_cast<double>(s.late);
+        }
+        ends_.push_back(now_s);
+        dts_.push_back(dt);
+        rows_.push_back(std::move(row));
+        waits_.push_back(std::move(waits));
+        entry_t_.push_back(now_s);
+        entry_rates_.push_back(entry_rate);
+    }
+
+    void resize_window(double now_s) {
+        while (!entry_t_.empty() && entry_t_.front() <= now_s - c_.cv_history_s) {
+            entry_t_.pop_front();
+            entry_rates_.pop_front();
+        }
+        if (!c_.adapt_window || static_cast<std::int64_t>(entry_rates_.size()) < c_.min_cv_intervals) return;
+        scratch_.assign(entry_rates_.begin(), entry_rates_.end());
+        const double size = static_cast<double>(scratch_.size());
+        const double mean = npo::pairwise(scratch_.data(), scratch_.size()) / size;  // np.add.reduce
+        if (!(mean > 0)) return;
+        for (double& x : scratch_) x = (x - mean) * (x - mean);
+        const double cv = std::sqrt(npo::pairwise(scratch_.data(), scratch_.size()) / size) / mean;
+        if (!std::isfinite(cv) || cv < 0) throw std::invalid_argument("SyncPlanner: the input rate's CV is not finite");
+        if (cv < 0.5) {
+            window_ = 7.0 - 4.0 * cv;
+        } else if (cv < 1.0) {
+            window_ = 5.0 - 4.0 * (cv - 0.5);
+        } else {
+            const double w = 3.0 - 2.0 * (cv - 1.0);
+            window_ = 1.0 > w ? 1.0 : w;
+        }
+    }
+
+    // sum over the window's intervals of wt * column (NumPy: (wt * m).sum(axis=-1))
+    double wsum(std::size_t k, std::size_t col) {
+        const std::size_t t_n = rows_.size();
+        scratch_.resize(t_n);
+        for (std::size_t c = 0; c < t_n; ++c) scratch_[c] = wt_[c] * rows_[c][k * kCols + col];
+        return npo::numpy_sum(scratch_);
+    }
+
+    double duration(std::size_t k, double b) {  // Planner._duration
+        if (b != memo_b_[k]) {
+            const std::vector<double>& bs = c_.pts_b[k];
+            const std::vector<double>& ds = c_.pts_d[k];
+            double d = npo::numpy_interp(b, bs, ds);
+            if (bs.size() > 1 && b > bs.back()) {  // profile.duration: linear past the last point
+                const std::size_t m = bs.size();
+                const double slope = (ds[m - 1] - ds[m - 2]) / (bs[m - 1] - bs[m - 2]);
+                d = ds[m - 1] + slope * (b - bs[m - 1]);
+            }
+            memo_b_[k] = b;
+            memo_d_[k] = d;
+        }
+        return memo_d_[k];
+    }
+
+    void windowed(double start, double win, const std::vector<int>& workers) {
+        const std::size_t t_n = ends_.size();
+        const double inf = std::numeric_limits<double>::infinity();
+        wt_.resize(t_n);
+        for (std::size_t c = 0; c < t_n; ++c) wt_[c] = (ends_[c] - start) / win;
+        scratch_.resize(t_n);
+        for (std::size_t c = 0; c < t_n; ++c) scratch_[c] = wt_[c] * dts_[c];
+        const double wdts = npo::numpy_sum(scratch_);
+        q_.assign(n_, 0.0);
+        d_.assign(n_, 0.0);
+        b_.assign(n_, 0.0);
+        rate_.assign(n_, 0.0);
+        eps_.assign(n_, 0.0);
+        scale_.assign(n_, 1.0);
+        mu_.assign(n_, 0.0);
+        service_.assign(n_, 0.0);
+        std::vector<double> rates(t_n), dev(t_n);
+        for (std::size_t k = 0; k < n_; ++k) {
+            const double wqn = wsum(k, 2);
+            const double wqs = wsum(k, 1);
+            q_[k] = wqn > 0 ? wqs / wqn : 0.0;
+            const double wbn = wsum(k, 4);
+            const double wbs = wsum(k, 3);
+            if (wbn > 0) last_batch_[k] = wbs / wbn;
+            b_[k] = std::min(std::max(last_batch_[k], 1.0), c_.max_batch[k]);  // no NaN here: as np.minimum/maximum
+            double d = duration(k, b_[k]);
+            rate_[k] = wsum(k, 0) / wdts;
+            for (std::size_t c = 0; c < t_n; ++c) rates[c] = rows_[c][k * kCols] / dts_[c];
+            const double rsum = npo::numpy_sum(rates);
+            if (!c_.instant) {
+                double acc = 0.0;  // np.add.accumulate, then / arange(1, T + 1)
+                for (std::size_t c = 0; c < t_n; ++c) {
+                    acc = c == 0 ? rates[0] : acc + rates[c];
+                    dev[c] = std::fabs(rates[c] - acc / static_cast<double>(c + 1));
+                }
+                eps_[k] = rsum > 0 ? npo::numpy_sum(dev) / rsum : 0.0;
+            }
+            if (c_.correct_durations) {
+                const double wdp = wsum(k, 6);
+                const double wdm = wsum(k, 5);
+                double s = wdp > 0 ? wdm / wdp : 1.0;
+                s = std::min(std::max(s, c_.scale_min), c_.scale_max);
+                scale_[k] = s;
+                d = d * s;
+            }
+            d_[k] = d;
+            const double w = static_cast<double>(workers[k]);
+            const double throughput = d > 0 ? w * b_[k] / d : inf;
+            mu_[k] = throughput > 0 ? rate_[k] / throughput : (rate_[k] > 0 ? inf : 0.0);
+            const double d_full = c_.full_d[k] * scale_[k];
+            service_[k] = w * c_.max_batch[k] / d_full;
+            if (c_.mu_at_capacity) mu_[k] = service_[k] > 0 ? rate_[k] / service_[k] : (rate_[k] > 0 ? inf : 0.0);
+        }
+    }
+
+    void tune(double left_entry, double loss) {
+        if (!c_.tune_lam || !(left_entry > 0)) return;
+        const double step = loss / left_entry > c_.loss_target ? c_.lam_up : -c_.lam_down;
+        double x = lam_ + step;
+        x = c_.lam_min > x ? c_.lam_min : x;  // Python's max(x, LAM_MIN), then min(., LAM_MAX)
+        lam_ = c_.lam_max < x ? c_.lam_max : x;
+    }
+
+    void draw() {
+        const std::size_t m = static_cast<std::size_t>(c_.samples);
+        draws_.resize(c_.drawn.size());
+        for (std::size_t j = 0; j < c_.drawn.size(); ++j) {
+            const std::size_t i = static_cast<std::size_t>(c_.drawn[j]);
+            std::vector<double>& out = draws_[j];
+            out.resize(m);
+            pool_.clear();
+            for (const auto& w : waits_) pool_.insert(pool_.end(), w[j].begin(), w[j].end());
+            if (pool_.empty()) {  // rng.uniform(0, d_i, M): low + range * next_double
+                const double range = d_[i] - 0.0;
+                for (std::size_t s = 0; s < m; ++s) out[s] = 0.0 + range * bits_.next_double(bits_.state);
+            } else {
+                if (pool_.size() > 0x7FFFFFFFu) throw std::length_error("SyncPlanner: too many batch waits in the window");
+                const auto rng = static_cast<std::uint32_t>(pool_.size() - 1);
+                for (std::size_t s = 0; s < m; ++s) out[s] = pool_[npo::lemire_bounded(bits_, rng)];
+            }
+        }
+    }
+
+    // Planner._quantile: the round(lam * (M - 1))-th smallest (Python's round: half to even).
+    double quantile(const std::vector<double>& x) {
+        const double pos = lam_ * static_cast<double>(x.size() - 1);
+        auto k = static_cast<std::size_t>(std::nearbyint(pos));
+        if (k >= x.size()) k = x.size() - 1;
+        sel_.assign(x.begin(), x.end());
+        std::nth_element(sel_.begin(), sel_.begin() + static_cast<std::ptrdiff_t>(k), sel_.end());
+        return sel_[k];
+    }
+
+    const std::vector<double>& path_total(const std::vector<int>& path) {  // Planner._path_total: right fold
+        std::size_t start = 0;
+        std::vector<int> key;
+        while (start < path.size()) {
+            key.assign(path.begin() + static_cast<std::ptrdiff_t>(start), path.end());
+            if (totals_.count(key)) break;
+            ++start;
+        }
+        const std::vector<double>* acc = start < path.size() ? &totals_.at(key) : nullptr;
+        for (std::size_t j = start; j-- > 0;) {
+            const std::vector<double>& dj = draws_[static_cast<std::size_t>(drawn_slot_[static_cast<std::size_t>(path[j])])];
+            std::vector<double> sum(dj.size());
+            if (acc == nullptr) {
+                sum = dj;
+            } else {
+                for (std::size_t s = 0; s < dj.size(); ++s) sum[s] = dj[s] + (*acc)[s];
+            }
+            key.assign(path.begin() + static_cast<std::ptrdiff_t>(j), path.end());
+            acc = &(totals_[key] = std::move(sum));
+        }
+        return *acc;
+    }
+
+    void publish_terms() {
+        totals_.clear();
+        out_.assign(n_, SyncTerms{});
+        std::vector<double> gq, gd;
+        for (std::size_t k = 0; k < n_; ++k) {
+            double best = 0.0;
+            if (c_.mode != DownstreamMode::kNone) {
+                for (const auto& path : c_.paths[k]) {
+                    gq.clear();
+                    gd.clear();
+                    for (int i : path) {
+                        gq.push_back(q_[static_cast<std::size_t>(i)]);
+                        gd.push_back(d_[static_cast<std::size_t>(i)]);
+                    }
+                    const double sq = npo::numpy_sum(gq);
+                    const double sd = npo::numpy_sum(gd);
+                    double val = 0.0;
+                    switch (c_.mode) {
+                        case DownstreamMode::kSf: val = sd; break;
+                        case DownstreamMode::kLower: val = sq + sd; break;
+                        case DownstreamMode::kUpper: val = sq + 2.0 * sd; break;
+                        default: val = sq + sd + quantile(path_total(path)); break;
+                    }
+                    if (val > best) best = val;
+                }
+            }
+            double mu = mu_[k];  // Python's max([...]): the first of the largest
+            for (int j : c_.parallel[k]) mu = mu_[static_cast<std::size_t>(j)] > mu ? mu_[static_cast<std::size_t>(j)] : mu;
+            for (int j : c_.below[k]) mu = mu_[static_cast<std::size_t>(j)] > mu ? mu_[static_cast<std::size_t>(j)] : mu;
+            SyncTerms& t = out_[k];
+            t.downstream_s = best;
+            t.mu = mu;
+            t.eps = eps_[k];
+            t.queue_delay_s = q_[k];
+            t.admit_fraction = 1.0;
+            t.service_rate = service_[k];
+            t.duration_scale = scale_[k];
+            t.in_rate = rate_[k];
+        }
+    }
+
+    static void to_seconds(const std::vector<std::int64_t>& ns, std::vector<double>& out) {
+        out.resize(ns.size());
+        for (std::size_t i = 0; i < ns.size(); ++i) out[i] = static_cast<double>(ns[i]) * 1e-9;
+    }
+
+    SyncPlannerConfig c_;
+    npo::BitSource bits_;
+    std::size_t n_ = 0;
+    double lam_ = 0.1;
+    double window_ = 5.0;
+    bool has_prev_ = false;
+    double prev_ = 0.0;
+    double loss_ = 0.0, left_entry_ = 0.0;
+    std::deque<double> ends_, dts_, entry_t_, entry_rates_;
+    std::deque<std::vector<double>> rows_;                // (n * 7) per interval
+    std::deque<std::vector<std::vector<double>>> waits_;  // per interval, per drawn stage
+    std::vector<double> last_batch_, memo_b_, memo_d_;
+    std::vector<int> drawn_slot_;
+    std::vector<double> wt_, q_, d_, b_, rate_, eps_, scale_, mu_, service_;
+    std::vector<std::vector<double>> draws_;
+    std::map<std::vector<int>, std::vector<double>> totals_;
+    std::vector<double> scratch_, pool_, sel_;
+    std::vector<SyncTerms> out_;
+};
+
+}  // namespace pard
+

@@ -1,0 +1,173 @@
+"""The simulator's per-sync work in C++ (pard.planner_native) against the Python planner and recorder it
+transcribes: the same statistics in, the same bits out (the Python code is the reference model)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from pard import config, sim
+from pard.planner import Planner, PlannerStage
+from pard.planner_native import covers, native_planner, native_recorder
+from pard.policies import POLICIES, PolicySpec, get_policy
+from pard.recorder import RunRecorder
+from pard.wiring import planner_stages
+
+KEYS_NS = ("arrival", "qdelay_t", "qdelay", "batch_start", "batch_size", "batch_wait", "batch_duration")
+
+
+def random_interval(rng: np.random.Generator, stages: list[PlannerStage], t_ns: int, burst: float) -> list[dict]:
+    """One sync interval of plausible simulator statistics per stage, as int64 ns (the C++ form); some
+    stages idle, many waits exactly 0 (ties), the arrival rate scaled by ``burst``."""
+    out = []
+    for st in stages:
+        if rng.random() < 0.15:
+            out.append({k: np.zeros(0, np.int64) for k in KEYS_NS} | {"dropped": 0, "late": 0})
+            continue
+        n_arr = int(rng.poisson(400 * burst))
+        nb = int(rng.integers(1, 60))
+        size = rng.integers(1, st.max_batch + 1, nb).astype(np.int64)
+        nq = int(size.sum())
+        wait = rng.integers(0, 20_000_000, nb) * (rng.random(nb) < 0.6)
+        out.append({
+            "arrival": np.sort(rng.integers(t_ns - 10**9, t_ns, n_arr)),
+            "qdelay_t": rng.integers(t_ns - 10**9, t_ns, nq),
+            "qdelay": rng.integers(0, 300_000_000, nq),
+            "batch_start": np.sort(rng.integers(t_ns - 10**9, t_ns, nb)),
+            "batch_size": size,
+            "batch_wait": wait.astype(np.int64),
+            "batch_duration": rng.integers(2_000_000, 80_000_000, nb),
+            "dropped": int(rng.integers(0, 30)),
+            "late": int(rng.integers(0, 5)),
+        })
+    return out
+
+
+def as_seconds(stats_ns: list[dict]) -> list[dict]:
+    """The same statistics in the form Simulator.take_stats gives Python (seconds = ns * 1e-9)."""
+    out = []
+    for s in stats_ns:
+        d = {f"{k}_s": np.asarray(s[k], np.int64) * 1e-9 for k in KEYS_NS if k != "batch_size"}
+        d["batch_size"] = np.asarray(s["batch_size"], np.int64)
+        d["dropped"] = np.array([s["dropped"]], np.int64)
+        d["late"] = np.array([s["late"]], np.int64)
+        out.append(d)
+    return out
+
+
+def custom_stages() -> list[PlannerStage]:
+    """A DAG (two branches joining) with a profile that ends below max_batch (d(b) extrapolated) and a
+    single-point profile (d constant)."""
+    return [
+        PlannerStage("a", (1, 4), (0.010, 0.016), 16, paths=((1, 3), (2, 3)), entry=True),
+        PlannerStage("b", (1, 2, 8), (0.004, 0.005, 0.011), 8, paths=((3,),)),
+        PlannerStage("c", (3,), (0.007,), 4, paths=((3,),)),
+        PlannerStage("d", (1, 16), (0.002, 0.020), 32),
+    ]
+
+
+def variants() -> list[PolicySpec]:
+    """Every covered built-in policy plus the planner levers no built-in policy switches on."""
+    base = get_policy("pard-paper")
+    extra = [dataclasses.replace(base, name=f"x-{i}", **kw) for i, kw in enumerate([
+        {"downstream": "tail", "tune_lam": True, "lam": 0.9},
+        {"mu_at_capacity": True, "coherent_paths": True, "correct_durations": True},
+        {"downstream": "upper", "coherent_branches": True, "instant": True},
+    ])]
+    return [p for p in POLICIES.values() if covers(p)] + extra
+
+
+@pytest.mark.parametrize("policy", variants(), ids=lambda p: p.name)
+@pytest.mark.parametrize("stages", ["lv", "custom"])
+def test_native_planner_terms_equal_python_planner_bit_for_bit(policy: PolicySpec, stages: str) -> None:
+    """Fed the same random statistics for 40 syncs (bursty input, so the window moves), the C++ planner
+    publishes exactly the Python planner's terms, lambda and window each time."""
+    st = planner_stages(config.builtin("lv")) if stages == "lv" else custom_stages()
+    rng = np.random.default_rng(11)
+    kw = dict(policy=policy, samples=2_000, seed=4, min_cv_intervals=5, cv_history_s=12.0)
+    ref = Planner(st, **kw)
+    fast_src = Planner(st, **kw)
+    fast = native_planner(fast_src)
+    assert fast is not None
+    t_ns = 0
+    for i in range(40):
+        t_ns += 10**9 if i % 7 else 700_000_000
+        stats = random_interval(rng, st, t_ns, burst=1.0 + 1.5 * (i % 5 == 0))
+        workers = [int(w) for w in rng.integers(0, 5, len(st))]
+        want = ref.update(t_ns * 1e-9, as_seconds(stats), workers)
+        got = fast.update_ns(t_ns * 1e-9, stats, workers)
+        for k, (w, g) in enumerate(zip(want, got)):
+            expect = (*w.publish_kwargs().values(), w.in_rate)
+            assert np.array_equal(np.array(expect), np.array(g)), (i, k, expect, g)
+        assert fast.lam == ref.lam and fast.window_s == ref.window_s
+
+
+def test_native_recorder_equals_python_recorder() -> None:
+    """RunRecorder fed in C++ (SimRecorder, then absorb) reports the same sums, bins and workers as
+    RunRecorder.record fed the same statistics, including samples before the origin."""
+    spec = config.builtin("lv")
+    st = planner_stages(spec)
+    rng = np.random.default_rng(3)
+    py_rec = RunRecorder(spec, origin_s=2.0, workers=[1.0] * 5)
+    c_rec = RunRecorder(spec, origin_s=2.0, workers=[1.0] * 5)
+    core = native_recorder(c_rec)
+    t_prev = 0.0
+    for i in range(1, 30):
+        t = i * 0.7
+        stats = random_interval(rng, st, int(round(t * 1e9)), burst=1.0)
+        serving = [int(w) for w in rng.integers(0, 6, 5)]
+        py_rec.record(as_seconds(stats), serving, t_prev, t)
+        core.record_ns(stats, serving, t_prev, t)
+        t_prev = t
+    c_rec.absorb(core.totals())
+    for name in ("submitted", "executed", "compute_s", "nominal_s"):
+        assert np.array_equal(getattr(py_rec, name), getattr(c_rec, name)), name
+    for a, b in zip(py_rec.series(2.0, 25), c_rec.series(2.0, 25)):
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("policy, kw", [
+    ("pard", {}), ("pard-paper", {}), ("naive", {}), ("dagor", {}),
+    ("pard", {"autoscale": True, "cold_start_s": 2.0}), ("pard-paper", {"jitter_cv": 0.1, "seed": 7}),
+])
+def test_simulate_native_and_python_sync_give_identical_reports(monkeypatch: pytest.MonkeyPatch, policy: str,
+                                                                 kw: dict) -> None:
+    """simulate() with the per-sync work in C++ and with it in Python gives the same report, bit for bit."""
+    spec = config.builtin("da")
+    rng = np.random.default_rng(1)
+    arr = np.sort(rng.uniform(0, 30, int(30 * spec.capacity().pipeline * 1.1)))
+    tiers = rng.integers(0, max(len(spec.tiers), 1), arr.size) if spec.tiers else None
+    fast = sim.simulate(spec, arr, policy, tiers=tiers, **kw)
+    monkeypatch.setattr(sim, "NATIVE_SYNC", False)
+    slow = sim.simulate(spec, arr, policy, tiers=tiers, **kw)
+    for name in ("state", "finish_s", "drop_stage", "reason", "compute_s"):
+        assert np.array_equal(getattr(fast, name), getattr(slow, name), equal_nan=True), name
+    assert fast.to_json(detail=True) == slow.to_json(detail=True)
+
+
+def test_uncovered_planner_options_fall_back_to_python() -> None:
+    """busy downstream and rate-aware admission are not transcribed: no native planner, and simulate
+    still serves such a policy (through the Python planner), conserving every request."""
+    busy = dataclasses.replace(get_policy("pard"), name="pard-busy", downstream="busy")
+    shed = dataclasses.replace(get_policy("pard"), name="pard-shed", rate_admission=True)
+    st = planner_stages(config.builtin("lv"))
+    for pol in (busy, shed):
+        assert not covers(pol)
+        assert native_planner(Planner(st, policy=pol)) is None
+    arr = np.sort(np.random.default_rng(2).uniform(0, 10, 9000))
+    rep = sim.simulate("lv", arr, busy)
+    assert rep.submitted == arr.size == rep.on_time + rep.late + rep.dropped + rep.rejected + rep.failed
+
+
+def test_sync_planner_rejects_mismatched_statistics() -> None:
+    """A stats list of the wrong length, or a clock that does not advance, is a ValueError."""
+    st = planner_stages(config.builtin("tm"))
+    fast = native_planner(Planner(st, policy="pard"))
+    empty = {k: np.zeros(0, np.int64) for k in KEYS_NS}
+    with pytest.raises(ValueError, match="one entry per stage"):
+        fast.update_ns(1.0, [empty], [1, 1, 1])
+    fast.update_ns(1.0, [empty] * 3, [1, 1, 1])
+    with pytest.raises(ValueError, match="increase"):
+        fast.update_ns(1.0, [empty] * 3, [1, 1, 1])
