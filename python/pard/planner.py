@@ -91,7 +91,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .admission import ADMIT_GROWTH, ADMIT_MIN, RateAdmission
-from .duration_scale import DurationScale
+from .duration_scale import SCALE_MAX, SCALE_MIN, DurationScale
 from .errors import PardValueError
 from .planner_types import PlannerStage, StageTerms
 from .policies import PolicySpec, get_policy
