@@ -1,7 +1,8 @@
 """Simulator benchmarks (issue 4 item 7): simulated requests per second, and pard vs a SimPy model.
 
 Run: ``PYTHONPATH=python python -m pytest bench/test_bench_simulator.py --benchmark-only -s``.
-Figures are recorded in bench/RESULTS.md ("Simulator and comparison (issue 4)").  Speed is reported,
+Figures are recorded in bench/RESULTS.md ("Simulator and comparison (issue 4)"; issue 15: "Simulator speed,
+second round", whose rows are the ``-k large`` tests).  Speed is reported,
 not asserted (the machine is shared); the SimPy comparison asserts agreement of the mean latency.
 """
 
