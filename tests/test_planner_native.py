@@ -4,9 +4,12 @@ transcribes: the same statistics in, the same bits out (the Python code is the r
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+from _cpp import run_standalone_cpp_test
 
 from pard import config, sim
 from pard.planner import Planner, PlannerStage
@@ -174,3 +177,8 @@ def test_sync_planner_rejects_mismatched_statistics() -> None:
     fast.update_ns(1.0, [empty] * 3, [1, 1, 1])
     with pytest.raises(ValueError, match="increase"):
         fast.update_ns(1.0, [empty] * 3, [1, 1, 1])
+
+
+def test_standalone_cpp_sync_test(tmp_path: Path) -> None:
+    """cpp/tests/test_sync.cpp (the per-sync C++ against hand-computed values; the sanitizer builds run it) passes."""
+    run_standalone_cpp_test("test_sync", tmp_path)
