@@ -47,6 +47,7 @@ struct SyncPlannerConfig {
     bool tune_lam = false;
     bool mu_at_capacity = false;
     bool adapt_window = true;
+    bool idle_batch = false;                           // a stage with no batch in the window: b = 1
     double lam = 0.1;
     double window_s = 5.0;
     std::int64_t samples = 10000;
@@ -54,6 +55,16 @@ struct SyncPlannerConfig {
     std::int64_t min_cv_intervals = 10;
     double lam_min = 0.05, lam_max = 0.95, lam_up = 0.05, lam_down = 0.01, loss_target = 0.01;
     double scale_min = 0.1, scale_max = 10.0;
+    // pard.duration_scale.DurationScale (correct_durations): half-life, pooled prior, warning thresholds
+    double half_life_s = 2.5, prior_batches = 8.0, warn_factor = 2.0;
+    std::int64_t warn_min_batches = 20;
+};
+
+// A stage newly past the duration-ratio warning threshold (DurationScale.drifted).
+struct Drifted {
+    std::size_t stage;
+    double scale;
+    std::int64_t batches;
 };
 
 // The seven published terms of one stage, in Simulator::publish order, plus in_rate (req/s).
@@ -79,6 +90,18 @@ public:
         for (std::size_t j = 0; j < c_.drawn.size(); ++j) drawn_slot_.at(static_cast<std::size_t>(c_.drawn[j])) = static_cast<int>(j);
         memo_b_.assign(n_, -1.0);
         memo_d_.assign(n_, 0.0);
+        sm_.assign(n_, 0.0);
+        sp_.assign(n_, 0.0);
+        sw_.assign(n_, 0.0);
+        scount_.assign(n_, 0);
+        warned_.assign(n_, false);
+    }
+
+    // DurationScale.drifted() of the updates so far, in order; the caller raises the warnings.
+    std::vector<Drifted> take_drifted() {
+        std::vector<Drifted> out;
+        out.swap(drifted_);
+        return out;
     }
 
     [[nodiscard]] double lam() const noexcept { return lam_; }
@@ -108,10 +131,11 @@ public:
             rows_.pop_front();
             waits_.pop_front();
         }
-        windowed(start, win, workers);
+        windowed(start, win, workers, dt);
         tune(left_entry_, loss_);
         draw();
         publish_terms();
+        if (c_.correct_durations) note_drifted();
         return out_;
     }
 
@@ -223,7 +247,38 @@ private:
         return memo_d_[k];
     }
 
-    void windowed(double start, double win, const std::vector<int>& workers) {
+    // DurationScale.update(dt, m_dm[:, -1], m_dp[:, -1], bn[:, -1]) (no spread): every stage's s_k.
+    void update_scale(double dt) {
+        const double g = std::pow(0.5, (dt > 0.0 ? dt : 0.0) / c_.half_life_s);
+        const std::vector<double>& row = rows_.back();
+        for (std::size_t k = 0; k < n_; ++k) {
+            sm_[k] = sm_[k] * g + row[k * kCols + 5];
+            sp_[k] = sp_[k] * g + row[k * kCols + 6];
+            sw_[k] = sw_[k] * g + row[k * kCols + 4];
+            scount_[k] += static_cast<std::int64_t>(row[k * kCols + 4]);
+        }
+        const double ptot = npo::numpy_sum(sp_);
+        const double pooled = ptot > 0 ? npo::numpy_sum(sm_) / ptot : 1.0;
+        for (std::size_t k = 0; k < n_; ++k) {
+            const double own = sp_[k] > 0 ? sm_[k] / sp_[k] : pooled;
+            const double den = sw_[k] + c_.prior_batches;
+            const double v = den > 0 ? (sw_[k] * own + c_.prior_batches * pooled) / den : pooled;
+            scale_[k] = std::min(std::max(v, c_.scale_min), c_.scale_max);
+        }
+    }
+
+    void note_drifted() {
+        for (std::size_t k = 0; k < n_; ++k) {
+            const bool far = scount_[k] >= c_.warn_min_batches && !warned_[k] &&
+                             (scale_[k] > c_.warn_factor || scale_[k] < 1.0 / c_.warn_factor);
+            if (far) {
+                warned_[k] = true;
+                drifted_.push_back(Drifted{k, scale_[k], scount_[k]});
+            }
+        }
+    }
+
+    void windowed(double start, double win, const std::vector<int>& workers, double dt) {
         const std::size_t t_n = ends_.size();
         const double inf = std::numeric_limits<double>::infinity();
         wt_.resize(t_n);
@@ -239,6 +294,7 @@ private:
         scale_.assign(n_, 1.0);
         mu_.assign(n_, 0.0);
         service_.assign(n_, 0.0);
+        if (c_.correct_durations) update_scale(dt);
         std::vector<double> rates(t_n), dev(t_n);
         for (std::size_t k = 0; k < n_; ++k) {
             const double wqn = wsum(k, 2);
@@ -246,7 +302,11 @@ private:
             q_[k] = wqn > 0 ? wqs / wqn : 0.0;
             const double wbn = wsum(k, 4);
             const double wbs = wsum(k, 3);
-            if (wbn > 0) last_batch_[k] = wbs / wbn;
+            if (wbn > 0) {
+                last_batch_[k] = wbs / wbn;
+            } else if (c_.idle_batch) {
+                last_batch_[k] = 1.0;
+            }
             b_[k] = std::min(std::max(last_batch_[k], 1.0), c_.max_batch[k]);  // no NaN here: as np.minimum/maximum
             double d = duration(k, b_[k]);
             rate_[k] = wsum(k, 0) / wdts;
@@ -260,14 +320,7 @@ private:
                 }
                 eps_[k] = rsum > 0 ? npo::numpy_sum(dev) / rsum : 0.0;
             }
-            if (c_.correct_durations) {
-                const double wdp = wsum(k, 6);
-                const double wdm = wsum(k, 5);
-                double s = wdp > 0 ? wdm / wdp : 1.0;
-                s = std::min(std::max(s, c_.scale_min), c_.scale_max);
-                scale_[k] = s;
-                d = d * s;
-            }
+            d = d * scale_[k];  // 1 without correct_durations
             d_[k] = d;
             const double w = static_cast<double>(workers[k]);
             const double throughput = d > 0 ? w * b_[k] / d : inf;
@@ -402,6 +455,10 @@ private:
     std::vector<std::vector<double>> draws_;
     std::map<std::vector<int>, std::vector<double>> totals_;
     std::vector<double> scratch_, pool_, sel_;
+    std::vector<double> sm_, sp_, sw_;  // DurationScale's decayed measured / profiled seconds and batch count
+    std::vector<std::int64_t> scount_;  // batches ever seen
+    std::vector<bool> warned_;
+    std::vector<Drifted> drifted_;
     std::vector<SyncTerms> out_;
 };
 
