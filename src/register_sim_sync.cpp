@@ -107,9 +107,10 @@ void register_sim_sync(py::module_& m) {
                          std::vector<double> full_d, std::vector<std::vector<double>> d_table,
                          std::vector<std::vector<double>> pts_b, std::vector<std::vector<double>> pts_d,
                          std::vector<int> drawn, const std::string& mode, bool instant, bool correct_durations,
-                         bool tune_lam, bool mu_at_capacity, bool adapt_window, bool idle_batch, double lam, double window_s,
+                         bool tune_lam, bool mu_at_capacity, bool adapt_window, double lam, double window_s,
                          std::int64_t samples, double cv_history_s, std::int64_t min_cv_intervals,
-                         std::vector<double> constants, py::object generator) {
+                         std::vector<double> constants, py::object generator, bool idle_batch, double half_life_s,
+                         double prior_batches) {
                  SyncPlannerConfig c;
                  c.paths = std::move(paths);
                  c.parallel = std::move(parallel);
@@ -127,16 +128,14 @@ void register_sim_sync(py::module_& m) {
                  c.tune_lam = tune_lam;
                  c.mu_at_capacity = mu_at_capacity;
                  c.adapt_window = adapt_window;
-                 c.idle_batch = idle_batch;
                  c.lam = lam;
                  c.window_s = window_s;
                  c.samples = samples;
                  c.cv_history_s = cv_history_s;
                  c.min_cv_intervals = min_cv_intervals;
-                 if (constants.size() != 11) {
+                 if (constants.size() != 7) {
                      throw std::invalid_argument("SyncPlanner: constants must be (lam_min, lam_max, lam_up, lam_down, "
-                                                 "loss_target, scale_min, scale_max, half_life_s, prior_batches, "
-                                                 "warn_factor, warn_min_batches)");
+                                                 "loss_target, scale_min, scale_max)");
                  }
                  c.lam_min = constants[0];
                  c.lam_max = constants[1];
@@ -145,10 +144,9 @@ void register_sim_sync(py::module_& m) {
                  c.loss_target = constants[4];
                  c.scale_min = constants[5];
                  c.scale_max = constants[6];
-                 c.half_life_s = constants[7];
-                 c.prior_batches = constants[8];
-                 c.warn_factor = constants[9];
-                 c.warn_min_batches = static_cast<std::int64_t>(constants[10]);
+                 c.idle_batch = idle_batch;
+                 c.half_life_s = half_life_s;
+                 c.prior_batches = prior_batches;
                  py::object capsule = generator.attr("bit_generator").attr("capsule");
                  auto* bg = static_cast<NumpyBitgen*>(PyCapsule_GetPointer(capsule.ptr(), "BitGenerator"));
                  if (bg == nullptr) throw py::error_already_set();
@@ -164,9 +162,10 @@ void register_sim_sync(py::module_& m) {
              py::arg("paths"), py::arg("parallel"), py::arg("below"), py::arg("entry"), py::arg("max_batch"),
              py::arg("full_d"), py::arg("d_table"), py::arg("pts_b"), py::arg("pts_d"), py::arg("drawn"),
              py::arg("mode"), py::arg("instant"), py::arg("correct_durations"), py::arg("tune_lam"),
-             py::arg("mu_at_capacity"), py::arg("adapt_window"), py::arg("idle_batch"), py::arg("lam"), py::arg("window_s"),
+             py::arg("mu_at_capacity"), py::arg("adapt_window"), py::arg("lam"), py::arg("window_s"),
              py::arg("samples"), py::arg("cv_history_s"), py::arg("min_cv_intervals"), py::arg("constants"),
-             py::arg("generator"))
+             py::arg("generator"), py::arg("idle_batch") = false, py::arg("half_life_s") = 2.5,
+             py::arg("prior_batches") = 8.0)
         .def("update_ns", [](PySyncPlanner& p, double now_s, const py::list& stats, const std::vector<int>& workers) {
                  std::vector<StageStats> st;
                  for (const auto& d : stats) st.push_back(stats_from_dict(d.cast<py::dict>()));
@@ -178,13 +177,8 @@ void register_sim_sync(py::module_& m) {
              "eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate).")
         .def("terms", [](const PySyncPlanner& p) { return terms_list(p.core->terms()); },
              "The last update's terms, as update_ns returns them ([] before the first).")
-        .def("drifted", [](PySyncPlanner& p) {
-                 py::list out;
-                 for (const Drifted& d : p.core->take_drifted()) out.append(py::make_tuple(d.stage, d.scale, d.batches));
-                 return out;
-             },
-             "DurationScale.drifted() of the updates since the last call: (stage, s_k, batches) per stage newly "
-             "past the warning threshold; the caller raises the warnings.")
+        .def("batch_counts", [](const PySyncPlanner& p) { return p.core->batch_counts(); },
+             "DurationScale's batches seen per stage (correct_durations; zeros otherwise).")
         .def_property_readonly("lam", [](const PySyncPlanner& p) { return p.core->lam(); })
         .def_property_readonly("window_s", [](const PySyncPlanner& p) { return p.core->window_s(); });
 

@@ -11,29 +11,24 @@ generator, with NumPy's bounded-integer rule).  ``tests/test_planner_native.py``
 Python planner and recorder on random statistics and through ``simulate``.
 
 The Python planner stays the one definition: policies whose planner options this transcription does
-not cover (``downstream="busy"``, ``rate_admission``, ``spread_z``), or a :class:`~pard.policies.PolicySpec`
-with fields it does not know, get ``None`` here and the Python planner serves them.  ``correct_durations``
-(:class:`pard.duration_scale.DurationScale`, without the spread) and ``idle_batch`` are transcribed; the
-drift warnings are raised from Python (:func:`warn_drifted`) with DurationScale's message.
+not cover (``downstream="busy"``, ``rate_admission``, ``spread_z``), or a :class:`~pard.policies.PolicySpec` with fields
+it does not know, get ``None`` here and the Python planner serves them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from typing import Any
 
 import numpy as np
 
 from . import _core
-from . import duration_scale as _duration_scale
 from . import planner as _planner
-from .errors import PardWarning
 from .planner import Planner
 from .policies import PolicySpec
 from .recorder import RunRecorder
 
-__all__ = ["covers", "native_planner", "native_recorder", "warn_drifted", "KNOWN_POLICY_FIELDS"]
+__all__ = ["covers", "native_planner", "native_recorder", "KNOWN_POLICY_FIELDS"]
 
 #: The PolicySpec fields the C++ planner was written against; a field added later disables it (the
 #: Python planner then serves every run) until the transcription is checked and this set updated.
@@ -48,8 +43,7 @@ KNOWN_POLICY_FIELDS = frozenset({
 def covers(policy: PolicySpec) -> bool:
     """True when the C++ planner computes ``policy``'s terms exactly as the Python planner does."""
     known = {f.name for f in dataclasses.fields(PolicySpec)} == KNOWN_POLICY_FIELDS
-    # Not transcribed: the spread margin (DurationScale's ratio_sums, the spread terms): the Python planner
-    # serves it.
+    # Not transcribed: the spread margin (spread_z); the Python planner serves it.
     return known and policy.downstream != "busy" and not policy.rate_admission and policy.spread_z == 0
 
 
@@ -68,13 +62,12 @@ def native_planner(planner: Planner) -> Any:
         d_table=[np.asarray(t, dtype=np.float64).tolist() for t in p._d_table],
         pts_b=[st._points[0].tolist() for st in stages], pts_d=[st._points[1].tolist() for st in stages],
         drawn=list(p._drawn), mode=pol.downstream, instant=pol.instant, correct_durations=pol.correct_durations,
-        tune_lam=pol.tune_lam, mu_at_capacity=pol.mu_at_capacity, adapt_window=p._adapt, idle_batch=pol.idle_batch,
-        lam=p._lam,
+        tune_lam=pol.tune_lam, mu_at_capacity=pol.mu_at_capacity, adapt_window=p._adapt, lam=p._lam,
         window_s=p._window0, samples=p._samples, cv_history_s=p._cv_history_s, min_cv_intervals=p._min_cv_intervals,
         constants=[_planner.LAM_MIN, _planner.LAM_MAX, _planner.LAM_UP, _planner.LAM_DOWN, _planner.LOSS_TARGET,
-                   _planner.SCALE_MIN, _planner.SCALE_MAX, p._scale._half_life, p._scale._kappa,
-                   _duration_scale.WARN_FACTOR, float(_duration_scale.WARN_MIN_BATCHES)],
-        generator=p._rng,
+                   _planner.SCALE_MIN, _planner.SCALE_MAX],
+        generator=p._rng, idle_batch=pol.idle_batch, half_life_s=p.durations.half_life_s,
+        prior_batches=p.durations.prior_batches,
     )
 
 
@@ -83,12 +76,3 @@ def native_recorder(recorder: RunRecorder) -> Any:
     :meth:`RunRecorder.absorb` at the end."""
     return _core.SimRecorder(recorder.origin_s, [recorder.duration_table(k).tolist() for k in
                                                  range(recorder.submitted.size)])
-
-
-def warn_drifted(core: Any, names: list[str]) -> None:
-    """:meth:`DurationScale.warn_drifted` for a ``SyncPlanner``: a :class:`pard.PardWarning` per stage its last
-    updates found newly past the warning threshold (the same message)."""
-    for k, s_k, nb in core.drifted():
-        warnings.warn(f"stage {names[k]!r} runs {s_k:.2f}x its profile's batch durations (over {nb} batches; "
-                      f"beyond {_duration_scale.WARN_FACTOR:g}x either way): pard corrects d(b) online, but the profile "
-                      f"does not describe this machine's executors; measure it again", PardWarning, stacklevel=3)
