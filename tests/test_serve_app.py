@@ -114,6 +114,7 @@ def test_a_client_deadline_shorter_than_any_batch_is_a_503_drop_with_retry_after
      400, "unknown ['IMG']"),
     ({"json": v2_body([1, 2, 3, 4]), "headers": {"X-Request-Timeout-Ms": "soon"}}, 400, "X-Request-Timeout-Ms"),
     ({"json": v2_body([1, 2, 3, 4]), "headers": {"X-Pard-Tier": "-1"}}, 400, "X-Pard-Tier"),
+    ({"json": v2_body([1, 2, 3, 4]), "headers": {"X-Pard-Tier": "99"}}, 400, "tier code in"),
     ({"json": v2_body([1, 2, 3, 4], parameters={"timeout": -5})}, 400, "parameters.timeout"),
     ({"json": v2_body([1, 2, 3, 4], outputs=[{"name": "NOPE"}])}, 400, "unknown output(s) ['NOPE']"),
     ({"content": b"[1, 2"}, 400, "not valid JSON"),

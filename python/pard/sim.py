@@ -35,7 +35,7 @@ from .planner import MAX_SAMPLES, Planner
 from .planner_native import covers, native_planner, native_recorder
 from .policies import PolicySpec, get_policy
 from .recorder import RunRecorder
-from .report import Report
+from .report import Report, report_bins
 from .wiring import budget_fractions, core_stages, planner_stages
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -309,8 +309,7 @@ def simulate(
                       adapt_window=adapt_window, samples=int(samples), seed=int(seed) + 1)
 
     # per-second bookkeeping over the arrivals' horizon
-    t0 = math.floor(arr[0]) if n else 0.0
-    nb = int(math.floor(arr[-1] - t0)) + 1 if n else 1
+    t0, nb = report_bins(arr)
     initial = [float(st.workers if workers is None else workers[k]) for k, st in enumerate(spec.stages)]
     recorder = RunRecorder(spec, origin_s=t0, workers=initial)
     per_worker = np.array([st.max_batch / st.duration(st.max_batch) for st in spec.stages])

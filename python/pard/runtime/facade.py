@@ -45,7 +45,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Runtime"]
 
-_INT32_MAX = 2**31 - 1
 #: The largest SLO ``submit`` accepts (s): the C++ core caps times at 1e9 s (about 31.7 years).
 _MAX_SLO_S = 1e9
 #: Default ``history``: per-request outcome records kept (about 45 bytes each).
@@ -170,6 +169,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         self._pid = os.getpid()
         self._forked = False  # set in a forked child (os.register_at_fork): submit then refuses
         self._slo = float(spec.slo)
+        self._top_tier = max(len(spec.tiers) - 1, 0)  # tier codes are indices of spec.tiers
         # an unreferenced, unclosed runtime cancels what is in flight and stops its threads (which
         # hold its parts, never the Runtime itself)
         self._finalizer = weakref.finalize(self, lifecycle.stop, self._live, self._pool, self._loop)
@@ -316,7 +316,8 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             slo: end-to-end SLO in seconds, in ``(0, 1e9]`` (the C++ core caps times at 1e9 s);
                 default the pipeline's ``slo``.  The deadline is ``send + slo`` with ``send`` the
                 runtime clock at this call.
-            tier: service tier (int in [0, 2**31)), passed to the schedulers.
+            tier: service tier: the index of one of the pipeline's ``tiers`` (``0 .. len(tiers) - 1``;
+                only 0 when it declares none), passed to the schedulers.
 
         Returns:
             a :class:`RequestFuture` resolving to the output, or raising ``pard.Dropped``,
@@ -338,8 +339,8 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         if self._forked:
             raise lifecycle.ForkedError(lifecycle.forked_message(self._pid))
         slo_s = self._slo if slo is None else _check_slo(slo)
-        if tier.__class__ is not int or not 0 <= tier <= _INT32_MAX:  # the common case costs one test
-            _check_tier(tier)
+        if tier.__class__ is not int or not 0 <= tier <= self._top_tier:  # the common case costs one test
+            _check_tier(tier, self._spec)
             tier = int(tier)
         sh = self._shape
         shape, learning = sh.check(payload) if sh.shape is not None or sh.learn else (None, False)
@@ -452,11 +453,14 @@ def _dead_message(st: Any) -> str:
             f"(outside the executor call); the Runtime cannot serve requests any more, close it")
 
 
-def _check_tier(tier: Any) -> None:
+def _check_tier(tier: Any, spec: PipelineSpec) -> None:
     if isinstance(tier, bool) or not isinstance(tier, (int, np.integer)):
         raise PardTypeError(f"tier must be an int, got {type(tier).__name__}: {tier!r}")
-    if not 0 <= int(tier) <= _INT32_MAX:
-        raise PardValueError(f"tier must be in [0, 2**31), got {tier!r}")
+    names = list(spec.tiers)
+    if not 0 <= int(tier) <= max(len(names) - 1, 0):
+        valid = (f"0..{len(names) - 1} (indices of the spec's tiers {names!r})" if names
+                 else "0 (the pipeline declares no tiers)")
+        raise PardValueError(f"tier = {tier!r} is not a valid tier code for pipeline {spec.name!r}; valid: {valid}")
 
 
 def _check_slo(slo: Any) -> float:

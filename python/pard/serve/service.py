@@ -342,9 +342,11 @@ class ServedPipeline:
             try:
                 tier = int(raw)
             except ValueError:
-                raise ProtocolError(f"header X-Pard-Tier must be an int in [0, 2**31), got {raw!r}") from None
-            if not 0 <= tier < 2**31:
-                raise ProtocolError(f"header X-Pard-Tier must be an int in [0, 2**31), got {raw!r}")
+                raise ProtocolError(f"header X-Pard-Tier must be an int tier code, got {raw!r}") from None
+            top = max(len(self.runtime.pipeline.tiers) - 1, 0)  # tier codes index the spec's tiers
+            if not 0 <= tier <= top:
+                raise ProtocolError(f"header X-Pard-Tier must be a tier code in [0, {top}] (the pipeline's "
+                                    f"tiers: {list(self.runtime.pipeline.tiers)!r}), got {raw!r}")
             return tier
         prio = req.parameters.get("priority")
         if prio is None:
