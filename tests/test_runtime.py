@@ -755,3 +755,14 @@ def test_sub_second_burst_is_a_rate_over_one_bin_live_and_simulated() -> None:
     for rep in (live, sim):
         assert rep.duration_s == 1.0 and rep.on_time == 50
         assert rep.goodput == 50.0
+
+
+def test_submit_after_close_is_a_pard_error_and_a_runtime_error() -> None:
+    """Submitting to a closed runtime raises pard.RuntimeStateError, which is both a PardError and a RuntimeError."""
+    import pard
+
+    rt = Runtime(_chain(n=1), {"s0": _identity}, policy="naive")
+    rt.close()
+    with pytest.raises(pard.RuntimeStateError, match="not accepting") as info:
+        rt.submit(1)
+    assert isinstance(info.value, pard.PardError) and isinstance(info.value, RuntimeError)

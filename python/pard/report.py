@@ -53,15 +53,12 @@ DEFAULT_REASONS = REASONS
 
 
 def report_bins(send_s: F64, t0_s: float | None = None, duration_s: float | None = None) -> tuple[float, int]:
-    """The one-second bins a run's report covers: ``(t0_s, n_bins)``, the one rule of the simulator,
-    the live runtime and the Ray pipeline.
+    """The 1 s bins a run's report covers, ``(t0_s, n_bins)``: one rule for simulator, runtime and Ray.
 
-    ``t0_s`` defaults to the first send rounded down to a whole second; ``n_bins`` is
-    ``ceil(duration_s)`` when a duration is given, else the whole bins from ``t0_s`` that hold the last
-    send.  A report's rates (goodput, its bound) are per ``duration_s`` when given, else per
-    ``n_bins`` seconds: the bound's capacity is counted per whole bin, so dividing by a shorter span
-    would put the bound above the pipeline's capacity (a burst of 0.05 s is a rate over 1 s).
-    """
+    ``t0_s`` defaults to the first send rounded down; ``n_bins`` is ``ceil(duration_s)`` when given, else
+    the whole bins from ``t0_s`` that hold the last send.  Rates are per ``duration_s`` when given, else
+    per ``n_bins`` s: the bound's capacity is counted per whole bin, so a shorter divisor would put the
+    bound above the pipeline's capacity (a burst of 0.05 s is a rate over 1 s)."""
     n = send_s.size
     t0 = float(t0_s) if t0_s is not None else (float(math.floor(send_s[0])) if n else 0.0)
     if duration_s is not None:

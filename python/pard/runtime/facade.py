@@ -23,7 +23,7 @@ import numpy as np
 from .._checks import real_number, show
 from .._extras import available, require
 from ..config import resolve_pipeline
-from ..errors import PardTypeError, PardValueError
+from ..errors import PardTypeError, PardValueError, RuntimeStateError
 from ..planner import Planner
 from ..policies import get_policy
 from ..recorder import RunRecorder
@@ -234,9 +234,9 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        """Start the worker and planner threads (idempotent).  Raises RuntimeError once closed."""
+        """Start the worker and planner threads (idempotent).  Raises RuntimeStateError (a RuntimeError) once closed."""
         if self._closed:
-            raise RuntimeError("this Runtime is closed; create a new one")
+            raise RuntimeStateError("this Runtime is closed; create a new one")
         if self._started:
             return
         if self._blas_threads is not None:
@@ -283,7 +283,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         PardValueError for a negative or non-finite ``timeout_s``.
         """
         if threading.current_thread() in self._own_threads():
-            raise RuntimeError("Runtime.close() must not be called from a worker or planner thread")
+            raise RuntimeStateError("Runtime.close() must not be called from a worker or planner thread")
         if timeout_s is not None:
             positive_seconds("timeout_s", timeout_s, allow_zero=True)
         forked = os.getpid() != self._pid  # a forked child has none of the threads: nothing to wait for
@@ -328,8 +328,9 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 payload's shape differs from the expected one (``payload_shape``, given or learnt,
                 see :class:`Runtime`).
             PardTypeError: ``slo`` or ``tier`` of the wrong type.
-            RuntimeError: the runtime is not started or is closed, or a stage is dead (one of its
-                worker threads died outside the executor call; the message names the stage).
+            RuntimeStateError (a PardError and a RuntimeError): the runtime is not started or is
+                closed, or a stage is dead (one of its worker threads died outside the executor call;
+                the message names the stage).
             Whatever the entry stage's C++ ``submit`` raises (not expected once the arguments
                 passed the checks above): the registration is undone and the error propagates.  In a
                 DAG with several entry stages, if the request already reached one entry queue when
@@ -345,9 +346,9 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         sh = self._shape
         shape, learning = sh.check(payload) if sh.shape is not None or sh.learn else (None, False)
         if not self._accepting:
-            raise RuntimeError("this Runtime is not accepting requests (not started, or closed)")
+            raise RuntimeStateError("this Runtime is not accepting requests (not started, or closed)")
         if self._pool.dead is not None:
-            raise RuntimeError(_dead_message(self._pool.dead))
+            raise RuntimeStateError(_dead_message(self._pool.dead))
         if learning:
             with self._shape_lock:
                 self._shape.learn_locked(shape)
