@@ -89,6 +89,7 @@ def serve(config: ServeConfig, *, host: str | None = None, port: int | None = No
         report_file: write :meth:`ServedPipeline.report` there (JSON) after the drain.
     """
     service = ServedPipeline(config)
+    service.prepare()  # a bad policy, worker count or factory fails here, before the port is bound
     app = create_app(config, service=service)
     opts = config.server
     uv = uvicorn.Config(app, host=host or opts.host, port=opts.port if port is None else port,
