@@ -65,12 +65,12 @@ SimStageConfig parse_stage(const py::handle& h, std::size_t i) {
     if (!py::isinstance<py::dict>(h)) throw py::type_error(where + " must be a dict");
     const auto d = py::reinterpret_borrow<py::dict>(h);
     static const std::set<std::string> known{"name", "profile", "max_batch", "workers", "successors",
-                                             "budget_fraction"};
+                                             "budget_fraction", "exec_scale"};
     for (const auto& kv : d) {
         const auto key = py::str(kv.first).cast<std::string>();
         if (known.count(key) == 0) {
             throw std::invalid_argument(where + " has unknown key '" + key +
-                                        "' (expected name, profile, max_batch, workers, successors, budget_fraction)");
+                                        "' (expected name, profile, max_batch, workers, successors, budget_fraction, exec_scale)");
         }
     }
     for (const char* req : {"profile", "max_batch", "workers"}) {
@@ -84,6 +84,10 @@ SimStageConfig parse_stage(const py::handle& h, std::size_t i) {
     c.workers = d["workers"].cast<int>();
     if (d.contains("successors")) c.successors = d["successors"].cast<std::vector<int>>();
     c.budget_fraction = d.contains("budget_fraction") ? d["budget_fraction"].cast<double>() : 1.0;
+    c.exec_scale = d.contains("exec_scale") ? d["exec_scale"].cast<double>() : 1.0;
+    if (!(std::isfinite(c.exec_scale) && c.exec_scale > 0.0)) {
+        throw std::invalid_argument(where + ".exec_scale=" + std::to_string(c.exec_scale) + " must be a finite number > 0");
+    }
     if (c.max_batch < 1) throw std::invalid_argument(where + ".max_batch=" + std::to_string(c.max_batch) + " must be >= 1");
     if (!(c.budget_fraction > 0.0 && c.budget_fraction <= 1.0)) {
         throw std::invalid_argument(where + ".budget_fraction=" + std::to_string(c.budget_fraction) + " must be in (0, 1]");

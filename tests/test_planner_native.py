@@ -4,9 +4,12 @@ transcribes: the same statistics in, the same bits out (the Python code is the r
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+from _cpp import run_standalone_cpp_test
 
 from pard import config, sim
 from pard.planner import Planner, PlannerStage
@@ -73,7 +76,7 @@ def variants() -> list[PolicySpec]:
     base = get_policy("pard-paper")
     extra = [dataclasses.replace(base, name=f"x-{i}", **kw) for i, kw in enumerate([
         {"downstream": "tail", "tune_lam": True, "lam": 0.9},
-        {"mu_at_capacity": True, "coherent_paths": True, "correct_durations": True},
+        {"mu_at_capacity": True, "coherent_paths": True},
         {"downstream": "upper", "coherent_branches": True, "instant": True},
     ])]
     return [p for p in POLICIES.values() if covers(p)] + extra
@@ -148,12 +151,13 @@ def test_simulate_native_and_python_sync_give_identical_reports(monkeypatch: pyt
 
 
 def test_uncovered_planner_options_fall_back_to_python() -> None:
-    """busy downstream and rate-aware admission are not transcribed: no native planner, and simulate
-    still serves such a policy (through the Python planner), conserving every request."""
+    """busy downstream, rate-aware admission and pard's d(b) correction (pard.duration_scale) are not
+    transcribed: no native planner, and simulate still serves such a policy (through the Python planner),
+    conserving every request."""
     busy = dataclasses.replace(get_policy("pard"), name="pard-busy", downstream="busy")
     shed = dataclasses.replace(get_policy("pard"), name="pard-shed", rate_admission=True)
     st = planner_stages(config.builtin("lv"))
-    for pol in (busy, shed):
+    for pol in (busy, shed, get_policy("pard")):
         assert not covers(pol)
         assert native_planner(Planner(st, policy=pol)) is None
     arr = np.sort(np.random.default_rng(2).uniform(0, 10, 9000))
@@ -164,10 +168,15 @@ def test_uncovered_planner_options_fall_back_to_python() -> None:
 def test_sync_planner_rejects_mismatched_statistics() -> None:
     """A stats list of the wrong length, or a clock that does not advance, is a ValueError."""
     st = planner_stages(config.builtin("tm"))
-    fast = native_planner(Planner(st, policy="pard"))
+    fast = native_planner(Planner(st, policy="pard-paper"))
     empty = {k: np.zeros(0, np.int64) for k in KEYS_NS}
     with pytest.raises(ValueError, match="one entry per stage"):
         fast.update_ns(1.0, [empty], [1, 1, 1])
     fast.update_ns(1.0, [empty] * 3, [1, 1, 1])
     with pytest.raises(ValueError, match="increase"):
         fast.update_ns(1.0, [empty] * 3, [1, 1, 1])
+
+
+def test_standalone_cpp_sync_test(tmp_path: Path) -> None:
+    """cpp/tests/test_sync.cpp (the per-sync C++ against hand-computed values; the sanitizer builds run it) passes."""
+    run_standalone_cpp_test("test_sync", tmp_path)

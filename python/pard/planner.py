@@ -27,10 +27,10 @@ What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.Poli
 * ``downstream="busy"``: the downstream batch wait is budgeted from each stage's measured utilisation,
   ``w_P = sum_{i in P} rho_i d_i(b_i)`` (:func:`pard.utilisation.utilisation` gives ``rho_i`` and the
   M/G/1 argument): ``w = sum d_i`` when every stage is busy, 0 when they idle.
-* ``correct_durations``: ``d_i`` is scaled by ``s_i = sum measured batch durations / sum profiled
-  d_i(b)`` over the window (AlpaServe's latency scale), clipped to [0.1, 10]; ``s_i`` is published so the
-  C++ stage scales its own ``d_k(b)`` too.  A profile measured on a quieter or faster machine then stops
-  misleading the drops.
+* ``correct_durations``: ``d_i`` is scaled by ``s_i``, the measured / profiled batch-duration ratio of
+  :class:`pard.duration_scale.DurationScale` (count-weighted from the run's first batch, then running;
+  pooled over the stages while a stage has few batches); ``s_i`` is published so the C++ stage scales its
+  own ``d_k(b)`` too, and a stage far from its profile raises a :class:`pard.PardWarning` once.
 * ``tune_lam``: ``lambda`` moves once per sync within ``[LAM_MIN, LAM_MAX]``: up by ``LAM_UP`` when the
   share of requests that left an entry stage and were then dropped or finished late downstream exceeds
   ``LOSS_TARGET`` in the interval (the estimate was optimistic), down by ``LAM_DOWN`` otherwise (slack
@@ -46,6 +46,10 @@ What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.Poli
   so the stages before an overloaded one serve it HBF too: the requests they pass on are the ones with
   the budget to get through it, and the lowest-budget ones, which it would purge after they were paid for
   upstream, wait (and are dropped) before any more compute is spent on them.
+* ``idle_batch``: a stage that ran no batch in the window is estimated at ``b_i = 1``.  The paper keeps
+  its last batch size, often a drained backlog's full batch; after an idle gap the entry then budgets
+  every downstream stage at that size, and where those ``d_i`` exceed the SLO it drops every request, so
+  no downstream batch runs and the stale size never updates (a run stuck at zero goodput).
 * ``coherent_branches``: in a DAG, a stage publishes the largest load factor among itself and the stages
   on parallel branches that join it later, so sibling branches switch to HBF together: a request needs
   every branch, and an overloaded branch purges the lowest-budget copies that an underloaded sibling in
@@ -81,16 +85,15 @@ seen the window stays at its initial value ``window_s``.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, Deque, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from . import profile as _profile
 from .admission import ADMIT_GROWTH, ADMIT_MIN, RateAdmission
+from .duration_scale import SCALE_MAX, SCALE_MIN, DurationScale
 from .errors import PardValueError
+from .planner_types import PlannerStage, StageTerms
 from .policies import PolicySpec, get_policy
 from .utilisation import utilisation
 
@@ -106,89 +109,8 @@ LAM_MIN, LAM_MAX = 0.05, 0.95
 LAM_UP, LAM_DOWN = 0.05, 0.01
 #: Share of entry output dropped or late downstream above which ``lambda`` moves up.
 LOSS_TARGET = 0.01
-#: Clip of the measured / profiled duration ratio.
-SCALE_MIN, SCALE_MAX = 0.1, 10.0
 
 F64 = npt.NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class PlannerStage:
-    """What the planner must know about one stage (plain values, no simulator objects).
-
-    Attributes:
-        name: the stage's name.
-        batch_sizes, durations_s: the profile's measured points, ``d(b)`` in seconds, piecewise-linear
-            between them and linearly extrapolated past the last (as ``pard._core.Profile``).
-        max_batch: the stage's largest batch.
-        paths: the stage's downstream paths: each a tuple of stage indices from a successor of this
-            stage to a sink, the stage itself excluded.  Empty for a sink.
-        entry: True for a stage that receives the pipeline's input (its arrivals set the window's CV).
-    """
-
-    name: str
-    batch_sizes: tuple[int, ...]
-    durations_s: tuple[float, ...]
-    max_batch: int
-    paths: tuple[tuple[int, ...], ...] = ()
-    entry: bool = False
-
-    def duration(self, batch: float | F64) -> Any:
-        """``d(b)`` in seconds for a (possibly fractional) batch size ``b``: :func:`pard.profile.duration`
-        (the one rule, as ``pard._core.Profile``; a single-point profile is constant)."""
-        return _profile.duration(*self._points, batch)
-
-    @cached_property
-    def _points(self) -> tuple[F64, F64]:
-        return (np.asarray(self.batch_sizes, dtype=np.float64), np.asarray(self.durations_s, dtype=np.float64))
-
-    @classmethod
-    def from_profile(
-        cls, name: str, profile: Mapping[int, float], max_batch: int,
-        paths: Sequence[Sequence[int]] = (), entry: bool = False,
-    ) -> "PlannerStage":
-        """Build from a ``{batch: duration_s}`` profile mapping (as ``StageSpec.profile``)."""
-        pts = sorted((int(b), float(d)) for b, d in profile.items())
-        return cls(name, tuple(b for b, _ in pts), tuple(d for _, d in pts), int(max_batch),
-                   tuple(tuple(int(i) for i in p) for p in paths if len(p)), bool(entry))
-
-
-@dataclass(frozen=True)
-class StageTerms:
-    """What the planner publishes to one stage's scheduler, plus diagnostics.
-
-    ``downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale`` are the
-    arguments of ``StageScheduler.publish`` / ``Simulator.publish``; ``in_rate`` (req/s, arrivals at the
-    stage), ``demand_rate`` (req/s the stage would receive without rate-aware shedding at the entry: what
-    an autoscaler sizes for), ``batch_size``, ``wait_quantile_s``, ``window_s`` and ``lam`` (the quantile
-    in force) are for reports and autoscaling.
-    """
-
-    downstream_s: float
-    mu: float
-    eps: float
-    queue_delay_s: float
-    admit_fraction: float
-    in_rate: float
-    batch_size: float
-    wait_quantile_s: float
-    window_s: float
-    service_rate: float = 0.0
-    duration_scale: float = 1.0
-    demand_rate: float = 0.0
-    lam: float = 0.0
-
-    def publish_kwargs(self) -> dict[str, float]:
-        """The keyword arguments of ``publish(stage, **kwargs)``."""
-        return {
-            "downstream_s": self.downstream_s,
-            "mu": self.mu,
-            "eps": self.eps,
-            "queue_delay_s": self.queue_delay_s,
-            "admit_fraction": self.admit_fraction,
-            "service_rate": self.service_rate,
-            "duration_scale": self.duration_scale,
-        }
 
 
 def _parallel_branches(stages: Sequence[PlannerStage]) -> list[list[int]]:
@@ -343,6 +265,7 @@ class Planner:
         self._tail = self._policy.downstream == "tail"
         self._busy = self._policy.downstream == "busy"
         self._entry = np.array([st.entry for st in stages])
+        self._scale = DurationScale(n)
         self._admission = RateAdmission([st.entry for st in stages], [[i for p in st.paths for i in p] for st in stages],
                                         self._policy.rate_admission_s) if self._policy.rate_admission else None
         self._paths = [[(tuple(p), np.asarray(p, dtype=np.intp)) for p in st.paths] for st in stages]
@@ -417,6 +340,8 @@ class Planner:
         drawn = self._drawn
         entry_rate = 0.0
         correct = self._policy.correct_durations
+        spread = self._policy.spread_z > 0 and correct
+        r1, r2 = np.zeros(n), np.zeros(n)
         loss = 0.0
         left_entry = 0.0
         for k, (st, s) in enumerate(zip(self._stages, stats)):
@@ -425,8 +350,12 @@ class Planner:
             b = np.asarray(s.get("batch_size", ()), dtype=np.float64)
             dm = dp = 0.0
             if (correct or self._busy) and b.size:
-                dm = float(np.sum(s.get("batch_duration_s", ())))
-                dp = float(self._profiled(k, s.get("batch_size", ()), b).sum())
+                bd = np.asarray(s.get("batch_duration_s", ()), dtype=np.float64)
+                pr = self._profiled(k, s.get("batch_size", ()), b)
+                dm, dp = float(bd.sum()), float(pr.sum())
+                if spread:
+                    r = bd / pr
+                    r1[k], r2[k] = r.sum(), (r * r).sum()
             bsum = b.sum()
             rows.append((n_arr, q.sum(), q.size, bsum, b.size, dm, dp))
             if drawn and k in drawn:
@@ -473,7 +402,8 @@ class Planner:
             wqn = (wt * qn).sum(axis=-1)
             q_i = np.where(wqn > 0, (wt * qs).sum(axis=-1) / wqn, 0.0)
             wbn = (wt * bn).sum(axis=-1)
-            self._last_batch = np.where(wbn > 0, (wt * bs).sum(axis=-1) / wbn, self._last_batch)
+            self._last_batch = np.where(wbn > 0, (wt * bs).sum(axis=-1) / wbn,
+                                        1.0 if self._policy.idle_batch else self._last_batch)
             b_i = np.minimum(np.maximum(self._last_batch, 1.0), self._max_batch)
             d_i = np.array([self._duration(k, b) for k, b in enumerate(b_i.tolist())])
             rate_i = (wt * na).sum(axis=-1) / (wt * dts).sum()
@@ -484,13 +414,9 @@ class Planner:
             else:
                 smooth = np.add.accumulate(rates, axis=-1) / np.arange(1, dts.size + 1)  # np.cumsum
                 eps_i = np.where(rsum > 0, np.abs(rates - smooth).sum(axis=-1) / rsum, 0.0)
-            if correct:
-                wdp = (wt * m_dp).sum(axis=-1)
-                scale_i = np.where(wdp > 0, (wt * m_dm).sum(axis=-1) / wdp, 1.0)
-                scale_i = np.minimum(np.maximum(scale_i, SCALE_MIN), SCALE_MAX)
-                d_i = d_i * scale_i
-            else:
-                scale_i = np.ones(n)
+            scale_i = self._scale.update(dt, m_dm[:, -1], m_dp[:, -1], bn[:, -1], (r1, r2) if spread else None) \
+                if correct else np.ones(n)
+            d_i = d_i * scale_i
             w_arr = np.asarray(workers, dtype=np.float64)
             rho_i = None
             throughput = np.where(d_i > 0, w_arr * b_i / d_i, np.inf)
@@ -527,8 +453,15 @@ class Planner:
         demand = self._admission.demand(rate_i) if self._admission is not None else rate_i
         mu_l, eps_l, q_l, rate_l, b_l = mu_i.tolist(), eps_i.tolist(), q_i.tolist(), rate_i.tolist(), b_i.tolist()
         service_l, scale_l, demand_l, admit_l = service.tolist(), scale_i.tolist(), demand.tolist(), admit.tolist()
+        z = self._policy.spread_z
+        sig2 = own2 = None
+        if spread:  # each stage's batch-duration variance (s^2); which of them count: PolicySpec.spread_scope
+            sig2 = (self._scale.cv * d_i) ** 2
+            own2 = sig2 if self._policy.spread_scope != "sink" else sig2 * np.array([not p for p in self._paths])
+            if self._policy.spread_scope != "path":
+                sig2 = np.zeros(n)
         for k in range(n):
-            best = 0.0
+            best = 0.0 if own2 is None else z * float(np.sqrt(own2[k]))  # a sink budgets its own spread
             best_w = 0.0
             if mode != "none":
                 for path, idx in self._paths[k]:
@@ -549,6 +482,8 @@ class Planner:
                     else:
                         wq = _quantile(self._path_total(path, draws, totals), self._lam)
                         val = sq + sd + wq
+                    if sig2 is not None and own2 is not None:  # this stage's and the path's spreads, summed
+                        val += z * float(np.sqrt(own2[k] + sig2[idx].sum()))
                     if val > best:
                         best, best_w = val, wq
             # Admission: the paper sheds nothing at admission; Dagor's (1 - alpha) throttle is applied by
@@ -562,6 +497,8 @@ class Planner:
                 duration_scale=scale_l[k], demand_rate=demand_l[k], lam=self._lam,
             ))
         self._terms = out
+        if correct:  # after the terms are stored: a warning raised as an error still leaves them in self.terms
+            self._scale.warn_drifted([st.name for st in self._stages])
         return out
 
     def _profiled(self, k: int, raw: Any, b: F64) -> F64:

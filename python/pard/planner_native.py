@@ -11,7 +11,8 @@ generator, with NumPy's bounded-integer rule).  ``tests/test_planner_native.py``
 Python planner and recorder on random statistics and through ``simulate``.
 
 The Python planner stays the one definition: policies whose planner options this transcription does
-not cover (``downstream="busy"``, ``rate_admission``), or a :class:`~pard.policies.PolicySpec` with fields
+not cover (``downstream="busy"``, ``rate_admission``, ``correct_durations`` -- now
+:mod:`pard.duration_scale` --, ``idle_batch``, ``spread_z``), or a :class:`~pard.policies.PolicySpec` with fields
 it does not know, get ``None`` here and the Python planner serves them.
 """
 
@@ -36,13 +37,17 @@ KNOWN_POLICY_FIELDS = frozenset({
     "name", "order", "drop", "downstream", "instant", "dagor_threshold_s", "dagor_alpha", "tiered", "reactive",
     "shed", "correct_durations", "tune_lam", "rate_admission", "rate_admission_s", "coherent_branches",
     "mu_at_capacity", "coherent_paths", "max_queue", "max_queue_entry_only", "lam", "description",
+    "idle_batch", "spread_z", "spread_scope",
 })
 
 
 def covers(policy: PolicySpec) -> bool:
     """True when the C++ planner computes ``policy``'s terms exactly as the Python planner does."""
     known = {f.name for f in dataclasses.fields(PolicySpec)} == KNOWN_POLICY_FIELDS
-    return known and policy.downstream != "busy" and not policy.rate_admission
+    # Not transcribed: the d(b) correction of pard.duration_scale (the C++ planner has the older
+    # window ratio), the idle-stage batch size and the spread margin: the Python planner serves them.
+    return (known and policy.downstream != "busy" and not policy.rate_admission and not policy.correct_durations
+            and not policy.idle_batch and policy.spread_z == 0)
 
 
 def native_planner(planner: Planner) -> Any:

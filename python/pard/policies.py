@@ -23,14 +23,17 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
   stage (``w = sum d_i``), instead of the 0.1-quantile of per-batch waits, which is 0 whenever workers
   idle between batches (requests admitted upstream then die downstream);
 * ``correct_durations`` -- every ``d_k(b)`` scaled online by the measured / profiled batch duration ratio;
-* ``coherent_branches`` -- parallel DAG branches switch order together (the most loaded one's load factor).
+* ``coherent_branches`` -- parallel DAG branches switch order together (the most loaded one's load factor);
+* ``idle_batch`` -- a stage that ran no batch in the window is estimated at batch size 1 (an idle stage
+  starts a request at once), not at the size of its last batch, which may be a drained backlog's.
 
 Built, tested and measured but *not* in ``pard`` (bench/RESULTS.md, issue 9, says why): ``downstream=
 "tail"`` (the batch-wait quantile over per-request samples, with a policy ``lam``), ``tune_lam`` (the
 quantile tuned online from outcomes, within ``[LAM_MIN, LAM_MAX]``), ``rate_admission`` (a persistently
 overloaded downstream stage's excess shed at the entry, lowest tier first; :mod:`pard.admission`),
 ``downstream="busy"`` (``w = sum rho_i d_i``, :mod:`pard.utilisation`), ``mu_at_capacity`` (load against
-full batches) and ``coherent_paths`` (a stage takes its downstream stages' largest load factor).
+full batches), ``coherent_paths`` (a stage takes its downstream stages' largest load factor) and
+``spread_z`` (the execution-time spread budgeted at ``z`` standard deviations, ``spread_scope``).
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ __all__ = ["PolicySpec", "POLICIES", "get_policy", "policy_names"]
 Order = Literal["fcfs", "lbf", "hbf", "adaptive"]
 Drop = Literal["none", "pard", "clipper", "nexus", "dagor", "triton", "ray-serve"]
 Downstream = Literal["full", "none", "sf", "lower", "upper", "tail", "busy"]
+#: Which execution-time spreads ``spread_z`` budgets: a stage's own and its downstream path's, its own
+#: only, or a sink stage's own only.
+SpreadScope = Literal["path", "own", "sink"]
 
 #: What each downstream mode adds to a request's end-to-end estimate at stage k (DESIGN §3.2/§3.6),
 #: evaluated along every downstream path and maximised over paths.
@@ -91,6 +97,13 @@ class PolicySpec:
         mu_at_capacity: the load factor against the stage's throughput at full batches, not at its
             current batch size (the planner's module doc says why).
         coherent_paths: a stage takes the largest load factor of itself and its downstream stages.
+        spread_z: budget the execution-time spread: each stage's estimate adds ``z * sqrt(sum sigma_i^2)``
+            over itself and its downstream path, ``sigma_i`` the standard deviation of stage ``i``'s measured
+            batch durations (``cv_i * d_i(b_i)``, :class:`pard.duration_scale.DurationScale`); 0: none.
+        spread_scope: with ``spread_z``, the spreads summed: ``"path"`` (the stage's and its downstream
+            path's), ``"own"`` (the stage's alone) or ``"sink"`` (only a sink stage budgets its own).
+        idle_batch: a stage with no batch in the window is estimated at ``b = 1`` (``pard``), not at its
+            last batch size (the planner's module doc says why).
         max_queue: queue bound (0 = none): a request finding this many queued is rejected
             (``triton``'s ``max_queue_size`` at every stage, ``ray-serve``'s ``max_queued_requests``).
         max_queue_entry_only: apply ``max_queue`` at entry stages only (``ray-serve``).
@@ -120,6 +133,9 @@ class PolicySpec:
     coherent_branches: bool = False
     mu_at_capacity: bool = False
     coherent_paths: bool = False
+    idle_batch: bool = False
+    spread_z: float = 0.0
+    spread_scope: SpreadScope = "path"
     max_queue: int = 0
     max_queue_entry_only: bool = False
     lam: float | None = None
@@ -130,13 +146,13 @@ class PolicySpec:
         if not isinstance(self.name, str) or not self.name.strip():
             raise PardValueError(f"PolicySpec.name must be a non-empty str, got {self.name!r}")
         for field, choices in (("order", get_args(Order)), ("drop", get_args(Drop)),
-                               ("downstream", tuple(DOWNSTREAM_MODES))):
+                               ("downstream", tuple(DOWNSTREAM_MODES)), ("spread_scope", get_args(SpreadScope))):
             value = getattr(self, field)
             if not isinstance(value, str) or value not in choices:
                 raise PardValueError(f"PolicySpec.{field} must be one of {', '.join(map(repr, choices))}, "
                                  f"got {value!r}")
         for field in ("instant", "tiered", "reactive", "shed", "correct_durations", "tune_lam", "rate_admission",
-                      "coherent_branches", "mu_at_capacity", "coherent_paths",
+                      "coherent_branches", "mu_at_capacity", "coherent_paths", "idle_batch",
                       "max_queue_entry_only"):
             if not isinstance(getattr(self, field), bool):
                 raise PardTypeError(f"PolicySpec.{field} must be True or False, got {getattr(self, field)!r}")
@@ -145,12 +161,13 @@ class PolicySpec:
         if not 0 <= self.max_queue <= 2**62:
             raise PardValueError(f"PolicySpec.max_queue must be >= 0 (0 = no bound), got {self.max_queue!r}")
         for field, low, high in (("dagor_threshold_s", 0.0, math.inf), ("dagor_alpha", 0.0, 1.0),
-                                 ("rate_admission_s", 0.0, 1e6)):
+                                 ("rate_admission_s", 0.0, 1e6), ("spread_z", 0.0, 10.0)):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise PardTypeError(f"PolicySpec.{field} must be a real number, got {value!r}")
             if not (math.isfinite(value) and low <= value <= high):
-                rng = "in [0, 1]" if field == "dagor_alpha" else f"finite, in [0, {high:g}] (seconds)"
+                rng = ("in [0, 1]" if field == "dagor_alpha" else "in [0, 10]" if field == "spread_z"
+                       else f"finite, in [0, {high:g}] (seconds)")
                 raise PardValueError(f"PolicySpec.{field} must be {rng}, got {value!r}")
         if self.lam is not None and (isinstance(self.lam, bool) or not isinstance(self.lam, (int, float))
                                      or not 0.0 <= self.lam <= 1.0):
@@ -185,7 +202,7 @@ class PolicySpec:
 def _specs() -> dict[str, PolicySpec]:
     specs = [
         PolicySpec("pard", "adaptive", "pard", "upper", tiered=True, reactive=True, correct_durations=True,
-                   coherent_branches=True,
+                   coherent_branches=True, idle_batch=True,
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "
                                "tail-aware estimate corrected online (DESIGN 3.7)"),
         PolicySpec("pard-paper", "adaptive", "pard", "full",

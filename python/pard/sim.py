@@ -215,6 +215,7 @@ def simulate(
     cold_start_s: float = 10.0,
     headroom: float = 1.2,
     workers: Sequence[int] | None = None,
+    exec_scale: float | Sequence[float] = 1.0,
     sync_interval_s: float = 1.0,
     lam: float | None = None,
     window_s: float = 5.0,
@@ -242,6 +243,10 @@ def simulate(
         cold_start_s: seconds before an added worker serves, in ``[0, 1e9]``.
         headroom: autoscaling's over-provisioning factor (>= 1).
         workers: initial workers per stage (default: the spec's).
+        exec_scale: the simulated executors' duration against the profile, a number in (0, 1000] or one
+            per stage: a batch takes ``exec_scale * d_k(b)`` (times the jitter) while every policy still
+            plans with the profile's ``d_k(b)``.  ``> 1``: slower than profiled (a profile measured on a
+            quieter machine); ``< 1``: faster (measured on a busier one); 1 (default): as profiled.
         sync_interval_s: planner period (s), in [:data:`MIN_SYNC_INTERVAL_S`, :data:`MAX_SYNC_INTERVAL_S`]
             (1 ms .. 1 h); the paper's default is 1 s.
         lam, window_s, adapt_window, samples: the planner's parameters (:class:`pard.planner.Planner`);
@@ -302,6 +307,17 @@ def simulate(
     tier = _tiers(tiers, n, spec)
 
     stages = core_stages(spec, workers)
+    if isinstance(exec_scale, (int, float, np.number)):
+        scales = [exec_scale] * ns
+    elif isinstance(exec_scale, (str, bytes)) or not isinstance(exec_scale, collections.abc.Iterable):
+        raise PardTypeError(f"exec_scale must be a number or one per stage ({ns}), got "
+                            f"{type(exec_scale).__name__}: {show(exec_scale)}")
+    else:
+        scales = list(exec_scale)
+    if len(scales) != ns:
+        raise PardValueError(f"exec_scale must be a number or one per stage ({ns}), got {show(exec_scale)}")
+    for k, st in enumerate(stages):
+        st["exec_scale"] = check_float(f"exec_scale[{k}]", scales[k], low=0.0, low_open=True, high=1e3)
     tier_weights = [float(w) for w in spec.tiers.values()]
     sim = _core.Simulator(stages=stages, policy=pol.core(), arrivals_s=arr, slo_s=slo_s, tier=tier,
                           jitter_cv=jitter_cv, seed=int(seed), cold_start_s=cold_start_s, tier_weights=tier_weights)

@@ -304,7 +304,7 @@ public:
         }
         if (ss.pending.load() > 0 && !stopping_.load()) {  // DESIGN §3.1: collect the next batch now
             const std::int64_t t_form = now_ns();
-            const std::int64_t d = spec(k).sched->config().profile.duration_ns(static_cast<std::int64_t>(keep));
+            const std::int64_t d = spec(k).sched->expected_duration_ns(static_cast<std::int64_t>(keep));
             w.next.clear();
             form(w, t_form, t_form + d, w.next, done, form_hook);
             if (!w.next.empty()) {

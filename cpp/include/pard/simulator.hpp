@@ -78,6 +78,9 @@ struct SimStageConfig {
     int workers = 1;
     std::vector<int> successors;
     double budget_fraction = 1.0;
+    // The simulated executor's speed against the profile: a batch runs exec_scale x d_k(b) x jitter,
+    // while the stage scheduler still plans with d_k(b) (a profile measured on another machine). 1 = as profiled.
+    double exec_scale = 1.0;
 };
 
 struct SimConfig {
@@ -256,7 +259,7 @@ private:
         bool wants_next = false;          // pre-collection deferred to the pending kick (see on_kick)
         std::int64_t ready_at = 0;        // when a cold worker comes up
         std::int64_t next_collected = 0;
-        std::int64_t nominal_end = 0;     // start + d_k(b) of the running batch: t_e of its pre-collection
+        std::int64_t nominal_end = 0;     // start + expected d_k(b) of the running batch: t_e of its pre-collection
         [[nodiscard]] bool counts() const noexcept {
             return st == WState::kCold || st == WState::kIdle || (st == WState::kBusy && !retiring);
         }
@@ -264,6 +267,7 @@ private:
     struct StageRt {
         std::unique_ptr<StageScheduler> sched;
         Profile profile;
+        double exec_scale = 1.0;
         std::int64_t max_batch = 1;
         std::vector<int> succ;
         int n_pred = 0;
@@ -386,6 +390,7 @@ private:
             sc.entry = preds[i] == 0;
             s.sched = std::make_unique<StageScheduler>(sc);  // validates max_batch, budget_fraction
             s.profile = c.profile;
+            s.exec_scale = c.exec_scale;
             s.max_batch = c.max_batch;
             s.succ = c.successors;
             s.sink = c.successors.empty();
@@ -480,7 +485,7 @@ private:
                 free = w.ready_at;
             } else if (w.st == WState::kBusy && !w.retiring) {
                 free = std::max(now_, w.nominal_end);
-                if (w.has_next) free += s.profile.duration_ns(static_cast<std::int64_t>(w.next.size()));
+                if (w.has_next) free += s.sched->expected_duration_ns(static_cast<std::int64_t>(w.next.size()));
             } else {
                 continue;
             }
@@ -555,7 +560,7 @@ private:
         set_state(s, w, WState::kBusy);
         const auto size = static_cast<std::int64_t>(w.running.size());
         const std::int64_t nominal = s.profile.duration_ns(size);
-        auto dur = static_cast<std::int64_t>(std::llround(static_cast<double>(nominal) * jitter()));
+        auto dur = static_cast<std::int64_t>(std::llround(static_cast<double>(nominal) * s.exec_scale * jitter()));
         if (dur < 1) dur = 1;
         events_.push(now_ + dur, kPrioBatchEnd, kBatchEnd, static_cast<std::uint32_t>(stage),
                      static_cast<std::uint32_t>(wi));
@@ -569,7 +574,7 @@ private:
         log_.start.push_back(now_);
         log_.duration.push_back(dur);
         log_.size.push_back(size);
-        w.nominal_end = now_ + nominal;
+        w.nominal_end = now_ + s.sched->expected_duration_ns(size);  // the scheduler's belief, not the draw
         if (w.retiring) return;
         if (precollect && !s.kick_pending) {
             collect(stage, w, w.nominal_end);

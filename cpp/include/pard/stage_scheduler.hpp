@@ -187,6 +187,12 @@ public:
     }
 
     [[nodiscard]] const StageConfig& config() const noexcept { return cfg_; }
+    // d_k(b) as this stage expects it now: the profile's, times the published duration_scale (the
+    // planner's online measured / profiled ratio; 1 for policies that do not correct). What a worker
+    // that pre-collects its next batch takes as the running batch's end (t_e).
+    [[nodiscard]] std::int64_t expected_duration_ns(std::int64_t b) const noexcept {
+        return scaled(cfg_.profile.duration_ns(b), terms_.load().duration_scale);
+    }
 
     // Moves everything in the ring into the heap (with the admission of step 1); admission drops
     // are appended to `drops`. The simulator calls this when a submit finds the ring full.

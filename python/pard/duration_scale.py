@@ -1,0 +1,134 @@
+"""The online correction of every stage's ``d_k(b)`` from measured batch durations (issue 9 item 4).
+
+A profile is measured once, on some machine under some load; the runtime then runs wherever it runs.
+When the executors run ``k`` times slower (or faster) than their profile, every ``d_k(b)`` in the
+end-to-end estimate of paper Eq. 3b is off by ``k``, and the drops follow the profile instead of the
+machine.  :class:`DurationScale` keeps, per stage, the ratio ``s_k`` of measured to profiled batch
+durations (the latency scale AlpaServe applies to its profiles) and the planner multiplies every
+``d_k`` by it; ``s_k`` is published to the C++ stage, which scales its own ``d_k(b)`` and its service
+rate too.
+
+How ``s_k`` is formed, so that it holds from a run's first batches and never forgets:
+
+* **count-weighted from the first batch, then running.**  Each stage keeps decayed sums ``M_k`` of
+  measured and ``P_k`` of profiled batch seconds and ``N_k`` of batches; every interval multiplies them by
+  ``0.5 ** (dt / half_life_s)`` before adding its own batches.  Early in a run (``t << half_life_s``) the
+  decay is negligible and ``M_k / P_k`` is the plain count-weighted ratio over every batch so far; later
+  it is a running ratio over the last few half-lives, which follows a machine whose load changes
+  within seconds (a shared machine's live runs went from 1.2x to 1.9x their profile within minutes).
+  A stage that runs no batch keeps its ratio (both sums decay alike); only its weight ``N_k`` fades.
+* **pooled over the stages while a stage has few batches.**  The executors share one machine, so a
+  stage that has not run yet (a downstream stage behind an entry that drops everything its profile calls
+  infeasible) takes the whole pipeline's ratio ``s = sum M / sum P``:
+  ``s_k = (N_k * M_k / P_k + kappa * s) / (N_k + kappa)``, ``kappa`` = :data:`PRIOR_BATCHES`.  Without
+  this, an entry that believes a 3x-too-slow profile drops every request, so the downstream stages never
+  measure a batch and their ``d`` stays 3x too high for ever.
+* clipped to [:data:`SCALE_MIN`, :data:`SCALE_MAX`].
+
+A runtime far from its profile says so: once a stage has run :data:`WARN_MIN_BATCHES` batches and its
+ratio is beyond :data:`WARN_FACTOR` either way, :meth:`DurationScale.drifted` names it (once per stage;
+:meth:`DurationScale.warn_drifted` raises a :class:`pard.PardWarning` for it).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import PardWarning
+
+__all__ = ["DurationScale", "HALF_LIFE_S", "PRIOR_BATCHES", "SCALE_MIN", "SCALE_MAX", "WARN_FACTOR",
+           "WARN_MIN_BATCHES"]
+
+F64 = npt.NDArray[np.float64]
+
+#: Half-life (s) of the running ratio: the weight of a batch halves every this many seconds.
+HALF_LIFE_S = 2.5
+#: Batches' worth of weight the pooled (whole-pipeline) ratio carries in a stage's own ratio.
+PRIOR_BATCHES = 8.0
+#: Clip of the measured / profiled duration ratio.
+SCALE_MIN, SCALE_MAX = 0.1, 10.0
+#: A stage whose ratio is beyond this factor either way (``s > 2`` or ``s < 0.5``) is reported as drifted.
+WARN_FACTOR = 2.0
+#: ... once it has run at least this many batches.
+WARN_MIN_BATCHES = 20
+
+
+class DurationScale:
+    """Per-stage measured / profiled batch-duration ratio, updated once per planner interval.
+
+    Args:
+        n: number of stages.
+        half_life_s: half-life of the running ratio (s, > 0).
+        prior_batches: the pooled ratio's weight in batches (>= 0; 0: a stage that has run uses its own ratio alone).
+    """
+
+    def __init__(self, n: int, *, half_life_s: float = HALF_LIFE_S, prior_batches: float = PRIOR_BATCHES) -> None:
+        self._m = np.zeros(n)  # decayed measured batch seconds
+        self._p = np.zeros(n)  # decayed profiled batch seconds
+        self._w = np.zeros(n)  # decayed batch count
+        self._count = np.zeros(n, dtype=np.int64)  # batches ever seen
+        self._r1 = np.zeros(n)  # decayed sums of the per-batch ratio and of its square (the spread)
+        self._r2 = np.zeros(n)
+        self._half_life = float(half_life_s)
+        self._kappa = float(prior_batches)
+        self._warned = np.zeros(n, dtype=bool)
+        self.scale: F64 = np.ones(n)
+        self.cv: F64 = np.zeros(n)
+
+    def update(self, dt_s: float, measured_s: F64, profiled_s: F64, batches: F64,
+               ratio_sums: tuple[F64, F64] | None = None) -> F64:
+        """Add one interval's batches and return every stage's ratio ``s_k``, shape ``(n,)``.
+
+        Args:
+            dt_s: the interval's length (s).
+            measured_s, profiled_s: per stage, the interval's summed measured and profiled ``d(b)`` (s).
+            batches: per stage, the number of batches they sum.
+            ratio_sums: per stage, the interval's sums of ``measured / profiled`` per batch and of its
+                square; they set :attr:`cv`, the per-batch ratio's coefficient of variation (pooled over
+                the stages like the ratio while a stage has few batches).
+        """
+        g = 0.5 ** (max(dt_s, 0.0) / self._half_life)
+        self._m = self._m * g + measured_s
+        self._p = self._p * g + profiled_s
+        self._w = self._w * g + batches
+        self._count += np.asarray(batches, dtype=np.int64)
+        ptot = float(self._p.sum())
+        pooled = float(self._m.sum()) / ptot if ptot > 0 else 1.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            own = np.where(self._p > 0, self._m / self._p, pooled)
+        den = self._w + self._kappa
+        s = np.where(den > 0, (self._w * own + self._kappa * pooled) / np.where(den > 0, den, 1.0), pooled)
+        self.scale = np.minimum(np.maximum(s, SCALE_MIN), SCALE_MAX)
+        if ratio_sums is not None:
+            self._r1 = self._r1 * g + ratio_sums[0]
+            self._r2 = self._r2 * g + ratio_sums[1]
+            wt = float(self._w.sum())
+            pooled_var = max(float(self._r2.sum()) / wt - (float(self._r1.sum()) / wt) ** 2, 0.0) if wt > 0 else 0.0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                m1 = np.where(self._w > 0, self._r1 / self._w, 0.0)
+                var = np.maximum(np.where(self._w > 0, self._r2 / self._w, 0.0) - m1 * m1, 0.0)
+                var = np.where(den > 0, (self._w * var + self._kappa * pooled_var) / np.where(den > 0, den, 1.0),
+                               pooled_var)
+                self.cv = np.sqrt(var) / self.scale
+        return self.scale
+
+    def drifted(self) -> list[tuple[int, float, int]]:
+        """Stages newly past :data:`WARN_FACTOR` after :data:`WARN_MIN_BATCHES` batches: ``(k, s_k, batches)``.
+
+        Each stage is reported once per run.
+        """
+        far = (self._count >= WARN_MIN_BATCHES) & ~self._warned & (
+            (self.scale > WARN_FACTOR) | (self.scale < 1.0 / WARN_FACTOR))
+        self._warned |= far
+        return [(int(k), float(self.scale[k]), int(self._count[k])) for k in np.flatnonzero(far)]
+
+    def warn_drifted(self, names: Sequence[str]) -> None:
+        """A :class:`pard.PardWarning` for each stage :meth:`drifted` reports (``names``: the stages' names)."""
+        for k, s_k, nb in self.drifted():
+            warnings.warn(f"stage {names[k]!r} runs {s_k:.2f}x its profile's batch durations (over {nb} batches; "
+                          f"beyond {WARN_FACTOR:g}x either way): pard corrects d(b) online, but the profile does "
+                          f"not describe this machine's executors; measure it again", PardWarning, stacklevel=3)
