@@ -269,3 +269,16 @@ def test_ctrl_c_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, capsys
     monkeypatch.setattr(simulate_cmd, "run", interrupted)
     code, out, err = run_main(capsys, "simulate")
     assert code == 130 and err.strip() == "pard simulate: interrupted" and out == ""
+
+
+def test_send_lag_is_measured_against_the_arrival_times() -> None:
+    """send_lag: per-request lateness of the sends (never negative), None when sends and arrivals differ in count."""
+    from pard.cli.replay import send_lag
+
+    arrivals = np.arange(100) * 0.01
+    send = arrivals.copy()
+    send[50:60] = 0.6  # a stall: ten requests sent together, up to 0.1 s late
+    lag = send_lag(send, arrivals)
+    assert lag is not None and lag["max"] == pytest.approx(0.6 - 0.50) and lag["p50"] == 0.0
+    assert send_lag(send[:-1], arrivals) is None
+    assert send_lag(arrivals - 0.001, arrivals)["max"] == 0.0
