@@ -37,6 +37,7 @@ from .policies import PolicySpec, get_policy
 from .recorder import RunRecorder
 from .report import Report, report_bins
 from .wiring import budget_fractions, core_stages, planner_stages
+from .workloads.requests import Workload
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import PipelineSpec
@@ -230,7 +231,9 @@ def simulate(
 
     Args:
         pipeline: a PipelineSpec, a built-in name (``tm``, ``lv``, ``ga``, ``da``) or a spec file.
-        arrivals: arrival times at the pipeline, float seconds, sorted, ``>= 0``, shape ``(n,)``.
+        arrivals: arrival times at the pipeline, float seconds, sorted, ``>= 0``, shape ``(n,)``; or a
+            :class:`pard.workloads.Workload`, whose per-request SLOs and tiers are used unless ``slo`` /
+            ``tiers`` are given (its tier names matched to the spec's ``tiers`` by name).
         policy: a name from :data:`pard.policies.POLICIES` or a PolicySpec.
         slo: end-to-end SLO in seconds, a scalar or one per request ``(n,)``; default the pipeline's.
         tiers: service tier code per request, a scalar or shape ``(n,)``: an int in ``0 ..
@@ -271,6 +274,10 @@ def simulate(
     """
     spec = resolve_pipeline(pipeline)
     pol = get_policy(policy)
+    if isinstance(arrivals, Workload):  # its own SLOs and tiers, unless given here; tiers by name
+        slo = arrivals.slo_s if slo is None else slo
+        tiers = arrivals.tier_codes_for(spec.tiers) if tiers is None else tiers
+        arrivals = arrivals.arrivals_s
     arr = _arrivals(arrivals)
     n = int(arr.size)
     jitter_cv = check_float("jitter_cv", jitter_cv, low=0.0)
