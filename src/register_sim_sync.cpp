@@ -109,7 +109,8 @@ void register_sim_sync(py::module_& m) {
                          std::vector<int> drawn, const std::string& mode, bool instant, bool correct_durations,
                          bool tune_lam, bool mu_at_capacity, bool adapt_window, double lam, double window_s,
                          std::int64_t samples, double cv_history_s, std::int64_t min_cv_intervals,
-                         std::vector<double> constants, py::object generator) {
+                         std::vector<double> constants, py::object generator, bool idle_batch, double half_life_s,
+                         double prior_batches) {
                  SyncPlannerConfig c;
                  c.paths = std::move(paths);
                  c.parallel = std::move(parallel);
@@ -143,6 +144,9 @@ void register_sim_sync(py::module_& m) {
                  c.loss_target = constants[4];
                  c.scale_min = constants[5];
                  c.scale_max = constants[6];
+                 c.idle_batch = idle_batch;
+                 c.half_life_s = half_life_s;
+                 c.prior_batches = prior_batches;
                  py::object capsule = generator.attr("bit_generator").attr("capsule");
                  auto* bg = static_cast<NumpyBitgen*>(PyCapsule_GetPointer(capsule.ptr(), "BitGenerator"));
                  if (bg == nullptr) throw py::error_already_set();
@@ -160,7 +164,8 @@ void register_sim_sync(py::module_& m) {
              py::arg("mode"), py::arg("instant"), py::arg("correct_durations"), py::arg("tune_lam"),
              py::arg("mu_at_capacity"), py::arg("adapt_window"), py::arg("lam"), py::arg("window_s"),
              py::arg("samples"), py::arg("cv_history_s"), py::arg("min_cv_intervals"), py::arg("constants"),
-             py::arg("generator"))
+             py::arg("generator"), py::arg("idle_batch") = false, py::arg("half_life_s") = 2.5,
+             py::arg("prior_batches") = 8.0)
         .def("update_ns", [](PySyncPlanner& p, double now_s, const py::list& stats, const std::vector<int>& workers) {
                  std::vector<StageStats> st;
                  for (const auto& d : stats) st.push_back(stats_from_dict(d.cast<py::dict>()));
@@ -172,6 +177,8 @@ void register_sim_sync(py::module_& m) {
              "eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate).")
         .def("terms", [](const PySyncPlanner& p) { return terms_list(p.core->terms()); },
              "The last update's terms, as update_ns returns them ([] before the first).")
+        .def("batch_counts", [](const PySyncPlanner& p) { return p.core->batch_counts(); },
+             "DurationScale's batches seen per stage (correct_durations; zeros otherwise).")
         .def_property_readonly("lam", [](const PySyncPlanner& p) { return p.core->lam(); })
         .def_property_readonly("window_s", [](const PySyncPlanner& p) { return p.core->window_s(); });
 

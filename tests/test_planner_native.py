@@ -76,12 +76,13 @@ def variants() -> list[PolicySpec]:
     base = get_policy("pard-paper")
     extra = [dataclasses.replace(base, name=f"x-{i}", **kw) for i, kw in enumerate([
         {"downstream": "tail", "tune_lam": True, "lam": 0.9},
-        {"mu_at_capacity": True, "coherent_paths": True},
+        {"mu_at_capacity": True, "coherent_paths": True, "correct_durations": True, "idle_batch": True},
         {"downstream": "upper", "coherent_branches": True, "instant": True},
     ])]
     return [p for p in POLICIES.values() if covers(p)] + extra
 
 
+@pytest.mark.filterwarnings("ignore::pard.errors.PardWarning")  # random durations: pard's drift warning
 @pytest.mark.parametrize("policy", variants(), ids=lambda p: p.name)
 @pytest.mark.parametrize("stages", ["lv", "custom"])
 def test_native_planner_terms_equal_python_planner_bit_for_bit(policy: PolicySpec, stages: str) -> None:
@@ -151,13 +152,14 @@ def test_simulate_native_and_python_sync_give_identical_reports(monkeypatch: pyt
 
 
 def test_uncovered_planner_options_fall_back_to_python() -> None:
-    """busy downstream, rate-aware admission and pard's d(b) correction (pard.duration_scale) are not
-    transcribed: no native planner, and simulate still serves such a policy (through the Python planner),
-    conserving every request."""
+    """busy downstream, rate-aware admission and the spread margin (spread_z) are not transcribed: no
+    native planner, and simulate still serves such a policy (through the Python planner), conserving every
+    request."""
     busy = dataclasses.replace(get_policy("pard"), name="pard-busy", downstream="busy")
     shed = dataclasses.replace(get_policy("pard"), name="pard-shed", rate_admission=True)
     st = planner_stages(config.builtin("lv"))
-    for pol in (busy, shed, get_policy("pard")):
+    spread = dataclasses.replace(get_policy("pard"), name="pard-spread", spread_z=1.0)
+    for pol in (busy, shed, spread):
         assert not covers(pol)
         assert native_planner(Planner(st, policy=pol)) is None
     arr = np.sort(np.random.default_rng(2).uniform(0, 10, 9000))

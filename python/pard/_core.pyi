@@ -257,10 +257,12 @@ class SyncPlanner:
                  pts_b: list[list[float]], pts_d: list[list[float]], drawn: list[int], mode: str, instant: bool,
                  correct_durations: bool, tune_lam: bool, mu_at_capacity: bool, adapt_window: bool, lam: float,
                  window_s: float, samples: int, cv_history_s: float, min_cv_intervals: int,
-                 constants: list[float], generator: Any) -> None: ...
+                 constants: list[float], generator: Any, idle_batch: bool = False, half_life_s: float = 2.5,
+                 prior_batches: float = 8.0) -> None: ...
     # per stage: (downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate)
     def update_ns(self, now_s: float, stats: list[dict[str, Any]], workers: list[int]) -> list[tuple[float, ...]]: ...
     def terms(self) -> list[tuple[float, ...]]: ...   # the last update's, [] before the first
+    def batch_counts(self) -> list[int]: ...   # DurationScale's batches seen per stage
     @property
     def lam(self) -> float: ...
     @property

@@ -116,6 +116,22 @@ class DurationScale:
                 self.cv = np.sqrt(var) / self.scale
         return self.scale
 
+    @property
+    def half_life_s(self) -> float:
+        """The running ratio's half-life (s)."""
+        return self._half_life
+
+    @property
+    def prior_batches(self) -> float:
+        """The pooled ratio's weight in batches."""
+        return self._kappa
+
+    def observe(self, scale: Sequence[float], batches_seen: Sequence[int]) -> None:
+        """Take the ratio and batch counts computed elsewhere (the simulator's C++ planner, the same
+        arithmetic) so that :meth:`warn_drifted` reports on them."""
+        self.scale = np.asarray(scale, dtype=np.float64)
+        self._count = np.asarray(batches_seen, dtype=np.int64)
+
     def drifted(self) -> list[tuple[int, float, int]]:
         """Stages newly past :data:`WARN_FACTOR` after :data:`WARN_MIN_BATCHES` batches: ``(k, s_k, batches)``.
 

@@ -297,6 +297,11 @@ class Planner:
         return self._lam
 
     @property
+    def durations(self) -> DurationScale:
+        """The online ``d(b)`` correction (:mod:`pard.duration_scale`): its ratio, spread and warning."""
+        return self._scale
+
+    @property
     def terms(self) -> list[StageTerms] | None:
         """The terms computed by the last :meth:`update` (None before the first)."""
         return self._terms

@@ -11,8 +11,7 @@ generator, with NumPy's bounded-integer rule).  ``tests/test_planner_native.py``
 Python planner and recorder on random statistics and through ``simulate``.
 
 The Python planner stays the one definition: policies whose planner options this transcription does
-not cover (``downstream="busy"``, ``rate_admission``, ``correct_durations`` -- now
-:mod:`pard.duration_scale` --, ``idle_batch``, ``spread_z``), or a :class:`~pard.policies.PolicySpec` with fields
+not cover (``downstream="busy"``, ``rate_admission``, ``spread_z``), or a :class:`~pard.policies.PolicySpec` with fields
 it does not know, get ``None`` here and the Python planner serves them.
 """
 
@@ -44,10 +43,8 @@ KNOWN_POLICY_FIELDS = frozenset({
 def covers(policy: PolicySpec) -> bool:
     """True when the C++ planner computes ``policy``'s terms exactly as the Python planner does."""
     known = {f.name for f in dataclasses.fields(PolicySpec)} == KNOWN_POLICY_FIELDS
-    # Not transcribed: the d(b) correction of pard.duration_scale (the C++ planner has the older
-    # window ratio), the idle-stage batch size and the spread margin: the Python planner serves them.
-    return (known and policy.downstream != "busy" and not policy.rate_admission and not policy.correct_durations
-            and not policy.idle_batch and policy.spread_z == 0)
+    # Not transcribed: the spread margin (spread_z); the Python planner serves it.
+    return known and policy.downstream != "busy" and not policy.rate_admission and policy.spread_z == 0
 
 
 def native_planner(planner: Planner) -> Any:
@@ -69,7 +66,8 @@ def native_planner(planner: Planner) -> Any:
         window_s=p._window0, samples=p._samples, cv_history_s=p._cv_history_s, min_cv_intervals=p._min_cv_intervals,
         constants=[_planner.LAM_MIN, _planner.LAM_MAX, _planner.LAM_UP, _planner.LAM_DOWN, _planner.LOSS_TARGET,
                    _planner.SCALE_MIN, _planner.SCALE_MAX],
-        generator=p._rng,
+        generator=p._rng, idle_batch=pol.idle_batch, half_life_s=p.durations.half_life_s,
+        prior_batches=p.durations.prior_batches,
     )
 
 

@@ -346,12 +346,17 @@ def simulate(
     native = NATIVE_SYNC and (not needs_planner or covers(pol))
     core_planner = native_planner(planner) if native and needs_planner else None
     core_recorder = native_recorder(recorder) if native else None
+    drift = planner.durations if core_planner is not None and pol.correct_durations else None
+    names = [st.name for st in spec.stages]
     t = t0
     try:
         while True:
             t_prev, t = t, t + sync
             if native:
                 more = sim.sync(t_prev, t, core_recorder, core_planner)
+                if drift is not None:  # pard's warning for a stage far from its profile (planner.py's own)
+                    drift.observe([term[6] for term in core_planner.terms()], core_planner.batch_counts())
+                    drift.warn_drifted(names)
                 # in_rate = demand_rate without rate-aware admission (covers() excludes it)
                 demand = [term[7] for term in core_planner.terms()] if autoscale else []
             else:

@@ -54,6 +54,9 @@ struct SyncPlannerConfig {
     std::int64_t min_cv_intervals = 10;
     double lam_min = 0.05, lam_max = 0.95, lam_up = 0.05, lam_down = 0.01, loss_target = 0.01;
     double scale_min = 0.1, scale_max = 10.0;
+    // pard.duration_scale.DurationScale (correct_durations) and PolicySpec.idle_batch
+    double half_life_s = 2.5, prior_batches = 8.0;
+    bool idle_batch = false;
 };
 
 // The seven published terms of one stage, in Simulator::publish order, plus in_rate (req/s).
@@ -79,12 +82,19 @@ public:
         for (std::size_t j = 0; j < c_.drawn.size(); ++j) drawn_slot_.at(static_cast<std::size_t>(c_.drawn[j])) = static_cast<int>(j);
         memo_b_.assign(n_, -1.0);
         memo_d_.assign(n_, 0.0);
+        ds_m_.assign(n_, 0.0);
+        ds_p_.assign(n_, 0.0);
+        ds_w_.assign(n_, 0.0);
+        ds_count_.assign(n_, 0);
+        ds_scale_.assign(n_, 1.0);
     }
 
     [[nodiscard]] double lam() const noexcept { return lam_; }
     [[nodiscard]] double window_s() const noexcept { return window_; }
     [[nodiscard]] std::size_t num_stages() const noexcept { return n_; }
     [[nodiscard]] const std::vector<SyncTerms>& terms() const noexcept { return out_; }
+    // DurationScale's batches ever seen per stage (its warning reads them).
+    [[nodiscard]] const std::vector<std::int64_t>& batch_counts() const noexcept { return ds_count_; }
 
     // Planner.update(now_s, stats, workers), stats as the simulator keeps them.
     const std::vector<SyncTerms>& update(double now_s, const std::vector<StageStats>& stats, const std::vector<int>& workers) {
@@ -99,6 +109,7 @@ public:
         has_prev_ = true;
         prev_ = now_s;
         ingest(now_s, dt, stats);
+        if (c_.correct_durations) duration_scale(dt);
         resize_window(now_s);
         const double win = window_;
         const double start = now_s - win;
@@ -176,6 +187,29 @@ private:
         entry_rates_.push_back(entry_rate);
     }
 
+    // DurationScale.update(dt, newest interval's measured / profiled seconds and batch count): decayed
+    // sums, the pooled ratio with prior_batches of weight, clipped; the same operations in NumPy's order.
+    void duration_scale(double dt) {
+        const std::vector<double>& last = rows_.back();
+        const double g = std::pow(0.5, (dt > 0.0 ? dt : 0.0) / c_.half_life_s);
+        for (std::size_t k = 0; k < n_; ++k) {
+            ds_m_[k] = ds_m_[k] * g + last[k * kCols + 5];
+            ds_p_[k] = ds_p_[k] * g + last[k * kCols + 6];
+            ds_w_[k] = ds_w_[k] * g + last[k * kCols + 4];
+            ds_count_[k] += static_cast<std::int64_t>(last[k * kCols + 4]);
+        }
+        const double ptot = npo::numpy_sum(ds_p_);
+        const double pooled = ptot > 0 ? npo::numpy_sum(ds_m_) / ptot : 1.0;
+        const double kappa = c_.prior_batches;
+        for (std::size_t k = 0; k < n_; ++k) {
+            const double own = ds_p_[k] > 0 ? ds_m_[k] / ds_p_[k] : pooled;
+            const double den = ds_w_[k] + kappa;
+            double s = den > 0 ? (ds_w_[k] * own + kappa * pooled) / den : pooled;
+            s = std::min(std::max(s, c_.scale_min), c_.scale_max);
+            ds_scale_[k] = s;
+        }
+    }
+
     void resize_window(double now_s) {
         while (!entry_t_.empty() && entry_t_.front() <= now_s - c_.cv_history_s) {
             entry_t_.pop_front();
@@ -246,7 +280,11 @@ private:
             q_[k] = wqn > 0 ? wqs / wqn : 0.0;
             const double wbn = wsum(k, 4);
             const double wbs = wsum(k, 3);
-            if (wbn > 0) last_batch_[k] = wbs / wbn;
+            if (wbn > 0) {
+                last_batch_[k] = wbs / wbn;
+            } else if (c_.idle_batch) {
+                last_batch_[k] = 1.0;  // PolicySpec.idle_batch: an idle stage starts a request at once
+            }
             b_[k] = std::min(std::max(last_batch_[k], 1.0), c_.max_batch[k]);  // no NaN here: as np.minimum/maximum
             double d = duration(k, b_[k]);
             rate_[k] = wsum(k, 0) / wdts;
@@ -261,12 +299,8 @@ private:
                 eps_[k] = rsum > 0 ? npo::numpy_sum(dev) / rsum : 0.0;
             }
             if (c_.correct_durations) {
-                const double wdp = wsum(k, 6);
-                const double wdm = wsum(k, 5);
-                double s = wdp > 0 ? wdm / wdp : 1.0;
-                s = std::min(std::max(s, c_.scale_min), c_.scale_max);
-                scale_[k] = s;
-                d = d * s;
+                scale_[k] = ds_scale_[k];
+                d = d * ds_scale_[k];
             }
             d_[k] = d;
             const double w = static_cast<double>(workers[k]);
@@ -399,6 +433,8 @@ private:
     std::vector<double> last_batch_, memo_b_, memo_d_;
     std::vector<int> drawn_slot_;
     std::vector<double> wt_, q_, d_, b_, rate_, eps_, scale_, mu_, service_;
+    std::vector<double> ds_m_, ds_p_, ds_w_, ds_scale_;  // DurationScale's decayed sums and its ratio
+    std::vector<std::int64_t> ds_count_;
     std::vector<std::vector<double>> draws_;
     std::map<std::vector<int>, std::vector<double>> totals_;
     std::vector<double> scratch_, pool_, sel_;
