@@ -166,7 +166,9 @@ def _tiers(tiers: Any, n: int, spec: "PipelineSpec") -> npt.NDArray[np.int32]:
     bad = ~np.isfinite(arr) | (arr < 0) | (arr > top) | (arr != np.round(arr))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise PardValueError(f"tiers[{i}] = {show(arr[i])} is not a valid tier code for pipeline "
+        v = float(arr[i])
+        shown = int(v) if math.isfinite(v) and v == round(v) else show(arr[i])  # a code reads as an int
+        raise PardValueError(f"tiers[{i}] = {shown} is not a valid tier code for pipeline "
                          f"{spec.name!r}; valid: {valid}")
     return np.ascontiguousarray(arr.astype(np.int32))
 

@@ -424,9 +424,10 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         It covers the requests held (the last ``history``) that have ended -- all of them after
         :meth:`close`; when that is not every request, ``report.window`` says what it covers, with the
         whole run's totals (:class:`pard.report.Report`).  Per-second series start at ``t0_s``
-        (default the first such send) and goodput is per ``duration_s`` seconds (default the sends'
-        true span, ``(last - first) * n / (n - 1)``: ``n`` requests at rate ``r`` give ``r``).  The goodput
-        bound (DESIGN §4) uses :meth:`bound_capacity`, or ``capacity_req_s`` (req/s, > 0) when given.
+        (default the first such send, rounded down) and goodput is per ``duration_s`` seconds (default
+        the whole one-second bins that hold the sends, as in ``pard.simulate``:
+        :func:`pard.report.report_bins`).  The goodput bound (DESIGN §4) uses :meth:`bound_capacity`,
+        or ``capacity_req_s`` (req/s, > 0) when given.
 
         Raises PardValueError for a bad ``capacity_req_s`` or ``duration_s``.
         """
