@@ -11,6 +11,7 @@
 // around the call, so the clock reads are in), and the pipeline's own scheduler_ns.
 //   g++ -std=c++17 -O2 -DNDEBUG -pthread -Icpp/include cpp/bench/bench_live.cpp -o build/bench_live
 //   build/bench_live sparse 3 227 4096     # regime, seconds, gap us, pollute KiB
+//   SPIN=1 build/bench_live sparse ...    # busy-wait instead of sleeping between calls
 #include <algorithm>
 #include <atomic>
 #include <chrono>

@@ -9,13 +9,19 @@
 // collects the next batch as this one starts, DESIGN §3.1) and complete (charges compute, routes
 // every output to its successors, joins, finishes exits).
 //
-// Concurrency. Slots and outcome rows are split into kStripes stripes by request id; every access
-// to a request's slot or row holds its stripe's mutex (short, never held while waiting or while a
-// hook runs), so submitters and workers of different requests never share a lock. Request ids come
-// from one atomic counter. A slot's `live` word (rid + 1 while pending, 0 once terminal) is atomic
+// Concurrency. Slots and outcome rows are split into kStripes stripes by request id, in blocks of
+// up to 16 consecutive ids per stripe; every access to a request's slot or row holds its stripe's
+// mutex (short, never held while waiting or while a hook runs, never two at once), so submitters
+// and workers of requests in different blocks never share a lock. Request ids come from one atomic
+// counter. A slot's `live` word (rid + 1 while pending, 0 once terminal) is atomic
 // so that a stage's form_batch tells a cancelled queued copy apart without taking the stripe lock.
 // Lock order: a StageScheduler's batch-forming mutex, then a stripe. Stage counters are atomics;
 // the stage mutex only guards its condition variable and its statistics logs.
+//
+// Memory (issue 15: at sparse arrivals every call starts on a cold cache, and on the shared VM each
+// cold line or page costs up to ~1 us). A slot is one cache line; its payloads sit in arrays of its
+// chunk; consecutive ids share a stripe, so a submitter and a batch of consecutive requests touch
+// one stripe, adjacent slots and adjacent outcome rows; no heap allocation per request for them.
 //
 // Payload and Handle (the request's future) are opaque, default-constructible, copyable values.
 // Every function that creates, copies or destroys them must be called under the caller's guard for
@@ -353,6 +359,7 @@ public:
                                                                   static_cast<double>(n), to_s(start_ns - w.t_b_ns)});
         }
         const double share = n ? to_s(end_ns - start_ns) / static_cast<double>(n) : 0.0;
+        if (spec(k).successors.empty()) done.reserve(done.size() + n);  // an exit: most of them end here
         std::vector<Payload> trash;
         Pushed pushed;
         StripeLock cur;
