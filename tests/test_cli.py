@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -243,3 +244,41 @@ def test_table_not_cut_when_not_a_terminal() -> None:
     assert len(rows) == 2
     assert "…" not in proc.stdout
     assert "actual" in proc.stderr.splitlines()[0]
+
+
+def test_run_and_profile_outputs_checked_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """pard run's --out/--plot and pard profile's --out are refused (exit 2, option named) before measuring."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    for argv, needle in [(["run", "--out", str(blocker / "sub")], "--out"),
+                         (["run", "--out", str(tmp_path / "out"), "--plot", str(tmp_path / "live.xyz")], "--plot"),
+                         (["profile", "--out", str(tmp_path / "missing" / "p.yaml")], "does not exist"),
+                         (["profile", "--out", str(tmp_path / "p.txt")], "YAML, JSON or TOML")]:
+        code, out, err = run_main(capsys, *argv)
+        assert code == 2 and needle in err and out == "", argv
+    assert not (tmp_path / "missing").exists()
+
+
+def test_ctrl_c_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A KeyboardInterrupt during a command prints 'interrupted' (no traceback) and returns 130."""
+    import pard.cli.simulate as simulate_cmd
+
+    def interrupted(_: Any) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(simulate_cmd, "run", interrupted)
+    code, out, err = run_main(capsys, "simulate")
+    assert code == 130 and err.strip() == "pard simulate: interrupted" and out == ""
+
+
+def test_send_lag_is_measured_against_the_arrival_times() -> None:
+    """send_lag: per-request lateness of the sends (never negative), None when sends and arrivals differ in count."""
+    from pard.cli.replay import send_lag
+
+    arrivals = np.arange(100) * 0.01
+    send = arrivals.copy()
+    send[50:60] = 0.6  # a stall: ten requests sent together, up to 0.1 s late
+    lag = send_lag(send, arrivals)
+    assert lag is not None and lag["max"] == pytest.approx(0.6 - 0.50) and lag["p50"] == 0.0
+    assert send_lag(send[:-1], arrivals) is None
+    assert send_lag(arrivals - 0.001, arrivals)["max"] == 0.0

@@ -115,6 +115,8 @@ def test_cli_profile_then_run_and_simulate(tmp_path: Any, capsys: Any) -> None:
         by_reason = live["policies"][name]["dropped_by_reason"]
         assert "cancelled" in by_reason and "expired" in by_reason
         assert sum(by_reason.values()) == doc["policies"][name]["dropped"]
+        lag = live["policies"][name]["send_lag_s"]  # one send per arrival: the lag is measured
+        assert 0.0 <= lag["p50"] <= lag["p99"] <= lag["max"]
     sim_doc = json.loads(sim_json.read_text())
     assert set(sim_doc) <= set(doc) and doc["mode"] == "live"
     assert list(doc["policies"]) == ["pard", "naive"]

@@ -15,6 +15,7 @@ from pard.config import PipelineSpec, StageSpec
 from pard.errors import Dropped, ExecutorError, Rejected
 from pard.executors import CallableExecutor
 from pard.runtime import STATES, Runtime
+from pard.sim import simulate as pard_simulate
 
 
 def _chain(slo: float = 10.0, max_batch: int = 8, d: float = 0.0005, n: int = 2, workers: int = 1) -> PipelineSpec:
@@ -386,6 +387,7 @@ class _RaisingPush:
         ({"slo": float("nan")}, ValueError, "slo"),
         ({"slo": "1s"}, TypeError, "slo"),
         ({"tier": 2**31}, ValueError, "tier"),
+        ({"tier": 1}, ValueError, r"tier = 1 is not a valid tier code for pipeline 'chain'; valid: 0 \(the pipeline declares no tiers\)"),
         ({"payload": np.zeros(5)}, ValueError, "payload shape"),
     ],
 )
@@ -728,3 +730,39 @@ def test_binding_submit_arguments() -> None:
             with pytest.raises(exc):
                 live.submit(*args, **kwargs)
         assert rt.counts()["submitted"] == 3
+
+
+def test_tier_codes_index_the_declared_tiers_and_report_stays_usable() -> None:
+    """With tiers {gold, free}: codes 0 and 1 are served and reported per tier, code 2 is refused at submit."""
+    spec = PipelineSpec(name="chain", slo=10.0, tiers={"gold": 4.0, "free": 1.0}, stages=_chain(n=1).stages)
+    with Runtime(spec, {"s0": _identity}, policy="naive") as rt:
+        assert [rt.submit(i, tier=t).result(timeout=10) for i, t in enumerate([0, 1, 1])] == [0, 1, 2]
+        with pytest.raises(ValueError, match=r"tier = 2 is not a valid tier code.*valid: 0\.\.1"):
+            rt.submit(9, tier=2)
+        rep = rt.report()
+    assert rep.submitted == 3 and rep.on_time == 3
+    assert rep.weighted_goodput * rep.duration_s == pytest.approx(4.0 + 1.0 + 1.0)
+
+
+def test_sub_second_burst_is_a_rate_over_one_bin_live_and_simulated() -> None:
+    """A 50-request burst sent in well under 1 s is reported per one 1 s bin, live as in the simulator."""
+    spec = _chain(n=1)
+    with Runtime(spec, {"s0": _identity}, policy="naive") as rt:
+        for f in [rt.submit(i) for i in range(50)]:
+            f.result(timeout=10)
+        live = rt.report()
+    sim = pard_simulate(spec, np.linspace(0.0, 0.01, 50), policy="naive")
+    for rep in (live, sim):
+        assert rep.duration_s == 1.0 and rep.on_time == 50
+        assert rep.goodput == 50.0
+
+
+def test_submit_after_close_is_a_pard_error_and_a_runtime_error() -> None:
+    """Submitting to a closed runtime raises pard.RuntimeStateError, which is both a PardError and a RuntimeError."""
+    import pard
+
+    rt = Runtime(_chain(n=1), {"s0": _identity}, policy="naive")
+    rt.close()
+    with pytest.raises(pard.RuntimeStateError, match="not accepting") as info:
+        rt.submit(1)
+    assert isinstance(info.value, pard.PardError) and isinstance(info.value, RuntimeError)

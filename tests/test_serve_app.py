@@ -114,6 +114,7 @@ def test_a_client_deadline_shorter_than_any_batch_is_a_503_drop_with_retry_after
      400, "unknown ['IMG']"),
     ({"json": v2_body([1, 2, 3, 4]), "headers": {"X-Request-Timeout-Ms": "soon"}}, 400, "X-Request-Timeout-Ms"),
     ({"json": v2_body([1, 2, 3, 4]), "headers": {"X-Pard-Tier": "-1"}}, 400, "X-Pard-Tier"),
+    ({"json": v2_body([1, 2, 3, 4]), "headers": {"X-Pard-Tier": "99"}}, 400, "tier code in"),
     ({"json": v2_body([1, 2, 3, 4], parameters={"timeout": -5})}, 400, "parameters.timeout"),
     ({"json": v2_body([1, 2, 3, 4], outputs=[{"name": "NOPE"}])}, 400, "unknown output(s) ['NOPE']"),
     ({"content": b"[1, 2"}, 400, "not valid JSON"),
@@ -172,8 +173,9 @@ def test_queue_limit_answers_429_with_retry_after_and_counts_add_up() -> None:
 
 def test_executor_failure_is_500_with_the_request_id() -> None:
     """A stage whose executor raises answers 500 naming the request id; the runtime counts it failed."""
+    # naive: no policy drop, so a slow first batch on a busy machine cannot turn the 500 into a 503
     doc = config(stages={"detect": {"executor": "pard.serve.factories:sleep_profile"},
-                         "classify": {"executor": "_serve:failing"}}, warmup=False)
+                         "classify": {"executor": "_serve:failing"}}, warmup=False, policy="naive")
 
     async def body(c: httpx.AsyncClient, app: Any) -> None:
         r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
@@ -307,3 +309,15 @@ def test_metrics_stay_monotonic_and_complete_past_the_runtime_history(monkeypatc
         if key[0].endswith(("_total", "_count", "_sum", "_bucket")):
             assert last[key] >= value, key
     assert rep["outcomes"]["dropped"] == dropped
+
+
+def test_only_version_1_is_served() -> None:
+    """Metadata, readiness and inference of a version other than "1" are 404s naming the version, as in Triton."""
+    async def body(c: httpx.AsyncClient, app: Any) -> None:
+        assert (await c.get("/v2/models/duo/versions/1")).status_code == 200
+        for r in (await c.get("/v2/models/duo/versions/7"), await c.get("/v2/models/duo/versions/7/ready"),
+                  await c.post("/v2/models/duo/versions/7/infer", json=v2_body([1, 2, 3, 4]))):
+            assert r.status_code == 404 and "no version '7'" in r.json()["error"]
+        assert app.state.service.runtime.counts()["submitted"] == 0
+
+    _run(config(), body)

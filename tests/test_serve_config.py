@@ -119,3 +119,23 @@ def test_pard_serve_command_rejects_a_bad_file_with_exit_2(tmp_path: Path, capsy
     assert "server.port" in err and "70000" in err
     assert main(["serve", str(tmp_path / "missing.yaml")]) == 2
     assert "no such served-pipeline file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("changes", "text"), [
+    ({"policy": "bogus"}, "unknown policy 'bogus'"),
+    ({"workers": {"detect": 0}}, "workers for stage 'detect' must be an int >= 1, got 0"),
+    ({"stages": {"detect": {"executor": "os:getcwd"}, "classify": {"executor": "pard.serve.factories:sleep_profile"}}},
+     "stages.detect"),
+])
+def test_pard_serve_refuses_a_bad_pipeline_before_binding_the_port(tmp_path: Path, changes: dict, text: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """`pard serve FILE` with a bad policy, worker count or factory exits 2 with one line naming the file."""
+    import yaml
+
+    from pard.cli import main
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(config(**changes)))
+    assert main(["serve", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(path) in err and text in err, err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import struct
 
 import numpy as np
@@ -118,3 +119,18 @@ def test_binary_size_mismatches_are_refused() -> None:
         decode_request(body, len(body) + 1)
     with pytest.raises(ProtocolError, match="not valid JSON"):
         decode_request(b"{nope")
+
+
+def test_strict_json_both_ways() -> None:
+    """NaN/Infinity tokens and FP32-overflowing numbers are refused; non-finite outputs are JSON null."""
+    for text, needle in [('{"inputs":[{"name":"x","shape":[2],"datatype":"FP32","data":[1,NaN]}]}', "NaN"),
+                         ('{"inputs":[{"name":"x","shape":[1],"datatype":"FP64","data":[-Infinity]}]}', "-Infinity"),
+                         ('{"inputs":[{"name":"x","shape":[2],"datatype":"FP32","data":[1,1e39]}]}',
+                          "data[1] = 1e+39 is out of the range of FP32")]:
+        with pytest.raises(ProtocolError, match=re.escape(needle)):
+            decode_request(text.encode())
+    ok = decode_request(b'{"inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[3.4e38]}]}')
+    assert ok.inputs["x"][0] == np.float32(3.4e38)
+    body, _ = encode_response("m", "", [("y", np.array([1.0, np.nan, np.inf], np.float32))], {})
+    doc = json.loads(body, parse_constant=lambda t: pytest.fail(f"non-JSON token {t}"))
+    assert doc["outputs"][0]["data"] == [1.0, None, None]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import pard
+
 from pard import config
 from pard.errors import PardWarning
 from pard.policies import POLICIES
@@ -345,3 +347,19 @@ def test_pard_paper_is_the_papers_method_and_pard_the_default() -> None:
                 or paper.coherent_branches)
     arr = poisson(500.0, 2000)
     assert simulate("tm", arr, jitter_cv=0.0).policy == "pard"
+
+
+def test_simulate_takes_a_workload_and_matches_its_tiers_by_name() -> None:
+    """A Workload's tiers are mapped to the spec's tiers by name, whatever their order; unknown names are refused."""
+    from pard.config import PipelineSpec, StageSpec
+    from pard.workloads import Workload
+
+    spec = PipelineSpec(name="t", slo=1.0, tiers={"gold": 4.0, "free": 1.0},
+                        stages=[StageSpec(name="s", profile={1: 0.001}, max_batch=1)])
+    arr = np.array([0.1, 0.2, 0.3])
+    w = Workload(arrivals_s=arr, tier=np.array([0, 1, 0], np.int32), tier_names=("free", "gold"))
+    rep = pard.simulate(spec, w, "naive")
+    by_name = {t.name: t.submitted for t in rep.tiers}
+    assert by_name == {"gold": 1, "free": 2}
+    with pytest.raises(pard.PardError, match=r"\['bronze'\] are not tiers of the pipeline"):
+        pard.simulate(spec, Workload(arrivals_s=arr, tier=np.zeros(3, np.int32), tier_names=("bronze",)))

@@ -21,6 +21,7 @@ from .errors import (
     PardError,
     PardWarning,
     Rejected,
+    RuntimeStateError,
     TraceError,
 )
 
@@ -63,6 +64,7 @@ __all__ = [
     "Dropped",
     "Rejected",
     "ExecutorError",
+    "RuntimeStateError",
     "PardWarning",
     *_LAZY,
 ]

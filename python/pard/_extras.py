@@ -1,7 +1,7 @@
 """Optional dependencies: import one where it is used, or say in one line which extra provides it.
 
-``import pard`` needs NumPy and pydantic only.  Tables (rich), plots (matplotlib), trace files
-(pandas), YAML/TOML files (pyyaml, tomli-w), BLAS thread limits (threadpoolctl) and the CLI come
+``import pard`` needs NumPy, pydantic and PyYAML (the built-in pipelines are YAML files) only.
+Tables (rich), plots (matplotlib), trace files (pandas), TOML files (tomli-w), BLAS thread limits (threadpoolctl) and the CLI come
 with the ``pard[cli]`` extra; the server, Ray, Triton and ONNX Runtime with their own extras.
 """
 

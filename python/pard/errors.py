@@ -18,6 +18,7 @@ __all__ = [
     "UsageError",
     "TooManyArrivalsError",
     "MissingExtraError",
+    "RuntimeStateError",
     "Dropped",
     "Rejected",
     "ExecutorError",
@@ -67,6 +68,11 @@ class TooManyArrivalsError(PardValueError):
 
 def _rebuild_too_many(message: str, expected: float, limit: float) -> TooManyArrivalsError:
     return TooManyArrivalsError(message, expected=expected, limit=limit)
+
+
+class RuntimeStateError(PardError, RuntimeError):
+    """The runtime cannot do this now: not started, closed, a stage dead, or a call from the wrong
+    thread (a ``RuntimeError`` too, as it was before it had its own type)."""
 
 
 class MissingExtraError(PardError, ImportError):

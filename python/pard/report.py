@@ -40,6 +40,7 @@ __all__ = [
     "comparison_dict",
     "comparison_table",
     "bin_per_second",
+    "report_bins",
     "DEFAULT_REASONS",
     "fluid_goodput_bound",
     "fluid_bound_share",
@@ -49,6 +50,20 @@ F64 = npt.NDArray[np.float64]
 
 #: Drop reason names by code, used when the caller passes none: :data:`pard.outcomes.REASONS`.
 DEFAULT_REASONS = REASONS
+
+
+def report_bins(send_s: F64, t0_s: float | None = None, duration_s: float | None = None) -> tuple[float, int]:
+    """The 1 s bins a run's report covers, ``(t0_s, n_bins)``: one rule for simulator, runtime and Ray.
+
+    ``t0_s`` defaults to the first send rounded down; ``n_bins`` is ``ceil(duration_s)`` when given, else
+    the whole bins from ``t0_s`` that hold the last send.  Rates are per ``duration_s`` when given, else
+    per ``n_bins`` s: the bound's capacity is counted per whole bin, so a shorter divisor would put the
+    bound above the pipeline's capacity (a burst of 0.05 s is a rate over 1 s)."""
+    n = send_s.size
+    t0 = float(t0_s) if t0_s is not None else (float(math.floor(send_s[0])) if n else 0.0)
+    if duration_s is not None:
+        return t0, max(1, int(math.ceil(float(duration_s) - 1e-9)))
+    return t0, max(1, int(math.floor((float(send_s[-1]) if n else t0) - t0)) + 1)
 
 
 def bin_per_second(t_s: F64, t0_s: float, n_bins: int, weights: F64 | None = None) -> F64:

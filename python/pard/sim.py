@@ -35,8 +35,9 @@ from .planner import MAX_SAMPLES, Planner
 from .planner_native import covers, native_planner, native_recorder
 from .policies import PolicySpec, get_policy
 from .recorder import RunRecorder
-from .report import Report
+from .report import Report, report_bins
 from .wiring import budget_fractions, core_stages, planner_stages
+from .workloads.requests import Workload
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import PipelineSpec
@@ -165,7 +166,9 @@ def _tiers(tiers: Any, n: int, spec: "PipelineSpec") -> npt.NDArray[np.int32]:
     bad = ~np.isfinite(arr) | (arr < 0) | (arr > top) | (arr != np.round(arr))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise PardValueError(f"tiers[{i}] = {show(arr[i])} is not a valid tier code for pipeline "
+        v = float(arr[i])
+        shown = int(v) if math.isfinite(v) and v == round(v) else show(arr[i])  # a code reads as an int
+        raise PardValueError(f"tiers[{i}] = {shown} is not a valid tier code for pipeline "
                          f"{spec.name!r}; valid: {valid}")
     return np.ascontiguousarray(arr.astype(np.int32))
 
@@ -230,7 +233,9 @@ def simulate(
 
     Args:
         pipeline: a PipelineSpec, a built-in name (``tm``, ``lv``, ``ga``, ``da``) or a spec file.
-        arrivals: arrival times at the pipeline, float seconds, sorted, ``>= 0``, shape ``(n,)``.
+        arrivals: arrival times at the pipeline, float seconds, sorted, ``>= 0``, shape ``(n,)``; or a
+            :class:`pard.workloads.Workload`, whose per-request SLOs and tiers are used unless ``slo`` /
+            ``tiers`` are given (its tier names matched to the spec's ``tiers`` by name).
         policy: a name from :data:`pard.policies.POLICIES` or a PolicySpec.
         slo: end-to-end SLO in seconds, a scalar or one per request ``(n,)``; default the pipeline's.
         tiers: service tier code per request, a scalar or shape ``(n,)``: an int in ``0 ..
@@ -271,6 +276,10 @@ def simulate(
     """
     spec = resolve_pipeline(pipeline)
     pol = get_policy(policy)
+    if isinstance(arrivals, Workload):  # its own SLOs and tiers, unless given here; tiers by name
+        slo = arrivals.slo_s if slo is None else slo
+        tiers = arrivals.tier_codes_for(spec.tiers) if tiers is None else tiers
+        arrivals = arrivals.arrivals_s
     arr = _arrivals(arrivals)
     n = int(arr.size)
     jitter_cv = check_float("jitter_cv", jitter_cv, low=0.0)
@@ -325,8 +334,7 @@ def simulate(
                       adapt_window=adapt_window, samples=int(samples), seed=int(seed) + 1)
 
     # per-second bookkeeping over the arrivals' horizon
-    t0 = math.floor(arr[0]) if n else 0.0
-    nb = int(math.floor(arr[-1] - t0)) + 1 if n else 1
+    t0, nb = report_bins(arr)
     initial = [float(st.workers if workers is None else workers[k]) for k, st in enumerate(spec.stages)]
     recorder = RunRecorder(spec, origin_s=t0, workers=initial)
     per_worker = np.array([st.max_batch / st.duration(st.max_batch) for st in spec.stages])

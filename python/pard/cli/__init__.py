@@ -61,6 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (PardError, ValueError, TypeError, OSError) as exc:
             print(f"pard {args.command}: error: {exc}", file=sys.stderr)
             return 2
+        except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, no traceback
+            print(f"pard {args.command}: interrupted", file=sys.stderr)
+            return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

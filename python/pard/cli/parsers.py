@@ -18,7 +18,7 @@ from ..errors import UsageError
 from ..policies import POLICIES
 from ..workloads import BUILTIN_TRACES, TRACE_FORMATS, UNITS
 
-__all__ = ["add_command", "positive", "non_negative", "seed", "policies", "cores", "spell", "console", "check_output",
+__all__ = ["add_command", "positive", "non_negative", "seed", "policies", "cores", "spell", "console", "check_output", "make_output_dir",
            "check_plot_suffix", "machine_cores", "clean", "add_pipeline", "add_models", "models_arg", "DEFAULT_POLICIES", "PIPE_WIDTH",
            "BUILTIN_NAMES", "BUILTIN_TRACES", "TRACE_FORMATS", "UNITS"]
 
@@ -163,6 +163,17 @@ def check_output(option: str, path: Path) -> None:
         raise UsageError(f"{option} {str(path)!r}: the folder {str(parent)!r} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"{option} {str(path)!r}: the folder {str(parent)!r} is not writable")
+
+
+def make_output_dir(option: str, path: Path) -> None:
+    """Create the output folder ``path`` now (with its parents), so that a bad one fails before the run
+    rather than after it: UsageError naming the option when it cannot be made."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{option} {str(path)!r}: cannot create the folder: {exc.strerror or exc}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {str(path)!r}: the folder is not writable")
 
 
 def check_plot_suffix(path: Path) -> None:

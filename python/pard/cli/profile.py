@@ -11,7 +11,7 @@ from ..config import resolve_pipeline
 from ..errors import UsageError
 from ..profiling import measure_profile, size_workers
 from .measure import measure, sizing_line
-from .parsers import add_command, add_models, add_pipeline, console, cores, models_arg, positive
+from .parsers import add_command, add_models, add_pipeline, check_output, console, cores, models_arg, positive
 
 __all__ = ["register", "run"]
 
@@ -63,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--repeats must be an int >= 1, got {args.repeats!r}")
     n_cores = cores(args.cores, err)
     args.models = models_arg(args, err)
+    if args.out is not None:  # before measuring, not after
+        check_output("--out", args.out)
+        if args.out.suffix.lower() not in (".yaml", ".yml", ".json", ".toml"):
+            raise UsageError(f"--out {str(args.out)!r}: the profile is written as YAML, JSON or TOML by its "
+                             f"suffix (.yaml, .yml, .json, .toml), got {args.out.suffix or '(no suffix)'!r}")
     if args.out is None:
         res = measure(args, spec, n_cores, err, refresh=True)
     else:
@@ -70,7 +75,6 @@ def run(args: argparse.Namespace) -> int:
         err.print(sizing_line(spec, workers, n_cores, args.models))
         res = measure_profile(spec, workers=workers, repeats=args.repeats, model_options={"scale": float(args.scale)},
                               models=args.models)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
         res.spec.save(args.out)
         res.path = args.out
         err.print(f"profile measured in {res.wall_s:.1f} s, written to {args.out}")

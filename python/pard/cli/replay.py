@@ -17,7 +17,10 @@ from ..profiling import profile_drift, profile_from_batches
 from ..runtime import Runtime
 from ..sim import simulate
 
-__all__ = ["LiveRuns", "replay_policies"]
+__all__ = ["LiveRuns", "replay_policies", "send_lag", "LAG_WARN_SLO_SHARE"]
+
+#: Warn when the replay sent a request later than this share of the SLO after its arrival time.
+LAG_WARN_SLO_SHARE = 0.1
 
 
 class LiveRuns:
@@ -30,6 +33,16 @@ class LiveRuns:
         self.refit: dict[str, Any] = {}
         self.info: dict[str, Any] = {}
         self.batches: list[dict[str, np.ndarray]] = []
+
+
+def send_lag(send_s: np.ndarray, arrivals_s: np.ndarray) -> dict[str, float] | None:
+    """How late the replay sent each request after its arrival time (s): ``p50``, ``p99``, ``max``;
+    None unless there is one send per arrival (ids are in arrival order).  A busy machine can stall
+    the sending thread, which then sends the late requests at once: a burst the trace does not have."""
+    if send_s.size != arrivals_s.size or not send_s.size:
+        return None
+    lag = np.maximum(send_s - arrivals_s, 0.0)
+    return {"p50": float(np.quantile(lag, 0.5)), "p99": float(np.quantile(lag, 0.99)), "max": float(lag.max())}
 
 
 def _run_info(rt: Runtime, spec: Any, batches: dict[str, np.ndarray], drain_s: float) -> dict[str, Any]:
@@ -90,6 +103,13 @@ def replay_policies(args: argparse.Namespace, spec: Any, arrivals: np.ndarray, e
             res.runs[name] = (rt, t_rep)
             res.batches.append(batches)
             res.info[name] = _run_info(rt, spec, batches, drain_s)
+            lag = send_lag(rt.outcomes()["send_s"] - t_rep, arrivals)
+            res.info[name]["send_lag_s"] = lag
+            if lag is not None and lag["max"] > LAG_WARN_SLO_SHARE * spec.slo:
+                err.print(f"[yellow]warning: the replay of {name} fell behind its trace by up to {lag['max']:.3f} s "
+                          f"(p99 {lag['p99']:.3f} s; SLO {spec.slo:g} s): the sender was starved (a busy "
+                          f"machine) and sent the late requests at once, so {name} saw bursts the trace "
+                          f"does not have[/]")
             # the live send times; the few the replay sent a little after the window's end (it lags
             # by milliseconds under load) are clamped into it, so both reports span the same seconds
             send = np.clip(rt.outcomes()["send_s"] - t_rep, 0.0, np.nextafter(float(args.duration), 0.0))

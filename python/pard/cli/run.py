@@ -31,8 +31,8 @@ from ..report import comparison_table
 from ..workloads import TRACE_FORMATS, load_trace
 from .compare import agreement_table, bound_line, check_profile, drop_reasons, reasons_line, verdict
 from .measure import run_profile
-from .parsers import (add_command, add_models, add_pipeline, console, cores, machine_cores, models_arg, non_negative,
-                      policies, positive)
+from .parsers import (add_command, add_models, add_pipeline, check_output, check_plot_suffix, console, cores,
+                      machine_cores, make_output_dir, models_arg, non_negative, policies, positive)
 from .parsers import seed as seed_arg
 from .parsers import spell
 from .replay import replay_policies
@@ -96,6 +96,17 @@ def register(subparsers: Any) -> None:
     p.add_argument("--seed", type=seed_arg, default=0, help="seed of the arrivals and planner; default 0")
 
 
+def check_outputs(args: argparse.Namespace) -> None:
+    """UsageError now if live.json / live.png could not be written at the end."""
+    if args.json is None or args.plot is None:
+        make_output_dir("--out", args.out)
+    if args.json is not None:
+        check_output("--json", args.json)
+    if args.plot is not None:
+        check_output("--plot", args.plot)
+        check_plot_suffix(args.plot)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``pard run``; returns the exit code."""
     t_all = time.perf_counter()
@@ -103,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     err = console(stderr=True)
     n_cores = cores(args.cores, err)
     args.models = models_arg(args, err)
+    check_outputs(args)  # before minutes of replay, not after
     spec, used, cache_path = run_profile(args, n_cores, err)  # 1.
     workers = [st.workers for st in spec.stages]
     capacity = spec.capacity().pipeline

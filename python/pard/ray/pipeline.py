@@ -31,6 +31,7 @@ import ray
 from ..errors import Dropped, ExecutorError, PardValueError, Rejected
 from ..outcomes import DROPPED, FAILED, LATE, ON_TIME, PENDING, REASONS, REJECTED, STATES, reason_code
 from ..recorder import RunRecorder
+from ..report import report_bins
 from ..runtime.facade import HISTORY
 from ..runtime.replay import replay as _replay
 from ..runtime.requests import Ledger, Request, RequestFuture
@@ -420,13 +421,9 @@ class RayPipeline:
             raise PardValueError("report() needs every request ended: call close() first")
         send = out["send_s"]
         n = send.size
-        t0 = float(t0_s) if t0_s is not None else (float(math.floor(send[0])) if n else 0.0)
-        if duration_s is not None:
-            nb = max(1, int(math.ceil(float(duration_s) - 1e-9)))
-        else:
-            nb = int(math.floor((float(send[-1]) if n else t0) - t0)) + 1
+        t0, nb = report_bins(send, t0_s, duration_s)
         return rec.report(policy=self.policy, outcomes=out, t0_s=t0, n_bins=nb, slo_s=out["slo_s"],
-                          capacity_req_s=capacity_req_s)
+                          capacity_req_s=capacity_req_s, duration_s=duration_s)
 
     def clock_skew(self, probes: int = 8) -> dict[str, Any]:
         """Measure every actor's clock offset again (:class:`pard.ray.clock.Offset` per actor name)."""

@@ -23,7 +23,7 @@ import numpy as np
 from .._checks import real_number, show
 from .._extras import available, require
 from ..config import resolve_pipeline
-from ..errors import PardTypeError, PardValueError
+from ..errors import PardTypeError, PardValueError, RuntimeStateError
 from ..planner import Planner
 from ..policies import get_policy
 from ..recorder import RunRecorder
@@ -45,7 +45,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Runtime"]
 
-_INT32_MAX = 2**31 - 1
 #: The largest SLO ``submit`` accepts (s): the C++ core caps times at 1e9 s (about 31.7 years).
 _MAX_SLO_S = 1e9
 #: Default ``history``: per-request outcome records kept (about 45 bytes each).
@@ -170,6 +169,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         self._pid = os.getpid()
         self._forked = False  # set in a forked child (os.register_at_fork): submit then refuses
         self._slo = float(spec.slo)
+        self._top_tier = max(len(spec.tiers) - 1, 0)  # tier codes are indices of spec.tiers
         # an unreferenced, unclosed runtime cancels what is in flight and stops its threads (which
         # hold its parts, never the Runtime itself)
         self._finalizer = weakref.finalize(self, lifecycle.stop, self._live, self._pool, self._loop)
@@ -234,9 +234,9 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        """Start the worker and planner threads (idempotent).  Raises RuntimeError once closed."""
+        """Start the worker and planner threads (idempotent).  Raises RuntimeStateError (a RuntimeError) once closed."""
         if self._closed:
-            raise RuntimeError("this Runtime is closed; create a new one")
+            raise RuntimeStateError("this Runtime is closed; create a new one")
         if self._started:
             return
         if self._blas_threads is not None:
@@ -283,7 +283,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         PardValueError for a negative or non-finite ``timeout_s``.
         """
         if threading.current_thread() in self._own_threads():
-            raise RuntimeError("Runtime.close() must not be called from a worker or planner thread")
+            raise RuntimeStateError("Runtime.close() must not be called from a worker or planner thread")
         if timeout_s is not None:
             positive_seconds("timeout_s", timeout_s, allow_zero=True)
         forked = os.getpid() != self._pid  # a forked child has none of the threads: nothing to wait for
@@ -316,7 +316,8 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             slo: end-to-end SLO in seconds, in ``(0, 1e9]`` (the C++ core caps times at 1e9 s);
                 default the pipeline's ``slo``.  The deadline is ``send + slo`` with ``send`` the
                 runtime clock at this call.
-            tier: service tier (int in [0, 2**31)), passed to the schedulers.
+            tier: service tier: the index of one of the pipeline's ``tiers`` (``0 .. len(tiers) - 1``;
+                only 0 when it declares none), passed to the schedulers.
 
         Returns:
             a :class:`RequestFuture` resolving to the output, or raising ``pard.Dropped``,
@@ -327,8 +328,9 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 payload's shape differs from the expected one (``payload_shape``, given or learnt,
                 see :class:`Runtime`).
             PardTypeError: ``slo`` or ``tier`` of the wrong type.
-            RuntimeError: the runtime is not started or is closed, or a stage is dead (one of its
-                worker threads died outside the executor call; the message names the stage).
+            RuntimeStateError (a PardError and a RuntimeError): the runtime is not started or is
+                closed, or a stage is dead (one of its worker threads died outside the executor call;
+                the message names the stage).
             Whatever the entry stage's C++ ``submit`` raises (not expected once the arguments
                 passed the checks above): the registration is undone and the error propagates.  In a
                 DAG with several entry stages, if the request already reached one entry queue when
@@ -338,15 +340,15 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         if self._forked:
             raise lifecycle.ForkedError(lifecycle.forked_message(self._pid))
         slo_s = self._slo if slo is None else _check_slo(slo)
-        if tier.__class__ is not int or not 0 <= tier <= _INT32_MAX:  # the common case costs one test
-            _check_tier(tier)
+        if tier.__class__ is not int or not 0 <= tier <= self._top_tier:  # the common case costs one test
+            _check_tier(tier, self._spec)
             tier = int(tier)
         sh = self._shape
         shape, learning = sh.check(payload) if sh.shape is not None or sh.learn else (None, False)
         if not self._accepting:
-            raise RuntimeError("this Runtime is not accepting requests (not started, or closed)")
+            raise RuntimeStateError("this Runtime is not accepting requests (not started, or closed)")
         if self._pool.dead is not None:
-            raise RuntimeError(_dead_message(self._pool.dead))
+            raise RuntimeStateError(_dead_message(self._pool.dead))
         if learning:
             with self._shape_lock:
                 self._shape.learn_locked(shape)
@@ -422,9 +424,10 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         It covers the requests held (the last ``history``) that have ended -- all of them after
         :meth:`close`; when that is not every request, ``report.window`` says what it covers, with the
         whole run's totals (:class:`pard.report.Report`).  Per-second series start at ``t0_s``
-        (default the first such send) and goodput is per ``duration_s`` seconds (default the sends'
-        true span, ``(last - first) * n / (n - 1)``: ``n`` requests at rate ``r`` give ``r``).  The goodput
-        bound (DESIGN §4) uses :meth:`bound_capacity`, or ``capacity_req_s`` (req/s, > 0) when given.
+        (default the first such send, rounded down) and goodput is per ``duration_s`` seconds (default
+        the whole one-second bins that hold the sends, as in ``pard.simulate``:
+        :func:`pard.report.report_bins`).  The goodput bound (DESIGN §4) uses :meth:`bound_capacity`,
+        or ``capacity_req_s`` (req/s, > 0) when given.
 
         Raises PardValueError for a bad ``capacity_req_s`` or ``duration_s``.
         """
@@ -452,11 +455,14 @@ def _dead_message(st: Any) -> str:
             f"(outside the executor call); the Runtime cannot serve requests any more, close it")
 
 
-def _check_tier(tier: Any) -> None:
+def _check_tier(tier: Any, spec: PipelineSpec) -> None:
     if isinstance(tier, bool) or not isinstance(tier, (int, np.integer)):
         raise PardTypeError(f"tier must be an int, got {type(tier).__name__}: {tier!r}")
-    if not 0 <= int(tier) <= _INT32_MAX:
-        raise PardValueError(f"tier must be in [0, 2**31), got {tier!r}")
+    names = list(spec.tiers)
+    if not 0 <= int(tier) <= max(len(names) - 1, 0):
+        valid = (f"0..{len(names) - 1} (indices of the spec's tiers {names!r})" if names
+                 else "0 (the pipeline declares no tiers)")
+        raise PardValueError(f"tier = {tier!r} is not a valid tier code for pipeline {spec.name!r}; valid: {valid}")
 
 
 def _check_slo(slo: Any) -> float:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import RuntimeStateError
 from .planner_loop import PlannerLoop
 from .workers import Stage, WorkerPool
 
@@ -34,7 +35,7 @@ _HUNG_BATCHES = 4.0
 _HUNG_MARGIN_S = 0.1
 
 
-class ForkedError(RuntimeError):
+class ForkedError(RuntimeStateError):
     """The Runtime was started in another process (this one is a fork of it): its threads are not here."""
 
 

@@ -19,22 +19,14 @@ import numpy as np
 from .._checks import show
 from ..errors import PardValueError
 from ..outcomes import ON_TIME, PENDING, STATES
+from ..report import report_bins
 from .planner_loop import PlannerLoop
 from .workers import Stage
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..report import Report
 
-__all__ = ["report", "counts", "snapshot", "bound_capacity", "batches", "true_span_s"]
-
-
-def true_span_s(send: np.ndarray) -> float:
-    """The span of ``n`` sends (s): ``(last - first) * n / (n - 1)``, the mean inter-arrival time added
-    once, so ``n`` requests at rate ``r`` span ``n / r`` (1 s for fewer than two)."""
-    n = send.size
-    if n < 2 or not send[-1] > send[0]:
-        return 1.0
-    return float(send[-1] - send[0]) * n / (n - 1)
+__all__ = ["report", "counts", "snapshot", "bound_capacity", "batches"]
 
 
 def report(live: Any, loop: PlannerLoop, policy: str, *, t0_s: float | None, duration_s: float | None,
@@ -55,11 +47,9 @@ def report(live: Any, loop: PlannerLoop, policy: str, *, t0_s: float | None, dur
     out = {k: v[ended] for k, v in out.items()}
     send = out["send_s"]
     n = send.size
-    t0 = float(t0_s) if t0_s is not None else (float(send[0]) if n else 0.0)
-    span = float(duration_s) if duration_s is not None else (true_span_s(send) if n else 1.0)
-    nb = max(1, int(math.ceil(span - 1e-9)))
+    t0, nb = report_bins(send, t0_s, duration_s)
     rep = loop.recorder.report(policy=policy, outcomes=out, t0_s=t0, n_bins=nb, slo_s=out["slo_s"],
-                               capacity_req_s=capacity_req_s, duration_s=span)
+                               capacity_req_s=capacity_req_s, duration_s=duration_s)
     submitted = totals.pop("submitted")
     if n < submitted:  # part of the run only: say which part, and give the totals from the counters
         rep.window = {"requests": n, "submitted": submitted, "not_held": max(0, submitted - held),

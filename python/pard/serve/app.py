@@ -93,10 +93,19 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
         return JSONResponse({"error": f"unknown model {model!r}; this server serves {svc.model_name!r}"},
                             status_code=404)
 
-    async def model_metadata(request: Request) -> Response:
-        model = request.path_params["model"]
+    def missing(request: Request) -> Response | None:
+        """404 for another model, or for a version other than the one served ("1"), as Triton does."""
+        model, version = request.path_params["model"], request.path_params.get("version")
         if model != svc.model_name:
             return unknown(model)
+        if version is not None and version != "1":
+            return JSONResponse({"error": f"model {model!r} has no version {version!r}; its versions: ['1']"},
+                                status_code=404)
+        return None
+
+    async def model_metadata(request: Request) -> Response:
+        if (gone := missing(request)) is not None:
+            return gone
         rt = svc.runtime
         doc: dict[str, Any] = {
             "name": svc.model_name, "versions": ["1"], "platform": "pard",
@@ -109,10 +118,14 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
         return JSONResponse(doc)
 
     async def model_ready(request: Request) -> Response:
-        model = request.path_params["model"]
-        return unknown(model) if model != svc.model_name else ready_answer()
+        gone = missing(request)
+        return gone if gone is not None else ready_answer()
 
     async def infer(request: Request) -> Response:
+        if request.path_params.get("version") not in (None, "1"):
+            gone = missing(request)
+            assert gone is not None
+            return gone
         try:
             body = await _read_body(request, config.server.max_body_bytes)
         except _TooLarge:

@@ -123,6 +123,7 @@ class ServeConfig(_Strict):
     server: ServerOptions = ServerOptions()
     queue: QueueOptions = QueueOptions()
     base_dir: str = "."  # the file's folder (relative pipeline paths); set by the loader
+    source: str = "<serve config>"  # the file, for errors found when the pipeline is built; set by the loader
 
     # ------------------------------------------------------------------ derived
     def pipeline_spec(self) -> Any:
@@ -231,7 +232,7 @@ def parse_serve_config(data: Any, *, source: str = "<serve config>", base_dir: s
     if not isinstance(data, Mapping):
         raise ServeConfigError(f"{source}: expected a mapping of fields, got {type(data).__name__}")
     try:
-        cfg = ServeConfig(**{**dict(data), "base_dir": base_dir})
+        cfg = ServeConfig(**{**dict(data), "base_dir": base_dir, "source": source})
     except ValidationError as exc:
         raise ServeConfigError(_describe(exc, source)) from None
     try:

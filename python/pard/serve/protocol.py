@@ -14,6 +14,10 @@ the app answers with HTTP 400.
 Datatypes (v2 name -> NumPy): ``BOOL`` bool, ``UINT8..UINT64``, ``INT8..INT64``, ``FP16`` float16,
 ``FP32`` float32, ``FP64`` float64, ``BYTES`` (object array of ``bytes``; binary form: each element
 a 4-byte little-endian length, then its bytes).  ``BF16`` has no NumPy type and is refused.
+
+Strict JSON both ways (RFC 8259 has no NaN or Infinity): a request with ``NaN`` / ``Infinity``
+tokens, or a JSON number out of its datatype's range (``1e39`` as FP32), is a 400; a non-finite
+float output is written ``null`` in JSON (ask for binary output to get its bits).
 """
 
 from __future__ import annotations
@@ -116,9 +120,14 @@ def _from_json_data(where: str, data: Any, shape: tuple[int, ...], datatype: str
         if not isinstance(data, list):
             raise ProtocolError(f"{where}.data must be a list of numbers, got {_show(data)}")
         try:
-            arr = np.asarray(data, dtype=DATATYPES[datatype]).reshape(-1)
+            with np.errstate(over="ignore"):  # an overflow becomes inf, refused below
+                arr = np.asarray(data, dtype=DATATYPES[datatype]).reshape(-1)
         except (TypeError, ValueError, OverflowError) as exc:
             raise ProtocolError(f"{where}.data is not a list of {datatype} values ({exc}): {_show(data)}") from None
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():  # JSON numbers are finite: it overflowed
+            i = int(np.flatnonzero(~np.isfinite(arr))[0])
+            raise ProtocolError(f"{where}.data[{i}] = {_show(np.asarray(data, dtype=object).reshape(-1)[i])} "
+                                f"is out of the range of {datatype}")
     if arr.size != count:
         raise ProtocolError(f"{where}.data holds {arr.size} elements but shape {list(shape)} needs {count}")
     return arr.reshape(shape)
@@ -147,6 +156,10 @@ def _from_binary(where: str, raw: bytes, shape: tuple[int, ...], datatype: str) 
     return np.array(items, dtype=object).reshape(shape)
 
 
+def _refuse_constant(token: str) -> Any:
+    raise ProtocolError(f"the request body is not valid JSON: {token} is not a JSON number (RFC 8259)")
+
+
 def _split_body(body: bytes, header_length: int | None) -> tuple[Any, bytes]:
     if header_length is None:
         header, rest = body, b""
@@ -155,7 +168,7 @@ def _split_body(body: bytes, header_length: int | None) -> tuple[Any, bytes]:
             raise ProtocolError(f"{HEADER_LENGTH} is {header_length} but the body has {len(body)} bytes")
         header, rest = body[:header_length], body[header_length:]
     try:
-        doc = json.loads(header)
+        doc = json.loads(header, parse_constant=_refuse_constant)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ProtocolError(f"the request body is not valid JSON: {exc}") from None
     if not isinstance(doc, dict):
@@ -252,6 +265,8 @@ def _json_data(array: np.ndarray) -> list[Any]:
     if datatype_of(array) == "BYTES":
         return [x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x) for x in array.reshape(-1)]
     flat: list[Any] = array.reshape(-1).tolist()
+    if array.dtype.kind in "fc" and not np.isfinite(array).all():  # strict JSON: no NaN / Infinity tokens
+        flat = [x if math.isfinite(x) else None for x in flat]
     return flat
 
 

@@ -81,7 +81,8 @@ class DrainingServer(uvicorn.Server):
 
 def serve(config: ServeConfig, *, host: str | None = None, port: int | None = None,
           port_file: str | Path | None = None, report_file: str | Path | None = None) -> int:
-    """Serve ``config``'s pipeline until SIGTERM/SIGINT; returns the exit status (0 after a clean drain).
+    """Serve ``config``'s pipeline until SIGTERM/SIGINT; returns the exit status (0 after a clean drain,
+    130 when a second signal forced the stop, 1 when the server did not start).
 
     Args:
         host, port: override ``server.host`` / ``server.port`` (port 0: any free port).
@@ -89,6 +90,7 @@ def serve(config: ServeConfig, *, host: str | None = None, port: int | None = No
         report_file: write :meth:`ServedPipeline.report` there (JSON) after the drain.
     """
     service = ServedPipeline(config)
+    service.prepare()  # a bad policy, worker count or factory fails here, before the port is bound
     app = create_app(config, service=service)
     opts = config.server
     uv = uvicorn.Config(app, host=host or opts.host, port=opts.port if port is None else port,
@@ -102,4 +104,4 @@ def serve(config: ServeConfig, *, host: str | None = None, port: int | None = No
         Path(report_file).write_text(json.dumps(report, indent=2))
     if not server.started:
         return 1
-    return 0
+    return 130 if len(server.signals) > 1 else 0  # a second signal forced the stop: not a clean drain

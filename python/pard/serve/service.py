@@ -39,7 +39,7 @@ from ..errors import Dropped, ExecutorError, PardError, Rejected
 from ..models import INPUT_SHAPE, join_inputs
 from ..runtime import Runtime
 from ..runtime.aio import retry_after_s
-from .config import ServeConfig, TensorSpec, sample_payload
+from .config import ServeConfig, ServeConfigError, TensorSpec, sample_payload
 from .factories import reference_model
 from .metrics import Observed
 from .protocol import InferRequest, ProtocolError, datatype_of, decode_request, encode_response
@@ -106,30 +106,42 @@ class ServedPipeline:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        """Build the executors, warm them (one request's worth through every stage), start the runtime.
+        """Start serving: :meth:`prepare` (in a thread) unless done, then the runtime's threads."""
+        if self.runtime is None:
+            await asyncio.to_thread(self.prepare)
+        self.runtime.start()
+        self.ready = True
 
-        Raises: ServeConfigError for a bad factory; whatever a warm-up batch raises.
+    def prepare(self) -> None:
+        """Build the executors, warm them (one request's worth through every stage) and build the
+        runtime, not yet started.  ``pard serve`` calls it before it binds the port, so that a bad
+        policy, worker count or factory is one error line, not a traceback from the server's startup.
+
+        Raises: ServeConfigError naming the file and what is wrong (a bad factory, policy, worker
+        count or planner option, or a warm-up batch that raised).
         """
-        executors, join = await asyncio.to_thread(self._executors)
-        warm: dict[str, Any] = {}
-        if self.config.warmup:
-            warm = await asyncio.to_thread(self._warm, executors, join)
         cfg = self.config
-        self.runtime = Runtime(
-            self.spec, executors, policy=cfg.policy, workers=cfg.workers, sync_interval_s=cfg.sync_interval_s,
-            payload_shape=self.inputs[0].shape if len(self.inputs) == 1 and self.inputs[0].shape is not None
-            else None, join=join, planner_options=cfg.planner or None,
-        )
-        self.runtime.observe_stages(self.observed)
+        try:
+            executors, join = self._executors()
+            warm = self._warm(executors, join) if cfg.warmup else {}
+            runtime = Runtime(
+                self.spec, executors, policy=cfg.policy, workers=cfg.workers, sync_interval_s=cfg.sync_interval_s,
+                payload_shape=self.inputs[0].shape if len(self.inputs) == 1 and self.inputs[0].shape is not None
+                else None, join=join, planner_options=cfg.planner or None, start=False,
+            )
+        except PardError as exc:  # name the file, once
+            msg = str(exc)
+            raise ServeConfigError(msg if msg.startswith(cfg.source) else f"{cfg.source}: {msg}") from exc
+        runtime.observe_stages(self.observed)
         if not self.inputs:
-            shape = self.runtime.payload_shape
+            shape = runtime.payload_shape
             self.inputs = [TensorSpec(name="INPUT0", datatype="FP32", shape=None if shape is None else list(shape))]
         if not self.outputs:
             exits = self.spec.exit_stages()
             self.outputs = [TensorSpec(name=f"OUTPUT{i}", stage=s if len(exits) > 1 else None,
                                        **_described(warm.get(s)))
                             for i, s in enumerate(exits)]
-        self.ready = True
+        self.runtime = runtime
 
     def _executors(self) -> tuple[dict[str, Any], Any]:
         built = self.config.build_executors(self.spec)
@@ -157,7 +169,11 @@ class ServedPipeline:
             else:
                 parts = [outs[p] for p in sorted(preds, key=self.spec.topological_order().index)]
                 x = (join or tuple)(parts)
-            outs[name] = list(executors[name]([x]))[0]
+            try:
+                outs[name] = list(executors[name]([x]))[0]
+            except Exception as exc:  # a broken model or factory: say which stage, before serving
+                raise ServeConfigError(f"{self.config.source}: stages.{name}: the warm-up batch raised "
+                                       f"{type(exc).__name__}: {exc}") from exc
         return outs
 
     def begin_drain(self) -> None:
@@ -342,9 +358,11 @@ class ServedPipeline:
             try:
                 tier = int(raw)
             except ValueError:
-                raise ProtocolError(f"header X-Pard-Tier must be an int in [0, 2**31), got {raw!r}") from None
-            if not 0 <= tier < 2**31:
-                raise ProtocolError(f"header X-Pard-Tier must be an int in [0, 2**31), got {raw!r}")
+                raise ProtocolError(f"header X-Pard-Tier must be an int tier code, got {raw!r}") from None
+            top = max(len(self.runtime.pipeline.tiers) - 1, 0)  # tier codes index the spec's tiers
+            if not 0 <= tier <= top:
+                raise ProtocolError(f"header X-Pard-Tier must be a tier code in [0, {top}] (the pipeline's "
+                                    f"tiers: {list(self.runtime.pipeline.tiers)!r}), got {raw!r}")
             return tier
         prio = req.parameters.get("priority")
         if prio is None:

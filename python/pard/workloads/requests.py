@@ -68,6 +68,22 @@ class Workload:
     def __len__(self) -> int:
         return int(self.arrivals_s.shape[0])
 
+    def tier_codes_for(self, tiers: Mapping[str, float]) -> I32 | None:
+        """This workload's tiers as codes of a pipeline whose ``tiers`` are ``tiers`` (name -> weight),
+        matched by name (not by position); None when it has no tiers.
+
+        Raises:
+            PardValueError: a tier name the pipeline does not declare.
+        """
+        if self.tier is None:
+            return None
+        index = {name: i for i, name in enumerate(tiers)}
+        unknown = [name for name in self.tier_names if name not in index]
+        if unknown:
+            raise PardValueError(f"the workload's tier(s) {unknown} are not tiers of the pipeline "
+                                 f"(its tiers: {list(tiers)})")
+        return np.array([index[name] for name in self.tier_names], dtype=np.int32)[self.tier]
+
 
 def assign_tiers(
     arrivals: npt.ArrayLike,
