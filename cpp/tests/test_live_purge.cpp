@@ -23,18 +23,17 @@
 #include "pard/stage_scheduler.hpp"
 
 #include "check.hpp"
+#include "live_fixture.hpp"
 #include "sanitizer.hpp"
 
 using namespace pard;
 
 namespace {
 
-struct Val {
-    std::uint64_t v = 0;
-    explicit operator bool() const noexcept { return v != 0; }
-};
-using Pipe = LivePipeline<Val, Val>;
-using Done = Pipe::Done;
+using pard_test::Done;
+using pard_test::Pipe;
+using pard_test::Val;
+using pard_test::identity_worker;
 
 // handle = 2 * (i + 1) + short: the oracle reads the request's SLO class from its handle.
 struct Oracle {
@@ -113,22 +112,7 @@ int main(int argc, char** argv) {
         });
     }
     for (int w = 0; w < 2; ++w) {
-        threads.emplace_back([&] {
-            Pipe::Worker wk;
-            wk.stage = 0;
-            std::vector<Val> payloads;
-            std::vector<Done> done;
-            auto no_hook = [](int) {};
-            while (pipe.next_batch_wait(wk)) {
-                pipe.next_batch_take(wk, payloads, done, no_hook);
-                oracle.record(done);
-                if (payloads.empty()) continue;
-                std::vector<Val> outs = payloads;  // the identity executor
-                const std::int64_t t0 = pipe.now_ns();
-                pipe.complete(wk, outs, false, Val{}, t0, pipe.now_ns(), done);
-                oracle.record(done);
-            }
-        });
+        threads.emplace_back([&] { identity_worker(pipe, 0, [&](std::vector<Done>& d) { oracle.record(d); }); });
     }
     std::thread purger([&] {
         std::vector<Done> done;

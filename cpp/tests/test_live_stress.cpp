@@ -28,19 +28,17 @@
 #include "pard/stage_scheduler.hpp"
 
 #include "check.hpp"
+#include "live_fixture.hpp"
 #include "sanitizer.hpp"
 
 using namespace pard;
 
 namespace {
 
-// A payload: a value (0 = empty), as the pipeline requires of its payloads.
-struct Val {
-    std::uint64_t v = 0;
-    explicit operator bool() const noexcept { return v != 0; }
-};
-using Pipe = LivePipeline<Val, Val>;
-using Done = Pipe::Done;
+using pard_test::Done;
+using pard_test::Pipe;
+using pard_test::Val;
+using pard_test::identity_worker;
 
 struct Oracle {
     explicit Oracle(std::uint64_t n) : seen(new std::atomic<int>[n]), touched(new std::atomic<std::uint8_t>[n]), keys(new std::atomic<std::uint64_t>[n]) {
@@ -154,22 +152,7 @@ int main(int argc, char** argv) {
     }
     for (int k = 0; k < 4; ++k) {
         for (int w = 0; w < kWorkersPerStage; ++w) {
-            threads.emplace_back([&, k] {
-                Pipe::Worker wk;
-                wk.stage = k;
-                std::vector<Val> payloads;
-                std::vector<Done> done;
-                auto no_hook = [](int) {};
-                while (pipe.next_batch_wait(wk)) {
-                    pipe.next_batch_take(wk, payloads, done, no_hook);
-                    oracle.record(done);
-                    if (payloads.empty()) continue;
-                    std::vector<Val> outs = payloads;  // the identity executor
-                    const std::int64_t t0 = pipe.now_ns();
-                    pipe.complete(wk, outs, false, Val{}, t0, pipe.now_ns(), done);
-                    oracle.record(done);
-                }
-            });
+            threads.emplace_back([&, k] { identity_worker(pipe, k, [&](std::vector<Done>& d) { oracle.record(d); }); });
         }
     }
     std::thread canceller([&] {
