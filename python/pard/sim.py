@@ -347,6 +347,10 @@ def simulate(
     # The same arithmetic in C++ (pard.planner_native, same bits): one Simulator.sync call per interval.
     native = NATIVE_SYNC and (not needs_planner or covers(pol))
     core_planner = native_planner(planner) if native and needs_planner else None
+    # the first interval starts with the arrivals, not at clock 0 (a late first arrival would dilute it)
+    planner.start(t0)
+    if core_planner is not None:
+        core_planner.start(t0)
     core_recorder = native_recorder(recorder) if native else None
     drift = planner.durations if core_planner is not None and pol.correct_durations else None
     names = [st.name for st in spec.stages]
