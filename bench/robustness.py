@@ -8,13 +8,18 @@ on such shapes; nothing here is tuned to a policy, and the recorded grid's rows 
 
 Shapes (``SHAPES``; the mean rate over the run is ``load`` x the spec's capacity in every shape):
 
-- ``mmpp-b{15,30,60}``: the grid's MMPP (CV 1.5 of 1 s counts, bursts 20 % of the time) with bursts of
+- ``mmpp-b{10,15,30,60}``: the grid's MMPP (CV 1.5 of 1 s counts, bursts 20 % of the time) with bursts of
   15 / 30 / 60 s on average, i.e. longer than the cold start;
 - ``mmpp-cv1-b30``: a milder MMPP (CV 1.0) with 30 s bursts;
+- ``mmpp-cv2.5-b{15,30}``: on/off traffic: at CV 2.5 the calm state is silent (``pard.workloads.bursty``
+  then makes bursts rarer), so 300 s hold one or two bursts at ~16x the mean rate, and the run may open
+  with a lull;
 - ``ramp``: one cosine cycle over the run (amplitude 0.5: the rate goes from 0.5x to 1.5x the mean and
   back), a diurnal curve compressed to minutes;
 - ``azure-o{0,1800,3000}-e{1,10,30}``: the bundled Azure conversation trace at another offset (s) and
-  rate envelope bin (s) than the grid's 600 s / 10 s.
+  rate envelope bin (s) than the grid's 600 s / 10 s;
+- ``azure-conv``, ``bursty``, ``flash``: the grid's own traces (``comparison.arrivals_for``), e.g. to run
+  them with ``--autoscale-on pipeline``.
 
 Usage::
 
@@ -43,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import comparison as C  # noqa: E402  (the grid's scenarios, bottlenecks and dynamics)
 
 POLICIES = ["pard", "pard-paper", "nexus", "clipper++"]
-SHAPES = ["mmpp-b15", "mmpp-b30", "mmpp-b60", "mmpp-cv1-b30", "ramp",
+SHAPES = ["mmpp-b10", "mmpp-b15", "mmpp-b30", "mmpp-b60", "mmpp-cv1-b30", "mmpp-cv2.5-b15", "mmpp-cv2.5-b30", "ramp",
           "azure-o0-e1", "azure-o1800-e10", "azure-o3000-e30"]
 
 
@@ -51,6 +56,8 @@ def shape_arrivals(shape: str, rate: float, duration: float, seed: int) -> np.nd
     """Arrival times (s) of ``shape`` at mean rate ``rate`` over ``duration`` seconds."""
     from pard import workloads as wl
 
+    if shape in C.TRACES:  # the recorded grid's own traces (offset 600 s into the bundled one)
+        return C.arrivals_for(shape, rate, duration, 600.0, seed)
     if shape.startswith("mmpp-"):
         opts = {"cv": 1.5, "b": 5.0, "s": 0.2}  # the grid's CV and burst share; "mmpp-cv2-b30-s0.1"
         for part in shape.split("-")[1:]:
@@ -79,7 +86,8 @@ def drops_by_stage(r: Any) -> dict[str, int]:
     return {f"{r.stage_names[s]}:{r.reasons[c]}": int(n) for (s, c), n in zip(pairs.T.tolist(), counts.tolist())}
 
 
-def run(key: tuple[str, str, str, float, str], duration: float, seed: int, policies: list[str]) -> dict[str, Any]:
+def run(key: tuple[str, str, str, float, str], duration: float, seed: int, policies: list[str],
+        autoscale_on: str = "stage") -> dict[str, Any]:
     """Every policy on one scenario; figures per policy plus the per-stage drops and mean workers."""
     import pard
 
@@ -88,10 +96,10 @@ def run(key: tuple[str, str, str, float, str], duration: float, seed: int, polic
     arr = shape_arrivals(shape, load * spec.capacity().pipeline, duration, seed)
     params: dict[str, Any] = {"seed": seed}
     if dyn == "autoscale":
-        params.update(autoscale=True, cold_start_s=10.0, jitter_cv=0.1)
+        params.update(autoscale=True, cold_start_s=10.0, jitter_cv=0.1, autoscale_on=autoscale_on)
     else:
         params.update(autoscale=False, jitter_cv=0.3)
-    out: dict[str, Any] = {"key": list(key), "requests": int(arr.size), "policies": {}}
+    out: dict[str, Any] = {"key": list(key), "autoscale_on": autoscale_on, "requests": int(arr.size), "policies": {}}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pard.PardWarning)
         for p in policies:
@@ -112,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--autoscale-on", default="stage", help="pard.simulate's autoscale_on: stage or pipeline")
     ap.add_argument("--only", default=None, help="comma-separated terms every chosen scenario has (e.g. da,autoscale)")
     ap.add_argument("--json", type=Path, default=None, help="append each scenario's figures here (JSON lines)")
     args = ap.parse_args(argv)
@@ -123,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     leads = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for row in pool.map(run, keys, [args.duration] * len(keys), [args.seed] * len(keys),
-                            [policies] * len(keys)):
+                            [policies] * len(keys), [args.autoscale_on] * len(keys)):
             pol = row["policies"]
             lead = (pol["pard"]["g"] - max(pol[b]["g"] for b in ("nexus", "clipper++") if b in pol)) * 100
             leads.append(lead)

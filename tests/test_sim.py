@@ -125,6 +125,20 @@ def test_autoscale_sizes_a_late_first_burst_on_its_own_rate(native: bool, monkey
         assert r.workers[0][7:28].tolist() == [4.0] * 21, shift
 
 
+def test_autoscale_on_pipeline_sizes_downstream_for_what_the_entry_sheds() -> None:
+    """Chain a -> b, 100 req/s per worker each, 300 req/s offered: sized on the pipeline's rate, b gets ceil(300 / 100 * 1.2) = 4 workers with a's first cold start; on its own input (a's 100 req/s output) only 2."""
+    spec = config.PipelineSpec(name="ab", slo=0.5, stages=[stage("a", 0.01, succ=["b"]), stage("b", 0.01)])
+    arr = np.linspace(0, 30, 9000, endpoint=False)
+    kw = dict(jitter_cv=0.0, autoscale=True, cold_start_s=5.0)
+    own = simulate(spec, arr, "nexus", **kw)
+    offered = simulate(spec, arr, "nexus", autoscale_on="pipeline", **kw)
+    assert own.workers[0][7] == offered.workers[0][7] == 4.0  # the entry sees the offered rate either way
+    assert own.workers[1][7] == 2.0
+    assert offered.workers[1][7:28].tolist() == [4.0] * 21
+    with pytest.raises(ValueError, match="autoscale_on must be one of stage, pipeline, got 'entry'"):
+        simulate(spec, arr, "nexus", autoscale_on="entry", **kw)
+
+
 def test_planner_start_rejects_a_second_start() -> None:
     """A second Planner.start (the first interval already begun) is an error that names the earlier time."""
     from pard.planner import Planner
