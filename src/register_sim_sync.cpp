@@ -43,7 +43,8 @@ DownstreamMode mode_of(const std::string& m) {
     if (m == "upper") return DownstreamMode::kUpper;
     if (m == "full") return DownstreamMode::kFull;
     if (m == "tail") return DownstreamMode::kTail;
-    throw std::invalid_argument("SyncPlanner: mode='" + m + "' is not one of none, sf, lower, upper, full, tail");
+    if (m == "busy") return DownstreamMode::kBusy;
+    throw std::invalid_argument("SyncPlanner: mode='" + m + "' is not one of none, sf, lower, upper, full, tail, busy");
 }
 
 std::vector<std::int64_t> int_vector(const py::handle& h) {

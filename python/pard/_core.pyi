@@ -259,6 +259,7 @@ class SyncPlanner:
                  window_s: float, samples: int, cv_history_s: float, min_cv_intervals: int,
                  constants: list[float], generator: Any, idle_batch: bool = False, half_life_s: float = 2.5,
                  prior_batches: float = 8.0) -> None: ...
+    # mode: none, sf, lower, upper, full, tail or busy (PolicySpec.downstream)
     # per stage: (downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate)
     def update_ns(self, now_s: float, stats: list[dict[str, Any]], workers: list[int]) -> list[tuple[float, ...]]: ...
     def terms(self) -> list[tuple[float, ...]]: ...   # the last update's, [] before the first
