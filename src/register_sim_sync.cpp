@@ -43,7 +43,8 @@ DownstreamMode mode_of(const std::string& m) {
     if (m == "upper") return DownstreamMode::kUpper;
     if (m == "full") return DownstreamMode::kFull;
     if (m == "tail") return DownstreamMode::kTail;
-    throw std::invalid_argument("SyncPlanner: mode='" + m + "' is not one of none, sf, lower, upper, full, tail");
+    if (m == "busy") return DownstreamMode::kBusy;
+    throw std::invalid_argument("SyncPlanner: mode='" + m + "' is not one of none, sf, lower, upper, full, tail, busy");
 }
 
 std::vector<std::int64_t> int_vector(const py::handle& h) {
@@ -177,6 +178,7 @@ void register_sim_sync(py::module_& m) {
              "eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate, path_rate).")
         .def("terms", [](const PySyncPlanner& p) { return terms_list(p.core->terms()); },
              "The last update's terms, as update_ns returns them ([] before the first).")
+        .def("start", [](PySyncPlanner& p, double now_s) { p.core->start(now_s); }, py::arg("now_s"))
         .def("batch_counts", [](const PySyncPlanner& p) { return p.core->batch_counts(); },
              "DurationScale's batches seen per stage (correct_durations; zeros otherwise).")
         .def_property_readonly("lam", [](const PySyncPlanner& p) { return p.core->lam(); })

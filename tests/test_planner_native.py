@@ -78,8 +78,11 @@ def variants() -> list[PolicySpec]:
         {"downstream": "tail", "tune_lam": True, "lam": 0.9},
         {"mu_at_capacity": True, "coherent_paths": True, "correct_durations": True, "idle_batch": True},
         {"downstream": "upper", "coherent_branches": True, "instant": True},
+        {"downstream": "busy"},
     ])]
-    return [p for p in POLICIES.values() if covers(p)] + extra
+    mb_paths = dataclasses.replace(get_policy("pard"), name="pard-mb-paths", downstream="busy", mu_at_capacity=True,
+                                   coherent_paths=True)
+    return [p for p in POLICIES.values() if covers(p)] + extra + [mb_paths]
 
 
 @pytest.mark.filterwarnings("ignore::pard.errors.PardWarning")  # random durations: pard's drift warning
@@ -133,11 +136,15 @@ def test_native_recorder_equals_python_recorder() -> None:
         assert np.array_equal(a, b)
 
 
+MB_PATHS = dataclasses.replace(get_policy("pard"), name="pard-mb-paths", downstream="busy", mu_at_capacity=True,
+                               coherent_paths=True)
+
+
 @pytest.mark.parametrize("policy, kw", [
-    ("pard", {}), ("pard-paper", {}), ("naive", {}), ("dagor", {}),
+    ("pard", {}), ("pard-paper", {}), ("naive", {}), ("dagor", {}), (MB_PATHS, {"jitter_cv": 0.3}),
     ("pard", {"autoscale": True, "cold_start_s": 2.0}), ("pard-paper", {"jitter_cv": 0.1, "seed": 7}),
 ])
-def test_simulate_native_and_python_sync_give_identical_reports(monkeypatch: pytest.MonkeyPatch, policy: str,
+def test_simulate_native_and_python_sync_give_identical_reports(monkeypatch: pytest.MonkeyPatch, policy: str | PolicySpec,
                                                                  kw: dict) -> None:
     """simulate() with the per-sync work in C++ and with it in Python gives the same report, bit for bit."""
     spec = config.builtin("da")
@@ -153,18 +160,16 @@ def test_simulate_native_and_python_sync_give_identical_reports(monkeypatch: pyt
 
 
 def test_uncovered_planner_options_fall_back_to_python() -> None:
-    """busy downstream, rate-aware admission and the spread margin (spread_z) are not transcribed: no
-    native planner, and simulate still serves such a policy (through the Python planner), conserving every
-    request."""
-    busy = dataclasses.replace(get_policy("pard"), name="pard-busy", downstream="busy")
+    """Rate-aware admission and the spread margin (spread_z) are not transcribed: no native planner, and
+    simulate still serves such a policy (through the Python planner), conserving every request."""
     shed = dataclasses.replace(get_policy("pard"), name="pard-shed", rate_admission=True)
     st = planner_stages(config.builtin("lv"))
     spread = dataclasses.replace(get_policy("pard"), name="pard-spread", spread_z=1.0)
-    for pol in (busy, shed, spread):
+    for pol in (shed, spread):
         assert not covers(pol)
         assert native_planner(Planner(st, policy=pol)) is None
     arr = np.sort(np.random.default_rng(2).uniform(0, 10, 9000))
-    rep = sim.simulate("lv", arr, busy)
+    rep = sim.simulate("lv", arr, spread)
     assert rep.submitted == arr.size == rep.on_time + rep.late + rep.dropped + rep.rejected + rep.failed
 
 

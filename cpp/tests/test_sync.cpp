@@ -113,12 +113,15 @@ std::vector<StageStats> interval(std::int64_t t_ns) {
 }
 
 void test_planner() {
-    for (DownstreamMode mode : {DownstreamMode::kUpper, DownstreamMode::kFull}) {
+    for (DownstreamMode mode : {DownstreamMode::kUpper, DownstreamMode::kFull, DownstreamMode::kBusy}) {
         Replay bits{{0x12345678u, 0x9ABCDEF0u, 0x0F0F0F0Fu}};
         SyncPlanner p(chain(mode), bits.source());
         std::vector<SyncTerms> terms;
         for (int i = 1; i <= 3; ++i) terms = p.update(static_cast<double>(i), interval(i * 1'000'000'000LL), {1, 1});
-        const double want = mode == DownstreamMode::kUpper ? 0.020 + 2 * 0.020 : 0.020 + 0.020 + 0.005;
+        // busy: stage 1 ran 20 ms of batches per 1 s with 1 worker, rho = 0.02, so w = 0.02 * d_1(2)
+        const double want = mode == DownstreamMode::kUpper  ? 0.020 + 2 * 0.020
+                            : mode == DownstreamMode::kBusy ? 0.020 + 0.020 + 0.02 * 0.020
+                                                            : 0.020 + 0.020 + 0.005;
         CHECK(near(terms[0].downstream_s, want));
         CHECK(terms[1].downstream_s == 0.0);  // a sink
         CHECK(near(terms[1].queue_delay_s, 0.020));

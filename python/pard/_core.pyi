@@ -265,11 +265,13 @@ class SyncPlanner:
                  window_s: float, samples: int, cv_history_s: float, min_cv_intervals: int,
                  constants: list[float], generator: Any, idle_batch: bool = False, half_life_s: float = 2.5,
                  prior_batches: float = 8.0) -> None: ...
+    # mode: none, sf, lower, upper, full, tail or busy (PolicySpec.downstream)
     # per stage: (downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate,
     # path_rate)
     def update_ns(self, now_s: float, stats: list[dict[str, Any]], workers: list[int]) -> list[tuple[float, ...]]: ...
     def terms(self) -> list[tuple[float, ...]]: ...   # the last update's, [] before the first
     def batch_counts(self) -> list[int]: ...   # DurationScale's batches seen per stage
+    def start(self, now_s: float) -> None: ...   # Planner.start
     @property
     def lam(self) -> float: ...
     @property

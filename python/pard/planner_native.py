@@ -11,7 +11,7 @@ generator, with NumPy's bounded-integer rule).  ``tests/test_planner_native.py``
 Python planner and recorder on random statistics and through ``simulate``.
 
 The Python planner stays the one definition: policies whose planner options this transcription does
-not cover (``downstream="busy"``, ``rate_admission``, ``spread_z``), or a :class:`~pard.policies.PolicySpec` with fields
+not cover (``rate_admission``, ``spread_z``), or a :class:`~pard.policies.PolicySpec` with fields
 it does not know, get ``None`` here and the Python planner serves them.
 """
 
@@ -43,8 +43,8 @@ KNOWN_POLICY_FIELDS = frozenset({
 def covers(policy: PolicySpec) -> bool:
     """True when the C++ planner computes ``policy``'s terms exactly as the Python planner does."""
     known = {f.name for f in dataclasses.fields(PolicySpec)} == KNOWN_POLICY_FIELDS
-    # Not transcribed: the spread margin (spread_z); the Python planner serves it.
-    return known and policy.downstream != "busy" and not policy.rate_admission and policy.spread_z == 0
+    # Not transcribed: rate-aware admission and the spread margin (spread_z); the Python planner serves them.
+    return known and not policy.rate_admission and policy.spread_z == 0
 
 
 def native_planner(planner: Planner) -> Any:

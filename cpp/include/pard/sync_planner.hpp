@@ -6,7 +6,7 @@
 // NumPy code performs, in NumPy's order (numpy_order.hpp: pairwise sums, np.interp, the Generator's
 // bounded integers), and the Monte Carlo draws come from the Python planner's own bit generator.
 // tests/test_planner_native.py feeds both the same random statistics and requires equal bits.
-// Not covered (the Python planner serves those runs): downstream "busy" and rate-aware admission.
+// Not covered (the Python planner serves those runs): rate-aware admission and the spread margin.
 //
 // Inputs are the simulator's StageStats (int64 ns), converted to seconds as the bindings convert
 // them for Python (ns * 1e-9), so both see the same doubles.
@@ -28,7 +28,7 @@
 
 namespace pard {
 
-enum class DownstreamMode : std::uint8_t { kNone, kSf, kLower, kUpper, kFull, kTail };
+enum class DownstreamMode : std::uint8_t { kNone, kSf, kLower, kUpper, kFull, kTail, kBusy };
 
 struct SyncPlannerConfig {
     // per stage (planner.py's names)
@@ -97,6 +97,13 @@ public:
     // DurationScale's batches ever seen per stage (its warning reads them).
     [[nodiscard]] const std::vector<std::int64_t>& batch_counts() const noexcept { return ds_count_; }
 
+    // Planner.start(now_s): the clock reading at which the first interval begins (else 0).
+    void start(double now_s) {
+        if (has_prev_) throw std::invalid_argument("SyncPlanner.start: called after the first update");
+        has_prev_ = true;
+        prev_ = now_s;
+    }
+
     // Planner.update(now_s, stats, workers), stats as the simulator keeps them.
     const std::vector<SyncTerms>& update(double now_s, const std::vector<StageStats>& stats, const std::vector<int>& workers) {
         if (stats.size() != n_ || workers.size() != n_) {
@@ -144,7 +151,8 @@ private:
             double bsum = 0.0;  // integers as float64: exact in any order
             for (std::int64_t b : s.batch_size) bsum += static_cast<double>(b);
             double dm = 0.0, dp = 0.0;
-            if (c_.correct_durations && !s.batch_size.empty()) {
+            // measured batch seconds: the d(b) correction's numerator and, for "busy", the utilisation
+            if ((c_.correct_durations || c_.mode == DownstreamMode::kBusy) && !s.batch_size.empty()) {
                 to_seconds(s.batch_duration, scratch_);
                 dm = npo::numpy_sum(scratch_);
                 const std::vector<double>& table = c_.d_table[k];
@@ -274,6 +282,7 @@ private:
         scale_.assign(n_, 1.0);
         mu_.assign(n_, 0.0);
         service_.assign(n_, 0.0);
+        rho_.assign(n_, 0.0);
         std::vector<double> rates(t_n), dev(t_n);
         for (std::size_t k = 0; k < n_; ++k) {
             const double wqn = wsum(k, 2);
@@ -310,7 +319,20 @@ private:
             const double d_full = c_.full_d[k] * scale_[k];
             service_[k] = w * c_.max_batch[k] / d_full;
             if (c_.mu_at_capacity) mu_[k] = service_[k] > 0 ? rate_[k] / service_[k] : (rate_[k] > 0 ? inf : 0.0);
+            if (c_.mode == DownstreamMode::kBusy) rho_[k] = utilisation(k, w, wdts);
         }
+    }
+
+    // pard.utilisation.utilisation for stage k: the larger of the window's and the last interval's
+    // measured batch seconds per worker-second; 1 with no serving worker; NaN as 1; clipped to [0, 1].
+    double utilisation(std::size_t k, double w, double wdts) {
+        if (!(w > 0)) return 1.0;
+        const double win = wsum(k, 5) / (w * wdts);
+        const double last = rows_.back()[k * kCols + 5] / (w * dts_.back());
+        double rho = (std::isnan(win) || std::isnan(last)) ? std::numeric_limits<double>::quiet_NaN()
+                                                              : (win > last ? win : last);  // np.maximum
+        if (std::isnan(rho)) rho = 1.0;
+        return std::min(std::max(rho, 0.0), 1.0);
     }
 
     void tune(double left_entry, double loss) {
@@ -377,16 +399,19 @@ private:
     void publish_terms() {
         totals_.clear();
         out_.assign(n_, SyncTerms{});
-        std::vector<double> gq, gd;
+        std::vector<double> gq, gd, gw;
         for (std::size_t k = 0; k < n_; ++k) {
             double best = 0.0;
             if (c_.mode != DownstreamMode::kNone) {
                 for (const auto& path : c_.paths[k]) {
                     gq.clear();
                     gd.clear();
+                    gw.clear();
                     for (int i : path) {
-                        gq.push_back(q_[static_cast<std::size_t>(i)]);
-                        gd.push_back(d_[static_cast<std::size_t>(i)]);
+                        const auto u = static_cast<std::size_t>(i);
+                        gq.push_back(q_[u]);
+                        gd.push_back(d_[u]);
+                        gw.push_back(rho_[u] * d_[u]);  // "busy": w_P = sum rho_i d_i(b_i)
                     }
                     const double sq = npo::numpy_sum(gq);
                     const double sd = npo::numpy_sum(gd);
@@ -395,6 +420,7 @@ private:
                         case DownstreamMode::kSf: val = sd; break;
                         case DownstreamMode::kLower: val = sq + sd; break;
                         case DownstreamMode::kUpper: val = sq + 2.0 * sd; break;
+                        case DownstreamMode::kBusy: val = sq + sd + npo::numpy_sum(gw); break;
                         default: val = sq + sd + quantile(path_total(path)); break;
                     }
                     if (val > best) best = val;
@@ -449,7 +475,7 @@ private:
     std::deque<std::vector<std::vector<double>>> waits_;  // per interval, per drawn stage
     std::vector<double> last_batch_, memo_b_, memo_d_;
     std::vector<int> drawn_slot_;
-    std::vector<double> wt_, q_, d_, b_, rate_, eps_, scale_, mu_, service_;
+    std::vector<double> wt_, q_, d_, b_, rate_, eps_, scale_, mu_, service_, rho_;
     std::vector<double> ds_m_, ds_p_, ds_w_, ds_scale_;  // DurationScale's decayed sums and its ratio
     std::vector<std::int64_t> ds_count_;
     std::vector<std::vector<double>> draws_;
