@@ -72,20 +72,30 @@ def test_pacing_sheds_what_the_path_cannot_take_in_time() -> None:
         assert {_core.REASONS[int(c)] for c in codes} == {"shed"}
 
 
-def test_planner_publishes_the_least_service_rate_below_each_stage() -> None:
-    """da: the entry's path_rate is the least of workers * B / d(B) over the four stages below it; a sink's 0."""
+@pytest.mark.parametrize("mode", ["none", "forks", "all"])
+def test_planner_publishes_the_least_service_rate_below_each_paced_stage(mode: str) -> None:
+    """da: a paced stage's path_rate is the least workers * B / d(B) over the stages below it; under
+    "forks" only the entry (its work splits into the pose and face branches) is paced; unpaced: 0."""
     spec = config.builtin("da")
     workers = [st.workers for st in spec.stages]
-    terms = Planner(planner_stages(spec), policy="pard").update(1.0, [{} for _ in workers], workers)
+    pol = dataclasses.replace(POLICIES["pard"], name="p", pace=mode)
+    terms = Planner(planner_stages(spec), policy=pol).update(1.0, [{} for _ in workers], workers)
     rate = {st.name: st.workers * st.max_batch / st.profile[st.max_batch] for st in spec.stages}
     names = [st.name for st in spec.stages]
     below = {"person_detect": ["pose", "face_detect", "face_landmark", "expression"],
              "pose": ["expression"], "face_detect": ["face_landmark", "expression"],
              "face_landmark": ["expression"], "expression": []}
     for k, name in enumerate(names):
-        want = min((rate[j] for j in below[name]), default=0.0)
+        paced = mode == "all" or (mode == "forks" and name == "person_detect")
+        want = min((rate[j] for j in below[name]), default=0.0) if paced else 0.0
         assert terms[k].path_rate == pytest.approx(want, rel=1e-12)
         assert terms[k].publish_kwargs()["path_rate"] == terms[k].path_rate
+
+
+def test_pace_names_its_choices() -> None:
+    """PolicySpec.pace takes none / forks / all; anything else is a PardError naming the field and value."""
+    with pytest.raises(pard.PardError, match="pace.*'sometimes'"):
+        dataclasses.replace(POLICIES["pard"], name="p", pace="sometimes")
 
 
 def test_paced_entry_keeps_the_faster_branch_of_a_dag_from_dropping() -> None:
@@ -102,9 +112,10 @@ def test_paced_entry_keeps_the_faster_branch_of_a_dag_from_dropping() -> None:
     base = np.sort(rng.uniform(0.0, 12.0, int(0.5 * cap.pipeline * 12)))
     burst = np.sort(rng.uniform(4.0, 7.0, int(4.0 * cap.pipeline * 3)))
     arr = np.sort(np.concatenate([base, burst]))
-    paced_policy = dataclasses.replace(POLICIES["pard"], name="pard+pace", pace=True)
+    paced_policy = dataclasses.replace(POLICIES["pard"], name="pard+pace", pace="forks")
     out = {}
-    for name, pol in (("plain", POLICIES["pard"]), ("paced", paced_policy)):
+    plain_policy = dataclasses.replace(POLICIES["pard"], name="pard-unpaced", pace="none")
+    for name, pol in (("plain", plain_policy), ("paced", paced_policy)):
         r = pard.simulate(spec, arr, pol, seed=0, jitter_cv=0.0)
         assert r.submitted == r.on_time + r.late + r.dropped + r.rejected + r.failed
         out[name] = (r, {s.name: s for s in r.stages})

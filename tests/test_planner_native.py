@@ -79,6 +79,8 @@ def variants() -> list[PolicySpec]:
         {"mu_at_capacity": True, "coherent_paths": True, "correct_durations": True, "idle_batch": True},
         {"downstream": "upper", "coherent_branches": True, "instant": True},
         {"downstream": "busy"},
+        {"pace": "all"},
+        {"pace": "forks", "reactive": True},
     ])]
     mb_paths = dataclasses.replace(get_policy("pard"), name="pard-mb-paths", downstream="busy", mu_at_capacity=True,
                                    coherent_paths=True)

@@ -67,7 +67,7 @@ def native_planner(planner: Planner) -> Any:
         constants=[_planner.LAM_MIN, _planner.LAM_MAX, _planner.LAM_UP, _planner.LAM_DOWN, _planner.LOSS_TARGET,
                    _planner.SCALE_MIN, _planner.SCALE_MAX],
         generator=p._rng, idle_batch=pol.idle_batch, half_life_s=p.durations.half_life_s,
-        prior_batches=p.durations.prior_batches,
+        prior_batches=p.durations.prior_batches, pace_below=[list(x) for x in p._pace_below],
     )
 
 

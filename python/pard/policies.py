@@ -41,14 +41,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal, Mapping, get_args
+from typing import TYPE_CHECKING, Literal, Mapping, Sequence, get_args
 
 from .errors import PardValueError, PardTypeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import _core
 
-__all__ = ["PolicySpec", "POLICIES", "get_policy", "policy_names"]
+__all__ = ["PolicySpec", "POLICIES", "get_policy", "policy_names", "paces"]
 
 Order = Literal["fcfs", "lbf", "hbf", "adaptive"]
 Drop = Literal["none", "pard", "clipper", "nexus", "dagor", "triton", "ray-serve"]
@@ -56,6 +56,17 @@ Downstream = Literal["full", "none", "sf", "lower", "upper", "tail", "busy"]
 #: Which execution-time spreads ``spread_z`` budgets: a stage's own and its downstream path's, its own
 #: only, or a sink stage's own only.
 SpreadScope = Literal["path", "own", "sink"]
+#: Where ``pace`` holds an overloaded stage to the slowest stage below it: nowhere; at a fork (a stage
+#: whose downstream work splits into two or more paths, where sibling branches that overload on their own
+#: drop different requests, each wasting the other's compute); at every stage with a stage below it.
+Pace = Literal["none", "forks", "all"]
+
+
+def paces(mode: str, paths: Sequence[Sequence[int]]) -> bool:
+    """True when a stage with these downstream ``paths`` (stage indices) is paced under ``mode``
+    (:attr:`PolicySpec.pace`): ``"all"`` any stage with a stage below, ``"forks"`` one with two or more
+    downstream paths, ``"none"`` never."""
+    return (mode == "all" and len(paths) > 0) or (mode == "forks" and len(paths) >= 2)
 
 #: What each downstream mode adds to a request's end-to-end estimate at stage k (DESIGN §3.2/§3.6),
 #: evaluated along every downstream path and maximised over paths.
@@ -91,6 +102,7 @@ class PolicySpec:
         pace: with ``reactive``, an overloaded stage forwards no faster than the slowest stage below it
             finishes (the planner's ``path_rate``): smaller batches, so the excess is dropped at this stage
             rather than after a stage below has spent on it (stage_scheduler.hpp step 2c; DESIGN §3.7).
+            Where: ``"none"``, ``"forks"`` or ``"all"`` (:data:`Pace`, :func:`paces`).
         correct_durations: scale ``d_k(b)`` by the measured / profiled ratio, online (``pard``).
         tune_lam: tune the downstream quantile online from outcomes (``pard``).
         rate_admission: shed a persistently overloaded downstream stage's excess at the entry.
@@ -129,7 +141,7 @@ class PolicySpec:
     tiered: bool = False
     reactive: bool = False
     shed: bool = True
-    pace: bool = False
+    pace: Pace = "none"
     correct_durations: bool = False
     tune_lam: bool = False
     rate_admission: bool = False
@@ -150,12 +162,13 @@ class PolicySpec:
         if not isinstance(self.name, str) or not self.name.strip():
             raise PardValueError(f"PolicySpec.name must be a non-empty str, got {self.name!r}")
         for field, choices in (("order", get_args(Order)), ("drop", get_args(Drop)),
-                               ("downstream", tuple(DOWNSTREAM_MODES)), ("spread_scope", get_args(SpreadScope))):
+                               ("downstream", tuple(DOWNSTREAM_MODES)), ("spread_scope", get_args(SpreadScope)),
+                               ("pace", get_args(Pace))):
             value = getattr(self, field)
             if not isinstance(value, str) or value not in choices:
                 raise PardValueError(f"PolicySpec.{field} must be one of {', '.join(map(repr, choices))}, "
                                  f"got {value!r}")
-        for field in ("instant", "tiered", "reactive", "shed", "pace", "correct_durations", "tune_lam", "rate_admission",
+        for field in ("instant", "tiered", "reactive", "shed", "correct_durations", "tune_lam", "rate_admission",
                       "coherent_branches", "mu_at_capacity", "coherent_paths", "idle_batch",
                       "max_queue_entry_only"):
             if not isinstance(getattr(self, field), bool):
@@ -191,7 +204,7 @@ class PolicySpec:
             tiered=self.tiered,
             reactive=self.reactive,
             shed=self.shed,
-            pace=self.pace,
+            pace=self.pace != "none",
             max_queue=self.max_queue,
             max_queue_entry_only=self.max_queue_entry_only,
         )

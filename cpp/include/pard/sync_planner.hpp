@@ -35,6 +35,7 @@ struct SyncPlannerConfig {
     std::vector<std::vector<std::vector<int>>> paths;  // downstream paths, stage indices
     std::vector<std::vector<int>> parallel;            // coherent_branches' siblings ([] when off)
     std::vector<std::vector<int>> below;               // coherent_paths' downstream stages ([] when off)
+    std::vector<std::vector<int>> pace_below;          // pace: the stages whose least rate is path_rate ([] each: none)
     std::vector<bool> entry;
     std::vector<double> max_batch;                     // B_k as float
     std::vector<double> full_d;                        // d_k(B_k)
@@ -70,7 +71,9 @@ class SyncPlanner {
 public:
     SyncPlanner(SyncPlannerConfig cfg, npo::BitSource bits) : c_(std::move(cfg)), bits_(bits) {
         n_ = c_.paths.size();
-        if (n_ == 0 || c_.parallel.size() != n_ || c_.below.size() != n_ || c_.entry.size() != n_ ||
+        if (c_.pace_below.empty()) c_.pace_below.resize(c_.paths.size());
+        if (n_ == 0 || c_.parallel.size() != n_ || c_.below.size() != n_ || c_.pace_below.size() != n_ ||
+            c_.entry.size() != n_ ||
             c_.max_batch.size() != n_ || c_.full_d.size() != n_ || c_.d_table.size() != n_ ||
             c_.pts_b.size() != n_ || c_.pts_d.size() != n_) {
             throw std::invalid_argument("SyncPlanner: per-stage fields must all have one entry per stage");
@@ -442,17 +445,15 @@ private:
         }
     }
 
-    // planner.py's _path_rate: the least service rate among the stages on stage k's downstream paths
-    // (0 for a sink).
+    // planner.py's path_rate: the least service rate among the stages pace_below[k] lists (0 when none:
+    // the policy does not pace stage k).
     double path_rate(std::size_t k) const {
         double r = 0.0;
         bool any = false;
-        for (const auto& path : c_.paths[k]) {
-            for (int j : path) {
-                const double v = service_[static_cast<std::size_t>(j)];
-                if (!any || v < r) r = v;
-                any = true;
-            }
+        for (int j : c_.pace_below[k]) {
+            const double v = service_[static_cast<std::size_t>(j)];
+            if (!any || v < r) r = v;
+            any = true;
         }
         return r;
     }
