@@ -32,8 +32,10 @@ Built, tested and measured but *not* in ``pard`` (bench/RESULTS.md, issue 9, say
 quantile tuned online from outcomes, within ``[LAM_MIN, LAM_MAX]``), ``rate_admission`` (a persistently
 overloaded downstream stage's excess shed at the entry, lowest tier first; :mod:`pard.admission`),
 ``downstream="busy"`` (``w = sum rho_i d_i``, :mod:`pard.utilisation`), ``mu_at_capacity`` (load against
-full batches), ``coherent_paths`` (a stage takes its downstream stages' largest load factor) and
-``spread_z`` (the execution-time spread budgeted at ``z`` standard deviations, ``spread_scope``).
+full batches), ``coherent_paths`` (a stage takes its downstream stages' largest load factor),
+``spread_z`` (the execution-time spread budgeted at ``z`` standard deviations, ``spread_scope``), ``queue_z``
+and ``queue_last`` (downstream queueing delays budgeted at mean + z sd, or at the last interval's mean)
+and ``contended_z`` (a stage's own execution spread weighted by its utilisation, ``contended_path``).
 """
 
 from __future__ import annotations
