@@ -179,6 +179,7 @@ void register_sim_sync(py::module_& m) {
              "eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate).")
         .def("terms", [](const PySyncPlanner& p) { return terms_list(p.core->terms()); },
              "The last update's terms, as update_ns returns them ([] before the first).")
+        .def("start", [](PySyncPlanner& p, double now_s) { p.core->start(now_s); }, py::arg("now_s"))
         .def("batch_counts", [](const PySyncPlanner& p) { return p.core->batch_counts(); },
              "DurationScale's batches seen per stage (correct_durations; zeros otherwise).")
         .def_property_readonly("lam", [](const PySyncPlanner& p) { return p.core->lam(); })

@@ -110,6 +110,46 @@ def test_autoscale_adds_workers_after_cold_start() -> None:
     assert fixed.on_time <= fixed.goodput_bound_count
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_autoscale_sizes_a_late_first_burst_on_its_own_rate(native: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trace whose first arrival comes at 100 s is scaled like the same trace at 0 s: ceil(300 / 100 * 1.2) = 4 workers once the first cold start ends."""
+    import pard.sim
+
+    monkeypatch.setattr(pard.sim, "NATIVE_SYNC", native)
+    spec = config.PipelineSpec(name="one", slo=0.5, stages=[stage("s", 0.01, workers=1)])
+    arr = np.linspace(0, 30, 9000, endpoint=False)  # 300 req/s vs 100 req/s per worker, from the first second
+    for shift in (0.0, 100.0):
+        r = simulate(spec, arr + shift, "pard", jitter_cv=0.0, autoscale=True, cold_start_s=5.0)
+        assert r.t0_s == shift
+        # the first sync (at t0 + 1 s) asks for 4 workers; they serve from t0 + 6 s on
+        assert r.workers[0][7:28].tolist() == [4.0] * 21, shift
+
+
+def test_autoscale_on_pipeline_sizes_downstream_for_what_the_entry_sheds() -> None:
+    """Chain a -> b, 100 req/s per worker each, 300 req/s offered: sized on the pipeline's rate, b gets ceil(300 / 100 * 1.2) = 4 workers with a's first cold start; on its own input (a's 100 req/s output) only 2."""
+    spec = config.PipelineSpec(name="ab", slo=0.5, stages=[stage("a", 0.01, succ=["b"]), stage("b", 0.01)])
+    arr = np.linspace(0, 30, 9000, endpoint=False)
+    kw = dict(jitter_cv=0.0, autoscale=True, cold_start_s=5.0)
+    own = simulate(spec, arr, "nexus", **kw)
+    offered = simulate(spec, arr, "nexus", autoscale_on="pipeline", **kw)
+    assert own.workers[0][7] == offered.workers[0][7] == 4.0  # the entry sees the offered rate either way
+    assert own.workers[1][7] == 2.0
+    assert offered.workers[1][7:28].tolist() == [4.0] * 21
+    with pytest.raises(ValueError, match="autoscale_on must be one of stage, pipeline, got 'entry'"):
+        simulate(spec, arr, "nexus", autoscale_on="entry", **kw)
+
+
+def test_planner_start_rejects_a_second_start() -> None:
+    """A second Planner.start (the first interval already begun) is an error that names the earlier time."""
+    from pard.planner import Planner
+    from pard.wiring import planner_stages
+
+    p = Planner(planner_stages(config.builtin("tm")), policy="pard")
+    p.start(10.0)
+    with pytest.raises(ValueError, match=r"before the first update \(the last was at 10.0\)"):
+        p.start(11.0)
+
+
 def test_budget_fractions_along_longest_path() -> None:
     """clipper++/nexus stage shares are d_k(max batch) over the longest path's sum."""
     spec = config.builtin("da")

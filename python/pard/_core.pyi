@@ -264,6 +264,7 @@ class SyncPlanner:
     def update_ns(self, now_s: float, stats: list[dict[str, Any]], workers: list[int]) -> list[tuple[float, ...]]: ...
     def terms(self) -> list[tuple[float, ...]]: ...   # the last update's, [] before the first
     def batch_counts(self) -> list[int]: ...   # DurationScale's batches seen per stage
+    def start(self, now_s: float) -> None: ...   # Planner.start
     @property
     def lam(self) -> float: ...
     @property

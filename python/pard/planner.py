@@ -91,6 +91,7 @@ seen the window stays at its initial value ``window_s``.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import Any, Deque, Mapping, Sequence
 
@@ -314,6 +315,23 @@ class Planner:
     def terms(self) -> list[StageTerms] | None:
         """The terms computed by the last :meth:`update` (None before the first)."""
         return self._terms
+
+    def start(self, now_s: float) -> None:
+        """Begin the first interval at ``now_s`` (s) instead of at clock 0.
+
+        Without it the first :meth:`update` counts its interval from 0, so a run whose clock starts
+        late (a trace with absolute timestamps, or one that opens with a lull) divides its first
+        window's arrivals by the whole elapsed time: rates near 0, load factors near 0, and an
+        autoscaler that sizes every stage to its minimum while a burst arrives.
+
+        Raises:
+            ValueError: called after the first :meth:`update`, or ``now_s`` not finite.
+        """
+        if self._last_now is not None:
+            raise PardValueError(f"start must come before the first update (the last was at {self._last_now!r})")
+        if not math.isfinite(now_s):
+            raise PardValueError(f"now_s must be a finite number of seconds, got {now_s!r}")
+        self._last_now = float(now_s)
 
     # ------------------------------------------------------------------ the update
     def update(

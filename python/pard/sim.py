@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .config import PipelineSpec
 
 __all__ = ["simulate", "compare", "MAX_VISITS", "MIN_SYNC_INTERVAL_S", "MAX_SYNC_INTERVAL_S", "MAX_ARRIVAL_S",
-           "MAX_SYNCS", "MAX_SEED"]
+           "MAX_SYNCS", "MAX_SEED", "AUTOSCALE_ON"]
 
 # Re-exported for callers of the former layout (the wiring now lives in pard.wiring / pard.config).
 _COMPAT = (resolve_pipeline, budget_fractions, core_stages, planner_stages, MAX_SAMPLES)
@@ -71,6 +71,8 @@ MAX_ARRIVAL_S = 1e9
 #: (``span / sync_interval_s``).  At roughly a millisecond of wall time per sync, 2·10^5 syncs are a few
 #: minutes; a day-long trace at the default 1 s interval needs 86 400.
 MAX_SYNCS = 200_000
+#: What ``simulate(autoscale_on=...)`` sizes a stage on: its own input, or also the pipeline's offered rate.
+AUTOSCALE_ON = ("stage", "pipeline")
 #: Largest accepted ``seed``: the simulator's RNG takes an unsigned 64-bit seed.
 MAX_SEED = 2**64 - 1
 
@@ -217,6 +219,7 @@ def simulate(
     autoscale: bool = False,
     cold_start_s: float = 10.0,
     headroom: float = 1.2,
+    autoscale_on: str = "stage",
     workers: Sequence[int] | None = None,
     exec_scale: float | Sequence[float] = 1.0,
     sync_interval_s: float = 1.0,
@@ -247,6 +250,11 @@ def simulate(
             headroom)`` (at least 1), new workers serving after ``cold_start_s``; otherwise fixed.
         cold_start_s: seconds before an added worker serves, in ``[0, 1e9]``.
         headroom: autoscaling's over-provisioning factor (>= 1).
+        autoscale_on: the rate each stage is sized on: ``"stage"`` (default), its own input -- what its
+            upstream stages passed, after their drops; ``"pipeline"``, the larger of that and the
+            pipeline's offered rate (every request visits every stage), so that a downstream stage is
+            sized for the demand an upstream stage sheds and scales with the entry, not one cold
+            start after it.
         workers: initial workers per stage (default: the spec's).
         exec_scale: the simulated executors' duration against the profile, a number in (0, 1000] or one
             per stage: a batch takes ``exec_scale * d_k(b)`` (times the jitter) while every policy still
@@ -294,6 +302,8 @@ def simulate(
             or not 1 <= samples <= MAX_SAMPLES):
         raise PardValueError(f"samples must be an int in 1..{MAX_SAMPLES}, got {show(samples)}")
     autoscale = check_bool("autoscale", autoscale)
+    if autoscale_on not in AUTOSCALE_ON:
+        raise PardValueError(f"autoscale_on must be one of {', '.join(AUTOSCALE_ON)}, got {show(autoscale_on)}")
     adapt_window = check_bool("adapt_window", adapt_window)
     progress = check_bool("progress", progress)
     ns = len(spec.stages)
@@ -347,9 +357,14 @@ def simulate(
     # The same arithmetic in C++ (pard.planner_native, same bits): one Simulator.sync call per interval.
     native = NATIVE_SYNC and (not needs_planner or covers(pol))
     core_planner = native_planner(planner) if native and needs_planner else None
+    # the first interval starts with the arrivals, not at clock 0 (a late first arrival would dilute it)
+    planner.start(t0)
+    if core_planner is not None:
+        core_planner.start(t0)
     core_recorder = native_recorder(recorder) if native else None
     drift = planner.durations if core_planner is not None and pol.correct_durations else None
     names = [st.name for st in spec.stages]
+    entry_idx = [names.index(e) for e in spec.entry_stages()]
     t = t0
     try:
         while True:
@@ -370,6 +385,9 @@ def simulate(
                     terms = planner.update(t, stats, serving)
                     sim.publish_all([tuple(term.publish_kwargs().values()) for term in terms])
                 demand = [term.demand_rate for term in terms] if autoscale else []
+            if autoscale_on == "pipeline" and demand:
+                offered = max(demand[e] for e in entry_idx)  # an entry receives every request
+                demand = [max(rate, offered) for rate in demand]
             for k, rate in enumerate(demand):
                 # demand_rate: the stage's input without rate-aware shedding at the entry (= in_rate
                 # otherwise), so that shedding for a short stage does not stop it being scaled up

@@ -104,6 +104,13 @@ public:
     // DurationScale's batches ever seen per stage (its warning reads them).
     [[nodiscard]] const std::vector<std::int64_t>& batch_counts() const noexcept { return ds_count_; }
 
+    // Planner.start(now_s): the clock reading at which the first interval begins (else 0).
+    void start(double now_s) {
+        if (has_prev_) throw std::invalid_argument("SyncPlanner.start: called after the first update");
+        has_prev_ = true;
+        prev_ = now_s;
+    }
+
     // Planner.update(now_s, stats, workers), stats as the simulator keeps them.
     const std::vector<SyncTerms>& update(double now_s, const std::vector<StageStats>& stats, const std::vector<int>& workers) {
         if (stats.size() != n_ || workers.size() != n_) {
