@@ -36,7 +36,7 @@ KNOWN_POLICY_FIELDS = frozenset({
     "name", "order", "drop", "downstream", "instant", "dagor_threshold_s", "dagor_alpha", "tiered", "reactive",
     "shed", "correct_durations", "tune_lam", "rate_admission", "rate_admission_s", "coherent_branches",
     "mu_at_capacity", "coherent_paths", "max_queue", "max_queue_entry_only", "lam", "description",
-    "idle_batch", "spread_z", "spread_scope", "queue_z", "queue_last",
+    "idle_batch", "spread_z", "spread_scope", "pace", "queue_z", "queue_last",
     "contended_z", "contended_path",
 })
 
