@@ -56,13 +56,10 @@ What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.Poli
   on parallel branches that join it later, so sibling branches switch to HBF together: a request needs
   every branch, and an overloaded branch purges the lowest-budget copies that an underloaded sibling in
   LBF would otherwise serve first (their compute then wasted).
-* ``queue_z`` / ``queue_last``: each downstream stage's queueing delay is budgeted at its window mean plus
-  ``z`` standard deviations of the per-request delays (an idle stage's delays have no spread, so the margin
-  falls where queues form), or at the larger of the window's and the last interval's mean.
-* ``contended_z``: a stage adds ``z * rho_k * cv_k * d_k(b_k)`` to its own estimate: its batch durations'
-  spread (:class:`pard.duration_scale.DurationScale`), weighted by its utilisation, because the capacity
-  a doubtful request takes is only worth something to other requests when the stage is busy
-  (``contended_path``: the downstream path's terms too, as a root sum of squares).
+* ``queue_z`` / ``queue_last``: a downstream stage's queueing delay is budgeted at its mean plus ``z``
+  standard deviations of the per-request delays, or at the larger of the window's and the last interval's mean.
+* ``contended_z``: a stage adds ``z * rho_k * cv_k * d_k(b_k)`` (its batch durations' spread, weighted by its
+  utilisation: the capacity a doubtful request takes only matters when the stage is busy) to its own estimate.
 * ``rate_admission``: an entry stage admits only the share of its input that its downstream stages can
   finish (:mod:`pard.admission`: by default only for a stage short for the last ``rate_admission_s``
   seconds with fixed workers); ``demand_rate`` reports each stage's input as it would be without that
