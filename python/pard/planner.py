@@ -84,6 +84,7 @@ seen the window stays at its initial value ``window_s``.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import deque
 from typing import Any, Deque, Mapping, Sequence
@@ -323,6 +324,20 @@ class Planner:
         if not math.isfinite(now_s):
             raise PardValueError(f"now_s must be a finite number of seconds, got {now_s!r}")
         self._last_now = float(now_s)
+
+    def prior_terms(self, now_s: float, workers: Sequence[int]) -> list[StageTerms]:
+        """The terms one idle interval ending at ``now_s`` (s) would publish (``PolicySpec.prior_terms``).
+
+        Computed on a copy, so this planner's state and random draws are untouched; ``workers`` are the
+        stages' workers.  Before the first update the stage schedulers hold no terms at all -- no
+        downstream estimate, no service rate for the hot-path overload test -- so a burst that opens a run
+        is admitted by the entry's own stage alone and dropped downstream (bench/RESULTS.md, issue 9,
+        fourth round).
+
+        Raises:
+            ValueError: as :meth:`update` (``workers`` not one per stage, ``now_s`` not after the start).
+        """
+        return copy.deepcopy(self).update(now_s, [{} for _ in self._stages], workers)
 
     # ------------------------------------------------------------------ the update
     def update(

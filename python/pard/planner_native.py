@@ -37,6 +37,7 @@ KNOWN_POLICY_FIELDS = frozenset({
     "shed", "correct_durations", "tune_lam", "rate_admission", "rate_admission_s", "coherent_branches",
     "mu_at_capacity", "coherent_paths", "max_queue", "max_queue_entry_only", "lam", "description",
     "idle_batch", "spread_z", "spread_scope",
+    "prior_terms",  # computed by the Python planner before the first interval (Planner.prior_terms)
 })
 
 
