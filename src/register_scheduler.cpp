@@ -69,13 +69,15 @@ void register_scheduler(py::module_& m) {
 
     py::class_<Policy>(m, "Policy", "A policy value: order x drop rule x parameters (DESIGN 3.6).")
         .def(py::init([](const std::string& order, const std::string& drop, double thr_s, double alpha,
-                         bool tiered, bool reactive, std::int64_t max_queue, bool max_queue_entry_only, bool shed) {
+                         bool tiered, bool reactive, std::int64_t max_queue, bool max_queue_entry_only, bool shed,
+                         bool pace) {
                  Policy p;
                  p.order = parse_order(order);
                  p.drop = parse_drop(drop);
                  p.tiered = tiered;
                  p.reactive = reactive;
                  p.shed = shed;
+                 p.pace = pace;
                  p.max_queue = max_queue;
                  p.max_queue_entry_only = max_queue_entry_only;
                  if (!std::isfinite(thr_s) || thr_s < 0.0) {
@@ -88,7 +90,8 @@ void register_scheduler(py::module_& m) {
              }),
              py::kw_only(), py::arg("order"), py::arg("drop"), py::arg("dagor_threshold_s") = 0.02,
              py::arg("dagor_alpha") = 0.4, py::arg("tiered") = false, py::arg("reactive") = false,
-             py::arg("max_queue") = 0, py::arg("max_queue_entry_only") = false, py::arg("shed") = true)
+             py::arg("max_queue") = 0, py::arg("max_queue_entry_only") = false, py::arg("shed") = true,
+             py::arg("pace") = false)
         .def_property_readonly("order", [](const Policy& p) { return std::string(order_name(p.order)); })
         .def_property_readonly("drop", [](const Policy& p) { return std::string(drop_name(p.drop)); })
         .def_property_readonly("dagor_threshold_s", [](const Policy& p) { return to_s(p.dagor_threshold_ns); })
@@ -96,18 +99,21 @@ void register_scheduler(py::module_& m) {
         .def_property_readonly("tiered", [](const Policy& p) { return p.tiered; })
         .def_property_readonly("reactive", [](const Policy& p) { return p.reactive; })
         .def_property_readonly("shed", [](const Policy& p) { return p.shed; })
+        .def_property_readonly("pace", [](const Policy& p) { return p.pace; })
         .def_property_readonly("max_queue", [](const Policy& p) { return p.max_queue; })
         .def_property_readonly("max_queue_entry_only", [](const Policy& p) { return p.max_queue_entry_only; })
         .def("__eq__", [](const Policy& a, const Policy& b) {
             return a.order == b.order && a.drop == b.drop && a.dagor_threshold_ns == b.dagor_threshold_ns &&
                    a.dagor_alpha == b.dagor_alpha && a.tiered == b.tiered && a.reactive == b.reactive && a.shed == b.shed &&
+                   a.pace == b.pace &&
                    a.max_queue == b.max_queue && a.max_queue_entry_only == b.max_queue_entry_only;
         })
         .def("__repr__", [](const Policy& p) {
             return std::string("Policy(order='") + order_name(p.order) + "', drop='" + drop_name(p.drop) +
                    "', dagor_threshold_s=" + std::to_string(to_s(p.dagor_threshold_ns)) +
                    ", dagor_alpha=" + std::to_string(p.dagor_alpha) + ", tiered=" + (p.tiered ? "True" : "False") +
-                   ", reactive=" + (p.reactive ? "True" : "False") + ", shed=" + (p.shed ? "True" : "False") + ", max_queue=" + std::to_string(p.max_queue) +
+                   ", reactive=" + (p.reactive ? "True" : "False") + ", shed=" + (p.shed ? "True" : "False") +
+                   ", pace=" + (p.pace ? "True" : "False") + ", max_queue=" + std::to_string(p.max_queue) +
                    ", max_queue_entry_only=" + (p.max_queue_entry_only ? "True" : "False") + ")";
         });
 
@@ -142,12 +148,13 @@ void register_scheduler(py::module_& m) {
              "Offer a request to the stage's ingress ring (any thread, lock-free). Times in seconds. "
              "Returns False when the ring is full (back-pressure: the caller must reject the request).")
         .def("publish", [](StageScheduler& s, double downstream_s, double mu, double eps, double queue_delay_s,
-                           double admit_fraction, double service_rate, double duration_scale) {
+                           double admit_fraction, double service_rate, double duration_scale, double path_rate) {
                  s.publish(PublishedTerms::from_seconds(downstream_s, mu, eps, queue_delay_s, admit_fraction,
-                                                        service_rate, duration_scale));
+                                                        service_rate, duration_scale, path_rate));
              },
              py::kw_only(), py::arg("downstream_s"), py::arg("mu"), py::arg("eps"), py::arg("queue_delay_s"),
              py::arg("admit_fraction") = 1.0, py::arg("service_rate") = 0.0, py::arg("duration_scale") = 1.0,
+             py::arg("path_rate") = 0.0,
              "Publish the planner's terms (DESIGN 3.2, 3.5) as one snapshot and step the adaptive order "
              "(3.3: mu > 1+eps -> HBF, mu < 1-eps -> LBF, else keep). ValueError for negative or non-finite "
              "values or admit_fraction outside [0, 1].")

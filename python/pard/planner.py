@@ -15,6 +15,8 @@ the C++ stage schedulers read on their hot path:
 * ``service_rate`` -- requests/s the stage finishes with its serving workers at full batches
   (``workers * B / d(B)``, ``d`` corrected as below), the hot-path overload test's rate;
 * ``duration_scale`` -- the measured / profiled batch-duration ratio (1 unless ``correct_durations``).
+* ``path_rate`` -- the least ``service_rate`` among the stages on the stage's downstream paths (0 for a
+  sink): what ``pace`` holds an overloaded stage's output to.
 
 What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.PolicySpec` field):
 
@@ -272,6 +274,8 @@ class Planner:
                                         self._policy.rate_admission_s) if self._policy.rate_admission else None
         self._paths = [[(tuple(p), np.asarray(p, dtype=np.intp)) for p in st.paths] for st in stages]
         self._parallel = _parallel_branches(stages) if self._policy.coherent_branches else [[] for _ in stages]
+        # every stage on a stage's downstream paths: its path_rate is their least service rate
+        self._descendants = [sorted({i for p in st.paths for i in p}) for st in stages]
         self._below = [sorted({i for p in st.paths for i in p}) if self._policy.coherent_paths else []
                        for st in stages]
         self._d_memo: list[tuple[float, float]] = [(-1.0, 0.0)] * n  # (b, d(b)) last computed per stage
@@ -533,6 +537,7 @@ class Planner:
                 admit_fraction=admit_l[k], in_rate=rate_l[k], batch_size=b_l[k],
                 wait_quantile_s=best_w, window_s=win, service_rate=service_l[k],
                 duration_scale=scale_l[k], demand_rate=demand_l[k], lam=self._lam,
+                path_rate=min((service_l[j] for j in self._descendants[k]), default=0.0),
             ))
         self._terms = out
         if correct:  # after the terms are stored: a warning raised as an error still leaves them in self.terms

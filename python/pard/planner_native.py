@@ -36,7 +36,7 @@ KNOWN_POLICY_FIELDS = frozenset({
     "name", "order", "drop", "downstream", "instant", "dagor_threshold_s", "dagor_alpha", "tiered", "reactive",
     "shed", "correct_durations", "tune_lam", "rate_admission", "rate_admission_s", "coherent_branches",
     "mu_at_capacity", "coherent_paths", "max_queue", "max_queue_entry_only", "lam", "description",
-    "idle_batch", "spread_z", "spread_scope",
+    "idle_batch", "spread_z", "spread_scope", "pace",
     "prior_terms",  # computed by the Python planner before the first interval (Planner.prior_terms)
 })
 

@@ -63,7 +63,7 @@ class PlannerStage:
 class StageTerms:
     """What the planner publishes to one stage's scheduler, plus diagnostics.
 
-    ``downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale`` are the
+    ``downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale, path_rate`` are the
     arguments of ``StageScheduler.publish`` / ``Simulator.publish``; ``in_rate`` (req/s, arrivals at the
     stage), ``demand_rate`` (req/s the stage would receive without rate-aware shedding at the entry: what
     an autoscaler sizes for), ``batch_size``, ``wait_quantile_s``, ``window_s`` and ``lam`` (the quantile
@@ -83,6 +83,7 @@ class StageTerms:
     duration_scale: float = 1.0
     demand_rate: float = 0.0
     lam: float = 0.0
+    path_rate: float = 0.0
 
     def publish_kwargs(self) -> dict[str, float]:
         """The keyword arguments of ``publish(stage, **kwargs)``."""
@@ -94,4 +95,5 @@ class StageTerms:
             "admit_fraction": self.admit_fraction,
             "service_rate": self.service_rate,
             "duration_scale": self.duration_scale,
+            "path_rate": self.path_rate,
         }

@@ -88,6 +88,9 @@ class PolicySpec:
         reactive: hot-path overload test per batch: HBF and shedding at once (``pard``).
         shed: with ``reactive``, also shed the requests the stage cannot reach in time at once (else the
             overload test only switches the order).
+        pace: with ``reactive``, an overloaded stage forwards no faster than the slowest stage below it
+            finishes (the planner's ``path_rate``): smaller batches, so the excess is dropped at this stage
+            rather than after a stage below has spent on it (stage_scheduler.hpp step 2c; DESIGN §3.7).
         correct_durations: scale ``d_k(b)`` by the measured / profiled ratio, online (``pard``).
         tune_lam: tune the downstream quantile online from outcomes (``pard``).
         rate_admission: shed a persistently overloaded downstream stage's excess at the entry.
@@ -129,6 +132,7 @@ class PolicySpec:
     tiered: bool = False
     reactive: bool = False
     shed: bool = True
+    pace: bool = False
     correct_durations: bool = False
     tune_lam: bool = False
     rate_admission: bool = False
@@ -155,7 +159,7 @@ class PolicySpec:
             if not isinstance(value, str) or value not in choices:
                 raise PardValueError(f"PolicySpec.{field} must be one of {', '.join(map(repr, choices))}, "
                                  f"got {value!r}")
-        for field in ("instant", "tiered", "reactive", "shed", "correct_durations", "tune_lam", "rate_admission",
+        for field in ("instant", "tiered", "reactive", "shed", "pace", "correct_durations", "tune_lam", "rate_admission",
                       "coherent_branches", "mu_at_capacity", "coherent_paths", "idle_batch",
                       "max_queue_entry_only", "prior_terms"):
             if not isinstance(getattr(self, field), bool):
@@ -191,6 +195,7 @@ class PolicySpec:
             tiered=self.tiered,
             reactive=self.reactive,
             shed=self.shed,
+            pace=self.pace,
             max_queue=self.max_queue,
             max_queue_entry_only=self.max_queue_entry_only,
         )

@@ -95,6 +95,10 @@ struct Policy {
     bool tiered = false;
     bool reactive = false;
     bool shed = true;  // reactive: also shed the unreachable bottom at once (else only switch to HBF)
+    // reactive: while overloaded, forward no faster than the slowest stage below can finish (the
+    // published path_rate): smaller batches here, so every request dropped for the path's lack of
+    // capacity is dropped here, before any stage below spends on it (stage_scheduler.hpp, step 2c).
+    bool pace = false;
     // Queue bound (0 = none): a request that finds this many queued is rejected (Triton's
     // max_queue_size at every stage; Ray Serve's max_queued_requests, at entry stages only).
     std::int64_t max_queue = 0;

@@ -38,6 +38,12 @@
 //      downstream estimate) every request past the first floor(l_max * R) would start after its own
 //      deadline. Shedding them at once frees their DAG siblings at once; requests that are only
 //      estimated to miss downstream stay for the purge and pop rule, whose estimate may shrink.
+//   2c. pace (pard, with 2b firing): when the published path_rate P (the least service rate among the
+//      stages below) is under this stage's R, the batch is the smallest whose throughput b/d_k(b)
+//      reaches P / R of the full batch's, and 2b's shedding uses P for R. An
+//      overloaded stage then forwards about what the path can finish: the excess is dropped here,
+//      once, before a stage below spends on it (in a DAG, before one branch serves what its sibling
+//      drops). The pop of step 4 stops at that batch size.
 //   3. b = min(queued, max_batch) (queued after steps 1–2) and d = d_k(b): the batch size being
 //      formed and its nominal duration, fixed for the whole formation.
 //   4. pop in the current order (FCFS and LBF: pop_min; HBF: pop_top) until the batch holds
@@ -232,10 +238,13 @@ public:
         }
         std::int64_t d = scaled(prof.duration_ns(static_cast<std::int64_t>(b)), scale);
         bool pop_max = current_order() == Order::kHbf;
+        std::size_t limit = max_b;  // step 2c lowers it
+        const bool pace = paced(t);
         if (rule == DropRule::kPard && cfg_.policy.reactive && !cfg_.policy.keyed_by_arrival() && t.service_rate > 0.0 &&
-            react_to_overload(t, t_e_ns, d, out, is_cancelled)) {  // step 2b
+            react_to_overload(t, t_e_ns, d, pace, out, is_cancelled)) {  // step 2b
             pop_max = true;
             b = heap_.size() < max_b ? heap_.size() : max_b;
+            if (pace) b = limit = paced_batch(t, b);  // step 2c
             d = scaled(prof.duration_ns(static_cast<std::int64_t>(b)), scale);
         }
         out.expected_duration_ns = d;
@@ -248,7 +257,7 @@ public:
                 const std::int64_t thr = pard_threshold(t_e_ns, d, t.downstream_ns);
                 pop_loop(out, pop_max, is_cancelled, [thr](const Request& r) {
                     return pard_drops(r, thr) ? static_cast<int>(Reason::kInfeasible) : -1;
-                });
+                }, limit);
                 break;
             }
             case DropRule::kClipper: {
@@ -346,7 +355,7 @@ private:
     // Step 2b: true when the queue cannot drain within the largest slack at the published service
     // rate; then sheds the unreachable bottom of the queue (reason `shed`).
     template <class IsCancelled>
-    bool react_to_overload(const PublishedTerms& t, std::int64_t t_e_ns, std::int64_t d, BatchResult& out,
+    bool react_to_overload(const PublishedTerms& t, std::int64_t t_e_ns, std::int64_t d, bool pace, BatchResult& out,
                            IsCancelled& is_cancelled) {
         const double n = static_cast<double>(heap_.size());
         const double slack_max_s =
@@ -357,12 +366,37 @@ private:
         // a burst inflates (and the purge and pop rule apply it anyway), this stage's own finish is not.
         // At least one batch is always kept.
         const double local_s = static_cast<double>(heap_.max().deadline_ns - t_e_ns - d) * 1e-9;
-        const double reach = t.service_rate * (local_s > 0.0 ? local_s : 0.0);
+        const double rate = pace ? t.path_rate : t.service_rate;  // step 2c: what this stage forwards
+        const double reach = rate * (local_s > 0.0 ? local_s : 0.0);
         std::size_t keep = static_cast<std::size_t>(reach);
         const auto max_b = static_cast<std::size_t>(cfg_.max_batch);
         if (keep < max_b) keep = max_b;
         while (heap_.size() > keep) discard(out.drops, heap_.pop_bottom(), Reason::kShed, is_cancelled);
         return true;
+    }
+
+    // Step 2c applies: pace is on and a stage below finishes fewer requests/s than this one.
+    [[nodiscard]] bool paced(const PublishedTerms& t) const noexcept {
+        return cfg_.policy.pace && t.path_rate > 0.0 && t.path_rate < t.service_rate;
+    }
+
+    // Step 2c: the smallest batch (<= b) whose throughput b'/d(b') reaches path_rate / service_rate of
+    // the full batch's B/d(B): the stage forwards about what the slowest stage below can finish, so the
+    // excess waits here (HBF: the newest go first) and is purged or shed here, before any stage below
+    // spends on it. In a DAG this is what keeps sibling branches from dropping different requests (each
+    // branch, overloaded on its own, would serve its own newest; the requests one keeps and the other
+    // drops waste the first's compute). Scanned from b' = 1: the profile need not make b/d(b) monotone.
+    [[nodiscard]] std::size_t paced_batch(const PublishedTerms& t, std::size_t b) const noexcept {
+        const Profile& prof = cfg_.profile;
+        const auto full = static_cast<std::int64_t>(cfg_.max_batch);
+        const double want = t.path_rate / t.service_rate * static_cast<double>(full) /
+                            static_cast<double>(prof.duration_ns(full));
+        for (std::size_t c = 1; c < b; ++c) {
+            if (static_cast<double>(c) / static_cast<double>(prof.duration_ns(static_cast<std::int64_t>(c))) >= want) {
+                return c;
+            }
+        }
+        return b;
     }
 
     template <class IsCancelled>
@@ -486,8 +520,10 @@ private:
 
     // Pops until the batch is full or the heap is empty; verdict(r) returns a Reason code or -1 (keep).
     template <class IsCancelled, class Verdict>
-    void pop_loop(BatchResult& out, bool pop_max, IsCancelled& is_cancelled, Verdict verdict) {
-        const std::size_t max_b = static_cast<std::size_t>(cfg_.max_batch);
+    void pop_loop(BatchResult& out, bool pop_max, IsCancelled& is_cancelled, Verdict verdict,
+                  std::size_t limit = static_cast<std::size_t>(-1)) {
+        std::size_t max_b = static_cast<std::size_t>(cfg_.max_batch);
+        if (limit < max_b) max_b = limit;
         while (out.batch.size() < max_b && !queue_empty()) {
             const Request r = pop(pop_max);
             if (is_cancelled(r.id)) {

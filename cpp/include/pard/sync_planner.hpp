@@ -59,10 +59,11 @@ struct SyncPlannerConfig {
     bool idle_batch = false;
 };
 
-// The seven published terms of one stage, in Simulator::publish order, plus in_rate (req/s).
+// The first seven published terms of one stage, in Simulator::publish order, then in_rate (req/s),
+// then the eighth published term, path_rate (req/s).
 struct SyncTerms {
     double downstream_s = 0, mu = 0, eps = 0, queue_delay_s = 0, admit_fraction = 1, service_rate = 0,
-           duration_scale = 1, in_rate = 0;
+           duration_scale = 1, in_rate = 0, path_rate = 0;
 };
 
 class SyncPlanner {
@@ -437,7 +438,23 @@ private:
             t.service_rate = service_[k];
             t.duration_scale = scale_[k];
             t.in_rate = rate_[k];
+            t.path_rate = path_rate(k);
         }
+    }
+
+    // planner.py's _path_rate: the least service rate among the stages on stage k's downstream paths
+    // (0 for a sink).
+    double path_rate(std::size_t k) const {
+        double r = 0.0;
+        bool any = false;
+        for (const auto& path : c_.paths[k]) {
+            for (int j : path) {
+                const double v = service_[static_cast<std::size_t>(j)];
+                if (!any || v < r) r = v;
+                any = true;
+            }
+        }
+        return r;
     }
 
     static void to_seconds(const std::vector<std::int64_t>& ns, std::vector<double>& out) {

@@ -1,0 +1,116 @@
+"""pard's pacing (PolicySpec.pace, stage_scheduler.hpp step 2c): an overloaded stage forwards no faster
+than the slowest stage below it, so the path's excess is dropped once, at that stage.
+
+Expectations are closed forms of a linear profile d(b) = a + c b, the planner's path_rate recomputed from
+the spec, and, for the simulated DAG, what capacity arithmetic says must happen to the faster branch."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+import pard
+from pard import _core, config
+from pard.planner import Planner
+from pard.policies import POLICIES
+from pard.wiring import planner_stages
+
+A, C, B = 0.010, 0.005, 16  # d(b) = A + C b seconds: d(1) = 15 ms, d(16) = 90 ms
+
+
+def linear_sched(pace: bool) -> _core.StageScheduler:
+    prof = _core.Profile([1, B], [A + C, A + C * B])
+    pol = _core.Policy(order="adaptive", drop="pard", tiered=True, reactive=True, pace=pace)
+    return _core.StageScheduler(stage=0, profile=prof, max_batch=B, policy=pol, budget_fraction=1.0,
+                                tier_weights=[1.0])
+
+
+def overloaded(s: _core.StageScheduler, service_rate: float, path_rate: float, n: int = 1000) -> tuple:
+    """n requests due 0.3 .. 0.4 s, all queued at t = 0: far more than 0.4 s of service."""
+    s.publish(downstream_s=0.0, mu=2.0, eps=0.1, queue_delay_s=0.0, service_rate=service_rate,
+              path_rate=path_rate)
+    for i in range(n):
+        s.submit(i, 0.0, 0.3 + 1e-4 * i, 0.0)
+    return s.form_batch(0.0, 0.0)
+
+
+def closed_form_batch(ratio: float) -> int:
+    """Smallest b with b / (A + C b) >= ratio * B / d(B): b >= k A / (1 - k C), k = ratio * B / d(B)."""
+    k = ratio * B / (A + C * B)
+    return min(B, math.ceil(k * A / (1.0 - k * C)))
+
+
+@pytest.mark.parametrize("ratio", [0.5, 0.8])
+def test_paced_batch_is_the_smallest_that_keeps_up_with_the_path(ratio: float) -> None:
+    """With the path at 0.5 (0.8) of this stage's rate the batch is 2 (5), the closed form's size, popped HBF."""
+    rate = 2 * B / (A + C * B)  # two workers at full batches
+    ids, _, _ = overloaded(linear_sched(True), rate, ratio * rate)
+    want = closed_form_batch(ratio)
+    assert want == {0.5: 2, 0.8: 5}[ratio]
+    assert ids.tolist() == list(range(999, 999 - want, -1))
+
+
+@pytest.mark.parametrize(("pace", "path_factor"), [(False, 0.5), (True, 0.0), (True, 1.0), (True, 1.5)])
+def test_no_pacing_without_a_slower_path(pace: bool, path_factor: float) -> None:
+    """pace off, no path rate (a sink), or a path at least as fast as the stage: the full batch of B."""
+    rate = 2 * B / (A + C * B)
+    ids, _, _ = overloaded(linear_sched(pace), rate, path_factor * rate)
+    assert len(ids) == B
+
+
+def test_pacing_sheds_what_the_path_cannot_take_in_time() -> None:
+    """The shed keeps floor(rate * (max deadline - d(B))) requests: 110 at the stage's rate, 55 at half."""
+    rate = 2 * B / (A + C * B)
+    local = 0.3 + 1e-4 * 999 - (A + C * B)
+    for pace, kept in ((False, math.floor(rate * local)), (True, math.floor(0.5 * rate * local))):
+        ids, dropped, codes = overloaded(linear_sched(pace), rate, 0.5 * rate)
+        assert kept == (110 if not pace else 55)
+        assert len(dropped) == 1000 - kept
+        assert {_core.REASONS[int(c)] for c in codes} == {"shed"}
+
+
+def test_planner_publishes_the_least_service_rate_below_each_stage() -> None:
+    """da: the entry's path_rate is the least of workers * B / d(B) over the four stages below it; a sink's 0."""
+    spec = config.builtin("da")
+    workers = [st.workers for st in spec.stages]
+    terms = Planner(planner_stages(spec), policy="pard").update(1.0, [{} for _ in workers], workers)
+    rate = {st.name: st.workers * st.max_batch / st.profile[st.max_batch] for st in spec.stages}
+    names = [st.name for st in spec.stages]
+    below = {"person_detect": ["pose", "face_detect", "face_landmark", "expression"],
+             "pose": ["expression"], "face_detect": ["face_landmark", "expression"],
+             "face_landmark": ["expression"], "expression": []}
+    for k, name in enumerate(names):
+        want = min((rate[j] for j in below[name]), default=0.0)
+        assert terms[k].path_rate == pytest.approx(want, rel=1e-12)
+        assert terms[k].publish_kwargs()["path_rate"] == terms[k].path_rate
+
+
+def test_paced_entry_keeps_the_faster_branch_of_a_dag_from_dropping() -> None:
+    """da with pose (1000 req/s) the bottleneck and face_detect at 1067: a 3 s burst at 4x capacity, no jitter.
+
+    Unpaced, the entry forwards its own 1250 req/s and both branches overload and drop different requests;
+    paced, it forwards about 1000 req/s, under face_detect's capacity, so face_detect drops almost nothing
+    and the pose work that the face branch used to waste becomes goodput."""
+    spec = config.builtin("da")
+    spec = spec.with_workers({"person_detect": spec.stage("person_detect").workers + 1})
+    cap = spec.capacity()
+    assert cap.bottleneck == "pose" and cap.stages["face_detect"] > cap.pipeline
+    rng = np.random.default_rng(7)
+    base = np.sort(rng.uniform(0.0, 12.0, int(0.5 * cap.pipeline * 12)))
+    burst = np.sort(rng.uniform(4.0, 7.0, int(4.0 * cap.pipeline * 3)))
+    arr = np.sort(np.concatenate([base, burst]))
+    paced_policy = dataclasses.replace(POLICIES["pard"], name="pard+pace", pace=True)
+    out = {}
+    for name, pol in (("plain", POLICIES["pard"]), ("paced", paced_policy)):
+        r = pard.simulate(spec, arr, pol, seed=0, jitter_cv=0.0)
+        assert r.submitted == r.on_time + r.late + r.dropped + r.rejected + r.failed
+        out[name] = (r, {s.name: s for s in r.stages})
+    plain, paced = out["plain"], out["paced"]
+    face_in = paced[1]["face_detect"].submitted
+    assert paced[1]["face_detect"].dropped <= 0.01 * face_in
+    assert plain[1]["face_detect"].dropped > 5 * max(paced[1]["face_detect"].dropped, 1)
+    assert paced[0].on_time > plain[0].on_time
+    assert paced[0].invalid_rate < plain[0].invalid_rate
