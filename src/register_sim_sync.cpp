@@ -111,7 +111,7 @@ void register_sim_sync(py::module_& m) {
                          bool tune_lam, bool mu_at_capacity, bool adapt_window, double lam, double window_s,
                          std::int64_t samples, double cv_history_s, std::int64_t min_cv_intervals,
                          std::vector<double> constants, py::object generator, bool idle_batch, double half_life_s,
-                         double prior_batches) {
+                         double prior_batches, double contended_z) {
                  SyncPlannerConfig c;
                  c.paths = std::move(paths);
                  c.parallel = std::move(parallel);
@@ -148,6 +148,7 @@ void register_sim_sync(py::module_& m) {
                  c.idle_batch = idle_batch;
                  c.half_life_s = half_life_s;
                  c.prior_batches = prior_batches;
+                 c.contended_z = contended_z;
                  py::object capsule = generator.attr("bit_generator").attr("capsule");
                  auto* bg = static_cast<NumpyBitgen*>(PyCapsule_GetPointer(capsule.ptr(), "BitGenerator"));
                  if (bg == nullptr) throw py::error_already_set();
@@ -166,7 +167,7 @@ void register_sim_sync(py::module_& m) {
              py::arg("mu_at_capacity"), py::arg("adapt_window"), py::arg("lam"), py::arg("window_s"),
              py::arg("samples"), py::arg("cv_history_s"), py::arg("min_cv_intervals"), py::arg("constants"),
              py::arg("generator"), py::arg("idle_batch") = false, py::arg("half_life_s") = 2.5,
-             py::arg("prior_batches") = 8.0)
+             py::arg("prior_batches") = 8.0, py::arg("contended_z") = 0.0)
         .def("update_ns", [](PySyncPlanner& p, double now_s, const py::list& stats, const std::vector<int>& workers) {
                  std::vector<StageStats> st;
                  for (const auto& d : stats) st.push_back(stats_from_dict(d.cast<py::dict>()));

@@ -459,3 +459,46 @@ def test_coherent_branches_share_the_most_loaded_branchs_mu() -> None:
     mu_off = [t.mu for t in off.update(1.0, stats, [1] * 5)]
     assert mu_off == pytest.approx([0.5, 2.0, 0.5, 0.2, 0.5])
     assert mu_on == pytest.approx([0.5, 2.0, 2.0, 2.0, 0.5])
+
+
+def test_queue_z_budgets_downstream_queueing_delay_at_mean_plus_z_sd() -> None:
+    """queue_z = 2: the sink's queueing delays 10 ms and 30 ms (mean 20 ms, population sd 10 ms) enter the
+    entry's downstream term as 20 + 2 * 10 = 40 ms; the sink's own term and its published delay stay."""
+    d = 0.1
+    stats = [{}, {"qdelay_s": np.array([0.01, 0.03])}]
+    base = Planner(chain(2, d), policy="pard-paper", window_s=1.0, adapt_window=False).update(1.0, stats, [1, 1])
+    z = Planner(chain(2, d), policy=_paper_with(downstream="lower", queue_z=2.0), window_s=1.0,
+                adapt_window=False).update(1.0, stats, [1, 1])
+    assert base[1].queue_delay_s == pytest.approx(0.02) and z[1].queue_delay_s == pytest.approx(0.02)
+    assert z[0].downstream_s == pytest.approx(0.04 + d)
+    assert z[1].downstream_s == 0.0
+
+
+def test_queue_last_sees_a_queue_built_in_the_last_interval_at_once() -> None:
+    """queue_last over a 5 s window: delays 10 ms then 50 ms (weights 0.8 and 1) average 32.2 ms, but the
+    last interval's 50 ms is budgeted; a quieter last interval (1 ms) leaves the window's mean."""
+    d = 0.1
+    pol = _paper_with(downstream="lower", queue_last=True)
+    p = Planner(chain(2, d), policy=pol, window_s=5.0, adapt_window=False)
+    p.update(1.0, [{}, {"qdelay_s": np.array([0.01])}], [1, 1])
+    t = p.update(2.0, [{}, {"qdelay_s": np.array([0.05])}], [1, 1])
+    assert t[1].queue_delay_s == pytest.approx((0.8 * 0.01 + 0.05) / 1.8)
+    assert t[0].downstream_s == pytest.approx(0.05 + d)
+    t = p.update(3.0, [{}, {"qdelay_s": np.array([0.001])}], [1, 1])
+    window_mean = (0.6 * 0.01 + 0.8 * 0.05 + 0.001) / 2.4
+    assert t[0].downstream_s == pytest.approx(window_mean + d)
+
+
+def test_contended_z_budgets_a_stages_own_spread_by_its_utilisation() -> None:
+    """contended_z = 1.5: the sink ran two 1-request batches profiled at 100 ms that took 80 and 120 ms
+    (ratio 1, per-batch CV 0.2) on one worker in 1 s (rho = 0.2), so it publishes 1.5 * 0.2 * 0.2 * 0.1
+    = 6 ms; the entry ran nothing (rho = 0) and its downstream term is unchanged."""
+    d = 0.1
+    stats = [{}, {"batch_size": np.array([1, 1]), "batch_duration_s": np.array([0.08, 0.12])}]
+    kw = dict(window_s=1.0, adapt_window=False)
+    base = Planner(chain(2, d), policy=_paper_with(downstream="lower", correct_durations=True), **kw)
+    cont = Planner(chain(2, d), policy=_paper_with(downstream="lower", correct_durations=True, contended_z=1.5), **kw)
+    b, c = base.update(1.0, stats, [1, 1]), cont.update(1.0, stats, [1, 1])
+    assert cont.durations.cv[1] == pytest.approx(0.2)
+    assert b[1].downstream_s == 0.0 and c[1].downstream_s == pytest.approx(1.5 * 0.2 * 0.2 * d)
+    assert c[0].downstream_s == b[0].downstream_s

@@ -79,10 +79,13 @@ def variants() -> list[PolicySpec]:
         {"mu_at_capacity": True, "coherent_paths": True, "correct_durations": True, "idle_batch": True},
         {"downstream": "upper", "coherent_branches": True, "instant": True},
         {"downstream": "busy"},
+        {"correct_durations": True, "contended_z": 0.5},
+        {"correct_durations": True, "contended_z": 1.5, "downstream": "busy", "idle_batch": True},
     ])]
     mb_paths = dataclasses.replace(get_policy("pard"), name="pard-mb-paths", downstream="busy", mu_at_capacity=True,
                                    coherent_paths=True)
-    return [p for p in POLICIES.values() if covers(p)] + extra + [mb_paths]
+    return [p for p in POLICIES.values() if covers(p)] + extra + [mb_paths,
+                                                                  dataclasses.replace(mb_paths, contended_z=0.5)]
 
 
 @pytest.mark.filterwarnings("ignore::pard.errors.PardWarning")  # random durations: pard's drift warning
@@ -142,6 +145,7 @@ MB_PATHS = dataclasses.replace(get_policy("pard"), name="pard-mb-paths", downstr
 
 @pytest.mark.parametrize("policy, kw", [
     ("pard", {}), ("pard-paper", {}), ("naive", {}), ("dagor", {}), (MB_PATHS, {"jitter_cv": 0.3}),
+    (dataclasses.replace(MB_PATHS, contended_z=0.5), {"jitter_cv": 0.3}),
     ("pard", {"autoscale": True, "cold_start_s": 2.0}), ("pard-paper", {"jitter_cv": 0.1, "seed": 7}),
 ])
 def test_simulate_native_and_python_sync_give_identical_reports(monkeypatch: pytest.MonkeyPatch, policy: str | PolicySpec,

@@ -264,7 +264,7 @@ class SyncPlanner:
                  correct_durations: bool, tune_lam: bool, mu_at_capacity: bool, adapt_window: bool, lam: float,
                  window_s: float, samples: int, cv_history_s: float, min_cv_intervals: int,
                  constants: list[float], generator: Any, idle_batch: bool = False, half_life_s: float = 2.5,
-                 prior_batches: float = 8.0) -> None: ...
+                 prior_batches: float = 8.0, contended_z: float = 0.0) -> None: ...
     # mode: none, sf, lower, upper, full, tail or busy (PolicySpec.downstream)
     # per stage: (downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate,
     # path_rate)

@@ -56,6 +56,10 @@ What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.Poli
   on parallel branches that join it later, so sibling branches switch to HBF together: a request needs
   every branch, and an overloaded branch purges the lowest-budget copies that an underloaded sibling in
   LBF would otherwise serve first (their compute then wasted).
+* ``queue_z`` / ``queue_last``: a downstream stage's queueing delay is budgeted at its mean plus ``z``
+  standard deviations of the per-request delays, or at the larger of the window's and the last interval's mean.
+* ``contended_z``: a stage adds ``z * rho_k * cv_k * d_k(b_k)`` (its batch durations' spread, weighted by its
+  utilisation: the capacity a doubtful request takes only matters when the stage is busy) to its own estimate.
 * ``rate_admission``: an entry stage admits only the share of its input that its downstream stages can
   finish (:mod:`pard.admission`: by default only for a stage short for the last ``rate_admission_s``
   seconds with fixed workers); ``demand_rate`` reports each stage's input as it would be without that
@@ -190,8 +194,9 @@ def _count(x: Any) -> float:
     return float(x.reshape(-1)[0]) if one else float(np.sum(x))
 
 
-# Columns of one ingested interval's per-stage row (7): arrivals, sum and count of queueing delays, sum and
-# count of batch sizes, sums of measured and of profiled batch durations.
+# Columns of one ingested interval's per-stage row (8): arrivals, sum and count of queueing delays, sum and
+# count of batch sizes, sums of measured and of profiled batch durations, sum of squared queueing delays
+# (queue_z only, else 0).
 
 
 class Planner:
@@ -255,7 +260,7 @@ class Planner:
         self._rng = np.random.default_rng(seed)
         self._cv_history_s = float(cv_history_s)
         self._min_cv_intervals = int(min_cv_intervals)
-        # the window's intervals, oldest first: end (s), length (s), one (n, 7) row block, and the
+        # the window's intervals, oldest first: end (s), length (s), one (n, 8) row block, and the
         # batch waits of the stages the Monte Carlo draws from ({} unless the downstream mode is "full")
         self._ends: Deque[float] = deque()
         self._dts: Deque[float] = deque()
@@ -268,6 +273,7 @@ class Planner:
             if self._policy.downstream in ("full", "tail") else []
         self._tail = self._policy.downstream == "tail"
         self._busy = self._policy.downstream == "busy"
+        self._queue_z = float(self._policy.queue_z)
         self._entry = np.array([st.entry for st in stages])
         self._scale = DurationScale(n)
         self._admission = RateAdmission([st.entry for st in stages], [[i for p in st.paths for i in p] for st in stages],
@@ -313,34 +319,17 @@ class Planner:
         return self._terms
 
     def start(self, now_s: float) -> None:
-        """Begin the first interval at ``now_s`` (s) instead of at clock 0.
-
-        Without it the first :meth:`update` counts its interval from 0, so a run whose clock starts
-        late (a trace with absolute timestamps, or one that opens with a lull) divides its first
-        window's arrivals by the whole elapsed time: rates near 0, load factors near 0, and an
-        autoscaler that sizes every stage to its minimum while a burst arrives.
-
-        Raises:
-            ValueError: called after the first :meth:`update`, or ``now_s`` not finite.
-        """
-        if self._last_now is not None:
-            raise PardValueError(f"start must come before the first update (the last was at {self._last_now!r})")
-        if not math.isfinite(now_s):
-            raise PardValueError(f"now_s must be a finite number of seconds, got {now_s!r}")
+        """Begin the first interval at ``now_s`` (s), not at clock 0 (a late first arrival would otherwise
+        dilute the first window's rates). Raises ValueError after the first update or for a non-finite time."""
+        if self._last_now is not None or not math.isfinite(now_s):
+            raise PardValueError(f"start must come before the first update (the last was at {self._last_now!r}) "
+                                 f"with a finite time, got {now_s!r}")
         self._last_now = float(now_s)
 
     def prior_terms(self, now_s: float, workers: Sequence[int]) -> list[StageTerms]:
-        """The terms one idle interval ending at ``now_s`` (s) would publish (``PolicySpec.prior_terms``).
-
-        Computed on a copy, so this planner's state and random draws are untouched; ``workers`` are the
-        stages' workers.  Before the first update the stage schedulers hold no terms at all -- no
-        downstream estimate, no service rate for the hot-path overload test -- so a burst that opens a run
-        is admitted by the entry's own stage alone and dropped downstream (bench/RESULTS.md, issue 9,
-        fourth round).
-
-        Raises:
-            ValueError: as :meth:`update` (``workers`` not one per stage, ``now_s`` not after the start).
-        """
+        """The terms one idle interval ending at ``now_s`` (s) would publish, computed on a copy (this
+        planner's state and draws untouched): ``PolicySpec.prior_terms`` publishes them before the first
+        sync, when the schedulers hold no downstream estimate and no service rate. Raises as :meth:`update`."""
         return copy.deepcopy(self).update(now_s, [{} for _ in self._stages], workers)
 
     # ------------------------------------------------------------------ the update
@@ -383,6 +372,8 @@ class Planner:
         entry_rate = 0.0
         correct = self._policy.correct_durations
         spread = self._policy.spread_z > 0 and correct
+        contended = self._policy.contended_z > 0 and correct
+        need_cv = spread or contended  # the per-batch duration ratio's spread (DurationScale.cv)
         r1, r2 = np.zeros(n), np.zeros(n)
         loss = 0.0
         left_entry = 0.0
@@ -395,11 +386,12 @@ class Planner:
                 bd = np.asarray(s.get("batch_duration_s", ()), dtype=np.float64)
                 pr = self._profiled(k, s.get("batch_size", ()), b)
                 dm, dp = float(bd.sum()), float(pr.sum())
-                if spread:
+                if need_cv:
                     r = bd / pr
                     r1[k], r2[k] = r.sum(), (r * r).sum()
             bsum = b.sum()
-            rows.append((n_arr, q.sum(), q.size, bsum, b.size, dm, dp))
+            q2 = float((q * q).sum()) if self._queue_z else 0.0
+            rows.append((n_arr, q.sum(), q.size, bsum, b.size, dm, dp, q2))
             if drawn and k in drawn:
                 bw = np.array(s.get("batch_wait_s", ()), dtype=np.float64)
                 if self._tail and bw.size == b.size:  # per-request samples: each batch's W once per request
@@ -438,11 +430,12 @@ class Planner:
             self._waits.popleft()
         wt = (np.fromiter(self._ends, dtype=np.float64, count=len(self._ends)) - start) / win
         dts = np.fromiter(self._dts, dtype=np.float64, count=len(self._dts))
-        m = np.stack(self._rows, axis=-1)  # (n, 7, T)
-        na, qs, qn, bs, bn, m_dm, m_dp = m.transpose(1, 0, 2)  # each (n, T)
+        m = np.stack(self._rows, axis=-1)  # (n, 8, T)
+        na, qs, qn, bs, bn, m_dm, m_dp, q2s = m.transpose(1, 0, 2)  # each (n, T)
         with np.errstate(divide="ignore", invalid="ignore"):
             wqn = (wt * qn).sum(axis=-1)
             q_i = np.where(wqn > 0, (wt * qs).sum(axis=-1) / wqn, 0.0)
+            q_path = self._queue_budget(q_i, wqn, wt, qs, qn, q2s)
             wbn = (wt * bn).sum(axis=-1)
             self._last_batch = np.where(wbn > 0, (wt * bs).sum(axis=-1) / wbn,
                                         1.0 if self._policy.idle_batch else self._last_batch)
@@ -456,7 +449,7 @@ class Planner:
             else:
                 smooth = np.add.accumulate(rates, axis=-1) / np.arange(1, dts.size + 1)  # np.cumsum
                 eps_i = np.where(rsum > 0, np.abs(rates - smooth).sum(axis=-1) / rsum, 0.0)
-            scale_i = self._scale.update(dt, m_dm[:, -1], m_dp[:, -1], bn[:, -1], (r1, r2) if spread else None) \
+            scale_i = self._scale.update(dt, m_dm[:, -1], m_dp[:, -1], bn[:, -1], (r1, r2) if need_cv else None) \
                 if correct else np.ones(n)
             d_i = d_i * scale_i
             w_arr = np.asarray(workers, dtype=np.float64)
@@ -465,7 +458,7 @@ class Planner:
             mu_i = np.where(throughput > 0, rate_i / throughput, np.where(rate_i > 0, np.inf, 0.0))
             d_full = self._full_d * scale_i
             service = w_arr * self._max_batch / d_full
-            if self._busy:
+            if self._busy or contended:
                 rho_i = utilisation(m_dm, wt, dts, w_arr)
             if self._policy.mu_at_capacity:  # load against what the stage can do at full batches
                 mu_i = np.where(service > 0, rate_i / service, np.where(rate_i > 0, np.inf, 0.0))
@@ -502,12 +495,17 @@ class Planner:
             own2 = sig2 if self._policy.spread_scope != "sink" else sig2 * np.array([not p for p in self._paths])
             if self._policy.spread_scope != "path":
                 sig2 = np.zeros(n)
+        cm = None
+        if contended:  # each stage's execution spread where it is contended: z * rho_i * cv_i * d_i (s)
+            assert rho_i is not None
+            cm = self._policy.contended_z * rho_i * self._scale.cv * d_i
+        cpath = cm is not None and self._policy.contended_path
         for k in range(n):
             best = 0.0 if own2 is None else z * float(np.sqrt(own2[k]))  # a sink budgets its own spread
             best_w = 0.0
             if mode != "none":
                 for path, idx in self._paths[k]:
-                    sq = float(q_i[idx].sum())
+                    sq = float(q_path[idx].sum())
                     sd = float(d_i[idx].sum())
                     wq = 0.0
                     if mode == "sf":
@@ -526,8 +524,13 @@ class Planner:
                         val = sq + sd + wq
                     if sig2 is not None and own2 is not None:  # this stage's and the path's spreads, summed
                         val += z * float(np.sqrt(own2[k] + sig2[idx].sum()))
+                    if cpath:
+                        assert cm is not None
+                        val += float(np.sqrt(cm[k] ** 2 + (cm[idx] ** 2).sum()))
                     if val > best:
                         best, best_w = val, wq
+            if cm is not None and not (cpath and self._paths[k] and mode != "none"):
+                best += float(cm[k])
             # Admission: the paper sheds nothing at admission; Dagor's (1 - alpha) throttle is applied by
             # the C++ stage scheduler itself from the published queue_delay_s.
             out.append(StageTerms(
@@ -542,6 +545,19 @@ class Planner:
         self._terms = out
         if correct:  # after the terms are stored: a warning raised as an error still leaves them in self.terms
             self._scale.warn_drifted([st.name for st in self._stages])
+        return out
+
+    def _queue_budget(self, q_i: F64, wqn: F64, wt: F64, qs: F64, qn: F64, q2s: F64) -> F64:
+        """The queueing delay (s) budgeted per downstream stage: the window's mean ``q_i``, raised by
+        ``queue_last`` to the last interval's mean where that is larger, and by ``queue_z`` standard
+        deviations of the window's per-request delays (each request's delay one sample, weighted as the mean)."""
+        out = q_i
+        if self._policy.queue_last:
+            last = np.where(qn[:, -1] > 0, qs[:, -1] / np.where(qn[:, -1] > 0, qn[:, -1], 1.0), 0.0)
+            out = np.maximum(out, last)
+        if self._queue_z:
+            mean2 = np.where(wqn > 0, (wt * q2s).sum(axis=-1) / np.where(wqn > 0, wqn, 1.0), 0.0)
+            out = out + self._queue_z * np.sqrt(np.maximum(mean2 - q_i * q_i, 0.0))
         return out
 
     def _profiled(self, k: int, raw: Any, b: F64) -> F64:

@@ -11,7 +11,7 @@ generator, with NumPy's bounded-integer rule).  ``tests/test_planner_native.py``
 Python planner and recorder on random statistics and through ``simulate``.
 
 The Python planner stays the one definition: policies whose planner options this transcription does
-not cover (``rate_admission``, ``spread_z``), or a :class:`~pard.policies.PolicySpec` with fields
+not cover (``rate_admission``, ``spread_z``, ``queue_z``, ``queue_last``, ``contended_path``), or a :class:`~pard.policies.PolicySpec` with fields
 it does not know, get ``None`` here and the Python planner serves them.
 """
 
@@ -36,7 +36,8 @@ KNOWN_POLICY_FIELDS = frozenset({
     "name", "order", "drop", "downstream", "instant", "dagor_threshold_s", "dagor_alpha", "tiered", "reactive",
     "shed", "correct_durations", "tune_lam", "rate_admission", "rate_admission_s", "coherent_branches",
     "mu_at_capacity", "coherent_paths", "max_queue", "max_queue_entry_only", "lam", "description",
-    "idle_batch", "spread_z", "spread_scope", "pace",
+    "idle_batch", "spread_z", "spread_scope", "pace", "queue_z", "queue_last",
+    "contended_z", "contended_path",
     "prior_terms",  # computed by the Python planner before the first interval (Planner.prior_terms)
 })
 
@@ -45,7 +46,8 @@ def covers(policy: PolicySpec) -> bool:
     """True when the C++ planner computes ``policy``'s terms exactly as the Python planner does."""
     known = {f.name for f in dataclasses.fields(PolicySpec)} == KNOWN_POLICY_FIELDS
     # Not transcribed: rate-aware admission and the spread margin (spread_z); the Python planner serves them.
-    return known and not policy.rate_admission and policy.spread_z == 0
+    return (known and not policy.rate_admission and policy.spread_z == 0 and policy.queue_z == 0
+            and not policy.queue_last and not (policy.contended_z > 0 and policy.contended_path))
 
 
 def native_planner(planner: Planner) -> Any:
@@ -68,7 +70,7 @@ def native_planner(planner: Planner) -> Any:
         constants=[_planner.LAM_MIN, _planner.LAM_MAX, _planner.LAM_UP, _planner.LAM_DOWN, _planner.LOSS_TARGET,
                    _planner.SCALE_MIN, _planner.SCALE_MAX],
         generator=p._rng, idle_batch=pol.idle_batch, half_life_s=p.durations.half_life_s,
-        prior_batches=p.durations.prior_batches,
+        prior_batches=p.durations.prior_batches, contended_z=pol.contended_z,
     )
 
 

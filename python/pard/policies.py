@@ -32,8 +32,10 @@ Built, tested and measured but *not* in ``pard`` (bench/RESULTS.md, issue 9, say
 quantile tuned online from outcomes, within ``[LAM_MIN, LAM_MAX]``), ``rate_admission`` (a persistently
 overloaded downstream stage's excess shed at the entry, lowest tier first; :mod:`pard.admission`),
 ``downstream="busy"`` (``w = sum rho_i d_i``, :mod:`pard.utilisation`), ``mu_at_capacity`` (load against
-full batches), ``coherent_paths`` (a stage takes its downstream stages' largest load factor) and
-``spread_z`` (the execution-time spread budgeted at ``z`` standard deviations, ``spread_scope``).
+full batches), ``coherent_paths`` (a stage takes its downstream stages' largest load factor),
+``spread_z`` (the execution-time spread budgeted at ``z`` standard deviations, ``spread_scope``), ``queue_z``
+and ``queue_last`` (downstream queueing delays budgeted at mean + z sd, or at the last interval's mean)
+and ``contended_z`` (a stage's own execution spread weighted by its utilisation, ``contended_path``).
 """
 
 from __future__ import annotations
@@ -105,6 +107,16 @@ class PolicySpec:
             batch durations (``cv_i * d_i(b_i)``, :class:`pard.duration_scale.DurationScale`); 0: none.
         spread_scope: with ``spread_z``, the spreads summed: ``"path"`` (the stage's and its downstream
             path's), ``"own"`` (the stage's alone) or ``"sink"`` (only a sink stage budgets its own).
+        queue_z: budget each downstream stage's queueing delay at ``q_i + z * sd_i``, ``sd_i`` the standard
+            deviation of its per-request queueing delays over the window (0: the mean alone, the paper's).
+        queue_last: budget each downstream stage's queueing delay at the larger of the window's mean and
+            the last sync interval's mean (a queue that built within the last interval is seen at once).
+        contended_z: with ``correct_durations``, a stage budgets its own execution-time spread where it is
+            contended: ``z * rho_k * cv_k * d_k(b_k)`` added to its estimate, ``rho_k`` its measured
+            utilisation (:mod:`pard.utilisation`), ``cv_k`` its batch durations' coefficient of variation
+            (:class:`pard.duration_scale.DurationScale`); 0: none.
+        contended_path: with ``contended_z``, also budget the downstream path's contended spreads,
+            ``sqrt(m_k^2 + sum_i m_i^2)`` with ``m_i = z * rho_i * cv_i * d_i``.
         prior_terms: before the planner's first interval, publish the terms of an idle interval (the
             profile's durations, no queueing, the stages' service rates), so that a run or a burst that
             starts before the first sync is not served without any downstream estimate or overload test.
@@ -144,6 +156,10 @@ class PolicySpec:
     prior_terms: bool = False
     spread_z: float = 0.0
     spread_scope: SpreadScope = "path"
+    queue_z: float = 0.0
+    queue_last: bool = False
+    contended_z: float = 0.0
+    contended_path: bool = False
     max_queue: int = 0
     max_queue_entry_only: bool = False
     lam: float | None = None
@@ -161,7 +177,7 @@ class PolicySpec:
                                  f"got {value!r}")
         for field in ("instant", "tiered", "reactive", "shed", "pace", "correct_durations", "tune_lam", "rate_admission",
                       "coherent_branches", "mu_at_capacity", "coherent_paths", "idle_batch",
-                      "max_queue_entry_only", "prior_terms"):
+                      "max_queue_entry_only", "queue_last", "contended_path", "prior_terms"):
             if not isinstance(getattr(self, field), bool):
                 raise PardTypeError(f"PolicySpec.{field} must be True or False, got {getattr(self, field)!r}")
         if isinstance(self.max_queue, bool) or not isinstance(self.max_queue, int):
@@ -169,12 +185,13 @@ class PolicySpec:
         if not 0 <= self.max_queue <= 2**62:
             raise PardValueError(f"PolicySpec.max_queue must be >= 0 (0 = no bound), got {self.max_queue!r}")
         for field, low, high in (("dagor_threshold_s", 0.0, math.inf), ("dagor_alpha", 0.0, 1.0),
-                                 ("rate_admission_s", 0.0, 1e6), ("spread_z", 0.0, 10.0)):
+                                 ("rate_admission_s", 0.0, 1e6), ("spread_z", 0.0, 10.0), ("queue_z", 0.0, 10.0),
+                                 ("contended_z", 0.0, 10.0)):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise PardTypeError(f"PolicySpec.{field} must be a real number, got {value!r}")
             if not (math.isfinite(value) and low <= value <= high):
-                rng = ("in [0, 1]" if field == "dagor_alpha" else "in [0, 10]" if field == "spread_z"
+                rng = ("in [0, 1]" if field == "dagor_alpha" else "in [0, 10]" if field in ("spread_z", "queue_z", "contended_z")
                        else f"finite, in [0, {high:g}] (seconds)")
                 raise PardValueError(f"PolicySpec.{field} must be {rng}, got {value!r}")
         if self.lam is not None and (isinstance(self.lam, bool) or not isinstance(self.lam, (int, float))

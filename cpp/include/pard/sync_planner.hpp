@@ -6,7 +6,8 @@
 // NumPy code performs, in NumPy's order (numpy_order.hpp: pairwise sums, np.interp, the Generator's
 // bounded integers), and the Monte Carlo draws come from the Python planner's own bit generator.
 // tests/test_planner_native.py feeds both the same random statistics and requires equal bits.
-// Not covered (the Python planner serves those runs): rate-aware admission and the spread margin.
+// Not covered (the Python planner serves those runs): rate-aware admission, the spread margin (spread_z),
+// the queueing-delay margins (queue_z, queue_last) and contended_path.
 //
 // Inputs are the simulator's StageStats (int64 ns), converted to seconds as the bindings convert
 // them for Python (ns * 1e-9), so both see the same doubles.
@@ -57,6 +58,8 @@ struct SyncPlannerConfig {
     // pard.duration_scale.DurationScale (correct_durations) and PolicySpec.idle_batch
     double half_life_s = 2.5, prior_batches = 8.0;
     bool idle_batch = false;
+    // PolicySpec.contended_z (own stage only; needs correct_durations): z * rho_k * cv_k * d_k(b_k)
+    double contended_z = 0.0;
 };
 
 // The first seven published terms of one stage, in Simulator::publish order, then in_rate (req/s),
@@ -88,6 +91,11 @@ public:
         ds_w_.assign(n_, 0.0);
         ds_count_.assign(n_, 0);
         ds_scale_.assign(n_, 1.0);
+        ds_r1_.assign(n_, 0.0);
+        ds_r2_.assign(n_, 0.0);
+        ds_cv_.assign(n_, 0.0);
+        r1_.assign(n_, 0.0);
+        r2_.assign(n_, 0.0);
     }
 
     [[nodiscard]] double lam() const noexcept { return lam_; }
@@ -141,6 +149,9 @@ private:
         std::vector<double> row(n_ * kCols, 0.0);
         std::vector<std::vector<double>> waits(c_.drawn.size());
         double entry_rate = 0.0;
+        const bool need_cv = contended();
+        std::fill(r1_.begin(), r1_.end(), 0.0);
+        std::fill(r2_.begin(), r2_.end(), 0.0);
         loss_ = 0.0;
         left_entry_ = 0.0;
         for (std::size_t k = 0; k < n_; ++k) {
@@ -161,6 +172,13 @@ private:
                     scratch_[i] = table.at(static_cast<std::size_t>(s.batch_size[i]));
                 }
                 dp = npo::numpy_sum(scratch_);
+                if (need_cv) {  // DurationScale's per-batch ratio sums: r = measured / profiled
+                    to_seconds(s.batch_duration, ratio_);
+                    for (std::size_t i = 0; i < ratio_.size(); ++i) ratio_[i] = ratio_[i] / scratch_[i];
+                    r1_[k] = npo::numpy_sum(ratio_);
+                    for (double& x : ratio_) x = x * x;
+                    r2_[k] = npo::numpy_sum(ratio_);
+                }
             }
             double* r = &row[k * kCols];
             r[0] = n_arr;
@@ -201,6 +219,7 @@ private:
     void duration_scale(double dt) {
         const std::vector<double>& last = rows_.back();
         const double g = std::pow(0.5, (dt > 0.0 ? dt : 0.0) / c_.half_life_s);
+        last_g_ = g;
         for (std::size_t k = 0; k < n_; ++k) {
             ds_m_[k] = ds_m_[k] * g + last[k * kCols + 5];
             ds_p_[k] = ds_p_[k] * g + last[k * kCols + 6];
@@ -217,7 +236,33 @@ private:
             s = std::min(std::max(s, c_.scale_min), c_.scale_max);
             ds_scale_[k] = s;
         }
+        if (contended()) duration_cv(kappa);
     }
+
+    // DurationScale.update's spread (ratio_sums given): the per-batch ratio's CV per stage, pooled like
+    // the ratio while a stage has few batches.
+    void duration_cv(double kappa) {
+        const double g = last_g_;
+        for (std::size_t k = 0; k < n_; ++k) {
+            ds_r1_[k] = ds_r1_[k] * g + r1_[k];
+            ds_r2_[k] = ds_r2_[k] * g + r2_[k];
+        }
+        const double wt = npo::numpy_sum(ds_w_);
+        double pooled_var = 0.0;
+        if (wt > 0) {
+            const double m = npo::numpy_sum(ds_r1_) / wt;
+            pooled_var = std::max(npo::numpy_sum(ds_r2_) / wt - m * m, 0.0);
+        }
+        for (std::size_t k = 0; k < n_; ++k) {
+            const double m1 = ds_w_[k] > 0 ? ds_r1_[k] / ds_w_[k] : 0.0;
+            double var = std::max((ds_w_[k] > 0 ? ds_r2_[k] / ds_w_[k] : 0.0) - m1 * m1, 0.0);
+            const double den = ds_w_[k] + kappa;
+            var = den > 0 ? (ds_w_[k] * var + kappa * pooled_var) / den : pooled_var;
+            ds_cv_[k] = std::sqrt(var) / ds_scale_[k];
+        }
+    }
+
+    [[nodiscard]] bool contended() const noexcept { return c_.contended_z > 0 && c_.correct_durations; }
 
     void resize_window(double now_s) {
         while (!entry_t_.empty() && entry_t_.front() <= now_s - c_.cv_history_s) {
@@ -319,7 +364,7 @@ private:
             const double d_full = c_.full_d[k] * scale_[k];
             service_[k] = w * c_.max_batch[k] / d_full;
             if (c_.mu_at_capacity) mu_[k] = service_[k] > 0 ? rate_[k] / service_[k] : (rate_[k] > 0 ? inf : 0.0);
-            if (c_.mode == DownstreamMode::kBusy) rho_[k] = utilisation(k, w, wdts);
+            if (c_.mode == DownstreamMode::kBusy || contended()) rho_[k] = utilisation(k, w, wdts);
         }
     }
 
@@ -429,6 +474,8 @@ private:
             double mu = mu_[k];  // Python's max([...]): the first of the largest
             for (int j : c_.parallel[k]) mu = mu_[static_cast<std::size_t>(j)] > mu ? mu_[static_cast<std::size_t>(j)] : mu;
             for (int j : c_.below[k]) mu = mu_[static_cast<std::size_t>(j)] > mu ? mu_[static_cast<std::size_t>(j)] : mu;
+            // contended_z: ((z * rho_k) * cv_k) * d_k, NumPy's left-to-right order
+            if (contended()) best += c_.contended_z * rho_[k] * ds_cv_[k] * d_[k];
             SyncTerms& t = out_[k];
             t.downstream_s = best;
             t.mu = mu;
@@ -477,6 +524,8 @@ private:
     std::vector<int> drawn_slot_;
     std::vector<double> wt_, q_, d_, b_, rate_, eps_, scale_, mu_, service_, rho_;
     std::vector<double> ds_m_, ds_p_, ds_w_, ds_scale_;  // DurationScale's decayed sums and its ratio
+    std::vector<double> ds_r1_, ds_r2_, ds_cv_, r1_, r2_, ratio_;  // its spread (contended_z)
+    double last_g_ = 1.0;
     std::vector<std::int64_t> ds_count_;
     std::vector<std::vector<double>> draws_;
     std::map<std::vector<int>, std::vector<double>> totals_;
