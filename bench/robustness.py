@@ -78,6 +78,27 @@ def shape_arrivals(shape: str, rate: float, duration: float, seed: int) -> np.nd
     raise ValueError(f"unknown shape {shape!r}; expected one of {SHAPES}")
 
 
+def policy(name: str) -> Any:
+    """A policy name, or a variant of one: ``"pard+prior_terms=True"`` (PolicySpec fields after ``+``)."""
+    import dataclasses
+
+    from pard.policies import POLICIES
+
+    if "=" not in name:  # a plain name (clipper++ has its own plus signs)
+        return name
+    base, *parts = name.split("+")
+    fields: dict[str, Any] = {}
+    for part in parts:
+        k, v = part.split("=")
+        fields[k] = {"True": True, "False": False}.get(v, v)
+        if isinstance(fields[k], str):
+            try:
+                fields[k] = float(v)
+            except ValueError:
+                pass
+    return dataclasses.replace(POLICIES[base], name=name, **fields)
+
+
 def drops_by_stage(r: Any) -> dict[str, int]:
     """Dropped requests counted by ``stage:reason``."""
     d = r.state == 3  # pard.outcomes.DROPPED
@@ -104,7 +125,7 @@ def run(key: tuple[str, str, str, float, str], duration: float, seed: int, polic
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pard.PardWarning)
         for p in policies:
-            r = pard.simulate(spec, arr, p, **params)
+            r = pard.simulate(spec, arr, policy(p), **params)
             drops = drops_by_stage(r)
             out["policies"][p] = {
                 "g": r.goodput_ratio, "on_time": r.on_time, "late": r.late, "dropped": r.dropped,
@@ -120,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--shapes", default=",".join(SHAPES))
-    ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--policies", default=",".join(POLICIES),
+                    help="comma-separated policies or variants, e.g. pard+prior_terms=True")
     ap.add_argument("--autoscale-on", default="stage", help="pard.simulate's autoscale_on: stage or pipeline")
     ap.add_argument("--only", default=None, help="comma-separated terms every chosen scenario has (e.g. da,autoscale)")
     ap.add_argument("--json", type=Path, default=None, help="append each scenario's figures here (JSON lines)")

@@ -766,3 +766,16 @@ def test_submit_after_close_is_a_pard_error_and_a_runtime_error() -> None:
     with pytest.raises(pard.RuntimeStateError, match="not accepting") as info:
         rt.submit(1)
     assert isinstance(info.value, pard.PardError) and isinstance(info.value, RuntimeError)
+
+
+def test_prior_terms_policy_serves_live() -> None:
+    """A policy with PolicySpec.prior_terms publishes an idle interval's terms at start and then serves as usual: 20 requests with a 10 s SLO all finish on time."""
+    import dataclasses
+
+    from pard.policies import POLICIES
+
+    pol = dataclasses.replace(POLICIES["pard"], name="pard+prior", prior_terms=True)
+    with Runtime(_chain(), {"s0": _identity, "s1": _identity}, policy=pol, sync_interval_s=0.2) as rt:
+        futures = [rt.submit(i) for i in range(20)]
+        assert [f.result(timeout=10.0) for f in futures] == list(range(20))
+    assert rt.counts()["on_time"] == 20

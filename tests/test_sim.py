@@ -139,6 +139,37 @@ def test_autoscale_on_pipeline_sizes_downstream_for_what_the_entry_sheds() -> No
         simulate(spec, arr, "nexus", autoscale_on="entry", **kw)
 
 
+def test_prior_terms_budget_downstream_for_a_burst_before_the_first_sync() -> None:
+    """100 requests at t = 0 into a (10 ms) -> b (50 ms), SLO 200 ms: with no terms a runs every batch that can leave it in time (t_e <= 0.19 s: 20), with the idle-interval prior (w = d_b, so 0.1 s downstream) only those with t_e <= 0.09 s (10); b finishes 3 either way."""
+    import dataclasses
+
+    spec = config.PipelineSpec(name="ab", slo=0.2, stages=[stage("a", 0.01, succ=["b"]), stage("b", 0.05)])
+    arr = np.zeros(100)
+    plain = simulate(spec, arr, "pard", jitter_cv=0.0)
+    prior = simulate(spec, arr, dataclasses.replace(POLICIES["pard"], name="pard+prior", prior_terms=True), jitter_cv=0.0)
+    assert plain.stages[0].executed == 20 and prior.stages[0].executed == 10
+    assert plain.on_time == prior.on_time == 3  # b: 0.06, 0.11, 0.16 s; the fourth would end at 0.21 s
+    assert not POLICIES["pard-paper"].prior_terms and not POLICIES["pard"].prior_terms
+
+
+def test_prior_terms_leave_the_planner_untouched() -> None:
+    """Planner.prior_terms works on a copy: the next update gives what a planner that never computed them gives."""
+    from pard.planner import Planner
+    from pard.wiring import planner_stages
+
+    spec = config.builtin("lv")
+    # the keys Planner.update reads (the simulator's take_stats): two arrivals and one batch of 2 per stage
+    stats = [{"arrival_s": np.array([0.1, 0.2]), "qdelay_s": np.array([0.01, 0.02]), "batch_size": np.array([2]),
+              "batch_wait_s": np.array([0.004]), "batch_duration_s": np.array([0.03])} for _ in spec.stages]
+    a, b = (Planner(planner_stages(spec), policy="pard-paper", seed=3) for _ in range(2))  # Monte Carlo draws
+    idle = a.prior_terms(1.0, [1] * len(spec.stages))  # b never computes them
+    assert a.terms is None
+    assert all(t.in_rate == 0.0 and t.mu == 0.0 and t.downstream_s >= 0.0 for t in idle)
+    assert a.update(1.0, stats, [1] * len(spec.stages)) == b.update(1.0, stats, [1] * len(spec.stages))
+    assert a.update(2.0, stats, [1] * len(spec.stages)) == b.update(2.0, stats, [1] * len(spec.stages))
+    assert idle != a.terms
+
+
 def test_planner_start_rejects_a_second_start() -> None:
     """A second Planner.start (the first interval already begun) is an error that names the earlier time."""
     from pard.planner import Planner

@@ -90,6 +90,7 @@ seen the window stays at its initial value ``window_s``.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import deque
 from typing import Any, Deque, Mapping, Sequence
@@ -318,21 +319,18 @@ class Planner:
         return self._terms
 
     def start(self, now_s: float) -> None:
-        """Begin the first interval at ``now_s`` (s) instead of at clock 0.
-
-        Without it the first :meth:`update` counts its interval from 0, so a run whose clock starts
-        late (a trace with absolute timestamps, or one that opens with a lull) divides its first
-        window's arrivals by the whole elapsed time: rates near 0, load factors near 0, and an
-        autoscaler that sizes every stage to its minimum while a burst arrives.
-
-        Raises:
-            ValueError: called after the first :meth:`update`, or ``now_s`` not finite.
-        """
-        if self._last_now is not None:
-            raise PardValueError(f"start must come before the first update (the last was at {self._last_now!r})")
-        if not math.isfinite(now_s):
-            raise PardValueError(f"now_s must be a finite number of seconds, got {now_s!r}")
+        """Begin the first interval at ``now_s`` (s), not at clock 0 (a late first arrival would otherwise
+        dilute the first window's rates). Raises ValueError after the first update or for a non-finite time."""
+        if self._last_now is not None or not math.isfinite(now_s):
+            raise PardValueError(f"start must come before the first update (the last was at {self._last_now!r}) "
+                                 f"with a finite time, got {now_s!r}")
         self._last_now = float(now_s)
+
+    def prior_terms(self, now_s: float, workers: Sequence[int]) -> list[StageTerms]:
+        """The terms one idle interval ending at ``now_s`` (s) would publish, computed on a copy (this
+        planner's state and draws untouched): ``PolicySpec.prior_terms`` publishes them before the first
+        sync, when the schedulers hold no downstream estimate and no service rate. Raises as :meth:`update`."""
+        return copy.deepcopy(self).update(now_s, [{} for _ in self._stages], workers)
 
     # ------------------------------------------------------------------ the update
     def update(

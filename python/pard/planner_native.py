@@ -38,6 +38,7 @@ KNOWN_POLICY_FIELDS = frozenset({
     "mu_at_capacity", "coherent_paths", "max_queue", "max_queue_entry_only", "lam", "description",
     "idle_batch", "spread_z", "spread_scope", "pace", "queue_z", "queue_last",
     "contended_z", "contended_path",
+    "prior_terms",  # computed by the Python planner before the first interval (Planner.prior_terms)
 })
 
 

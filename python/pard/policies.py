@@ -117,6 +117,9 @@ class PolicySpec:
             (:class:`pard.duration_scale.DurationScale`); 0: none.
         contended_path: with ``contended_z``, also budget the downstream path's contended spreads,
             ``sqrt(m_k^2 + sum_i m_i^2)`` with ``m_i = z * rho_i * cv_i * d_i``.
+        prior_terms: before the planner's first interval, publish the terms of an idle interval (the
+            profile's durations, no queueing, the stages' service rates), so that a run or a burst that
+            starts before the first sync is not served without any downstream estimate or overload test.
         idle_batch: a stage with no batch in the window is estimated at ``b = 1`` (``pard``), not at its
             last batch size (the planner's module doc says why).
         max_queue: queue bound (0 = none): a request finding this many queued is rejected
@@ -150,6 +153,7 @@ class PolicySpec:
     mu_at_capacity: bool = False
     coherent_paths: bool = False
     idle_batch: bool = False
+    prior_terms: bool = False
     spread_z: float = 0.0
     spread_scope: SpreadScope = "path"
     queue_z: float = 0.0
@@ -173,7 +177,7 @@ class PolicySpec:
                                  f"got {value!r}")
         for field in ("instant", "tiered", "reactive", "shed", "pace", "correct_durations", "tune_lam", "rate_admission",
                       "coherent_branches", "mu_at_capacity", "coherent_paths", "idle_batch",
-                      "max_queue_entry_only", "queue_last", "contended_path"):
+                      "max_queue_entry_only", "queue_last", "contended_path", "prior_terms"):
             if not isinstance(getattr(self, field), bool):
                 raise PardTypeError(f"PolicySpec.{field} must be True or False, got {getattr(self, field)!r}")
         if isinstance(self.max_queue, bool) or not isinstance(self.max_queue, int):

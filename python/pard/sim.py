@@ -361,6 +361,9 @@ def simulate(
     planner.start(t0)
     if core_planner is not None:
         core_planner.start(t0)
+    if pol.prior_terms and pol.uses_planner_terms:
+        prior = planner.prior_terms(t0 + sync, sim.serving())
+        sim.publish_all([tuple(term.publish_kwargs().values()) for term in prior])
     core_recorder = native_recorder(recorder) if native else None
     drift = planner.durations if core_planner is not None and pol.correct_durations else None
     names = [st.name for st in spec.stages]

@@ -55,6 +55,10 @@ class PlannerLoop:
         self.terms_log: list[tuple[float, list[Any]]] = []
 
     def start(self) -> None:
+        if self._planner.policy.prior_terms and self._planner.policy.uses_planner_terms:
+            # PolicySpec.prior_terms: an idle interval's terms until the first sync, as the simulator
+            for st, term in zip(self._stages, self._planner.prior_terms(self._sync_s, [s.workers for s in self._stages])):
+                st.sched.publish(**term.publish_kwargs())
         self.thread = threading.Thread(target=self._loop, name="pard-planner", daemon=True)
         self.thread.start()
 
