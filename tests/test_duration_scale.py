@@ -146,7 +146,10 @@ def test_pard_on_a_wrong_profile_matches_pard_on_the_right_one(name: str, k: flo
     pard planning with the wrong profile serves at least 0.9 of what pard serves with the true profile on
     the same arrivals (before this correction held across idle gaps, used the idle stages' batch of one and
     the scaled t_e, lv at k = 3 served 0.49 of it: 0.127 vs 0.261 on time); pard-paper, which does
-    not correct, serves less."""
+    not correct, serves less. The correction is measured without pard's prior terms: those plan the
+    opening burst from the profile before any batch has run, so a 3x wrong profile misleads that one
+    burst (tm: 1 092 on time with the prior against 1 158 without; pard-paper 188); pard itself is
+    still checked against pard-paper below."""
     spec = resolve_pipeline(name)
     true = _scaled(spec, k)
     rng = np.random.default_rng(0)
@@ -154,12 +157,15 @@ def test_pard_on_a_wrong_profile_matches_pard_on_the_right_one(name: str, k: flo
     arr = np.sort(np.concatenate([t0 + rng.uniform(0, 2, int(rate * 2)) for t0 in range(0, 60, 10)]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PardWarning)  # the wrong profile is the point here
-        wrong = pard.simulate(spec, arr, "pard", exec_scale=k)
-        right = pard.simulate(true, arr, "pard")
+        no_prior = dataclasses.replace(POLICIES["pard"], name="pard-no-prior", prior_terms=False)
+        wrong = pard.simulate(spec, arr, no_prior, exec_scale=k)
+        right = pard.simulate(true, arr, no_prior)
+        default = pard.simulate(spec, arr, "pard", exec_scale=k)
         paper = pard.simulate(spec, arr, "pard-paper", exec_scale=k)
     assert wrong.on_time >= 0.9 * right.on_time
     if k > 1:  # executors slower than profiled: the uncorrected paper admits work that dies downstream
         assert paper.on_time < 0.9 * right.on_time
+        assert default.on_time > 2 * paper.on_time
 
 
 def test_simulate_warns_when_the_executors_are_far_from_the_profile() -> None:

@@ -145,11 +145,12 @@ def test_prior_terms_budget_downstream_for_a_burst_before_the_first_sync() -> No
 
     spec = config.PipelineSpec(name="ab", slo=0.2, stages=[stage("a", 0.01, succ=["b"]), stage("b", 0.05)])
     arr = np.zeros(100)
-    plain = simulate(spec, arr, "pard", jitter_cv=0.0)
-    prior = simulate(spec, arr, dataclasses.replace(POLICIES["pard"], name="pard+prior", prior_terms=True), jitter_cv=0.0)
+    plain = simulate(spec, arr, dataclasses.replace(POLICIES["pard"], name="pard-no-prior", prior_terms=False),
+                     jitter_cv=0.0)
+    prior = simulate(spec, arr, "pard", jitter_cv=0.0)  # pard publishes the prior
     assert plain.stages[0].executed == 20 and prior.stages[0].executed == 10
     assert plain.on_time == prior.on_time == 3  # b: 0.06, 0.11, 0.16 s; the fourth would end at 0.21 s
-    assert not POLICIES["pard-paper"].prior_terms and not POLICIES["pard"].prior_terms
+    assert not POLICIES["pard-paper"].prior_terms and POLICIES["pard"].prior_terms
 
 
 def test_prior_terms_leave_the_planner_untouched() -> None:
@@ -221,7 +222,8 @@ def test_per_request_slo_and_empty_arrivals() -> None:
 
 
 def test_dag_estimate_uses_longest_path_end_to_end() -> None:
-    """At a fan-out stage pard drops by the slow branch's path; before the first planner sync the drop happens at that branch."""
+    """At a fan-out stage pard drops by the slow branch's path; without the prior terms, before the first
+    planner sync the drop happens at that branch; with them (pard's default) at the entry from the start."""
     with pytest.warns(PardWarning, match="can never be met"):  # deliberately unreachable SLO
         spec = config.PipelineSpec(name="dag2", slo=0.3, stages=[
             stage("a", 0.01, succ=["fast", "slow"]),
@@ -230,7 +232,11 @@ def test_dag_estimate_uses_longest_path_end_to_end() -> None:
             stage("join", 0.01),
         ])
     arr = np.arange(1, 50) * 0.1 + 0.05  # 0.15 .. 4.95 s, no queueing
-    r = simulate(spec, arr, "pard", jitter_cv=0.0)
+    import dataclasses
+
+    assert (simulate(spec, arr, "pard", jitter_cv=0.0).drop_stage == 0).all()
+    r = simulate(spec, arr, dataclasses.replace(POLICIES["pard"], name="pard-no-prior", prior_terms=False),
+                 jitter_cv=0.0)
     assert r.dropped == arr.size
     # a -> slow -> join needs 0.32 s > SLO: after the first sync (t = 1 s) the entry knows it
     late_ones = arr > 1.0 + 1e-9

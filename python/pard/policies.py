@@ -25,15 +25,24 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
 * ``correct_durations`` -- every ``d_k(b)`` scaled online by the measured / profiled batch duration ratio;
 * ``coherent_branches`` -- parallel DAG branches switch order together (the most loaded one's load factor);
 * ``idle_batch`` -- a stage that ran no batch in the window is estimated at batch size 1 (an idle stage
-  starts a request at once), not at the size of its last batch, which may be a drained backlog's.
+  starts a request at once), not at the size of its last batch, which may be a drained backlog's;
+* ``pace="forks"`` -- an overloaded stage whose work splits into parallel DAG branches forwards no faster
+  than the slowest stage below it, so the branches do not each drop different requests (the other
+  branch's compute wasted); the excess is dropped once, before either branch spends on it;
+* ``mu_at_capacity`` -- the load factor against full batches: a busy stage batches just enough to keep
+  up, so the paper's load factor at the current batch size sits near 1 and flips the order on noise;
+* ``coherent_paths`` -- a stage takes its downstream stages' largest load factor (the stages before an
+  overloaded one serve HBF too);
+* ``prior_terms`` -- before the first sync, the terms of an idle interval are published, so a run that
+  opens with a burst has its overload test and downstream estimate from its first batch.
 
 Built, tested and measured but *not* in ``pard`` (bench/RESULTS.md, issue 9, says why): ``downstream=
 "tail"`` (the batch-wait quantile over per-request samples, with a policy ``lam``), ``tune_lam`` (the
 quantile tuned online from outcomes, within ``[LAM_MIN, LAM_MAX]``), ``rate_admission`` (a persistently
 overloaded downstream stage's excess shed at the entry, lowest tier first; :mod:`pard.admission`),
-``downstream="busy"`` (``w = sum rho_i d_i``, :mod:`pard.utilisation`), ``mu_at_capacity`` (load against
-full batches), ``coherent_paths`` (a stage takes its downstream stages' largest load factor),
-``spread_z`` (the execution-time spread budgeted at ``z`` standard deviations, ``spread_scope``), ``queue_z``
+``downstream="busy"`` (``w = sum rho_i d_i``, :mod:`pard.utilisation`; it loses 16-27 % when a burst
+follows an idle gap with a wrong profile), ``pace="all"`` (every stage paced: it starves a batching
+bottleneck in a chain), ``spread_z`` (the execution-time spread budgeted at ``z`` standard deviations, ``spread_scope``), ``queue_z``
 and ``queue_last`` (downstream queueing delays budgeted at mean + z sd, or at the last interval's mean)
 and ``contended_z`` (a stage's own execution spread weighted by its utilisation, ``contended_path``).
 """
@@ -241,9 +250,10 @@ class PolicySpec:
 def _specs() -> dict[str, PolicySpec]:
     specs = [
         PolicySpec("pard", "adaptive", "pard", "upper", tiered=True, reactive=True, correct_durations=True,
-                   coherent_branches=True, idle_batch=True,
+                   coherent_branches=True, idle_batch=True, pace="forks", mu_at_capacity=True,
+                   coherent_paths=True, prior_terms=True,
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "
-                               "tail-aware estimate corrected online (DESIGN 3.7)"),
+                               "tail-aware estimate corrected online, paced forks (DESIGN 3.7)"),
         PolicySpec("pard-paper", "adaptive", "pard", "full",
                    description="PARD as the paper writes it: lambda-quantile batch waits, adaptive order"),
         PolicySpec("naive", "fcfs", "none", "none", description="never drops; FCFS"),
