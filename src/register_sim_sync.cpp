@@ -75,7 +75,7 @@ py::list terms_list(const std::vector<SyncTerms>& terms) {
     py::list out;
     for (const SyncTerms& t : terms) {
         out.append(py::make_tuple(t.downstream_s, t.mu, t.eps, t.queue_delay_s, t.admit_fraction, t.service_rate,
-                                  t.duration_scale, t.in_rate, t.path_rate));
+                                  t.duration_scale, t.in_rate, t.path_rate, t.demand_rate));
     }
     return out;
 }
@@ -178,7 +178,7 @@ void register_sim_sync(py::module_& m) {
              py::arg("now_s"), py::arg("stats"), py::arg("workers"),
              "Planner.update on statistics given as int64 ns arrays (keys arrival, qdelay_t, qdelay, batch_start, "
              "batch_size, batch_wait, batch_duration; ints dropped, late). Returns per stage (downstream_s, mu, "
-             "eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate, path_rate).")
+             "eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate, path_rate, demand_rate).")
         .def("terms", [](const PySyncPlanner& p) { return terms_list(p.core->terms()); },
              "The last update's terms, as update_ns returns them ([] before the first).")
         .def("start", [](PySyncPlanner& p, double now_s) { p.core->start(now_s); }, py::arg("now_s"))

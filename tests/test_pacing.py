@@ -125,3 +125,25 @@ def test_paced_entry_keeps_the_faster_branch_of_a_dag_from_dropping() -> None:
     assert plain[1]["face_detect"].dropped > 5 * max(paced[1]["face_detect"].dropped, 1)
     assert paced[0].on_time > plain[0].on_time
     assert paced[0].invalid_rate < plain[0].invalid_rate
+
+
+def test_a_paced_stage_publishes_unpaced_demand_below_it() -> None:
+    """da, pace at the fork: each stage below the entry reports demand max(own input, min(entry input, entry
+    service rate)), what the entry would forward unpaced; unpaced, demand is each stage's own input."""
+    spec = config.builtin("da")
+    workers = [st.workers for st in spec.stages]
+    n = len(workers)
+    rng = np.random.default_rng(5)
+    # one interval: 3000 arrivals at the entry, 600 at every stage below (the paced flow)
+    stats = [{"arrival_s": np.sort(rng.uniform(0.0, 1.0, 3000 if k == 0 else 600))} for k in range(n)]
+    for mode in ("none", "forks"):
+        pol = dataclasses.replace(POLICIES["pard"], name="p", pace=mode)
+        terms = Planner(planner_stages(spec), policy=pol).update(1.0, stats, workers)
+        entry = terms[0]
+        for k in range(1, n):
+            want = max(terms[k].in_rate, min(entry.in_rate, entry.service_rate)) if mode == "forks" else terms[k].in_rate
+            assert terms[k].demand_rate == pytest.approx(want, rel=1e-12)
+        assert entry.demand_rate == entry.in_rate
+        if mode == "forks":  # the entry's input (3000 req/s) exceeds its service rate: demand is the latter
+            assert entry.in_rate > entry.service_rate > terms[1].in_rate
+            assert terms[1].demand_rate == entry.service_rate

@@ -112,7 +112,7 @@ def test_native_planner_terms_equal_python_planner_bit_for_bit(policy: PolicySpe
         got = fast.update_ns(t_ns * 1e-9, stats, workers)
         for k, (w, g) in enumerate(zip(want, got)):
             kw = w.publish_kwargs()
-            expect = (*(v for f, v in kw.items() if f != "path_rate"), w.in_rate, kw["path_rate"])
+            expect = (*(v for f, v in kw.items() if f != "path_rate"), w.in_rate, kw["path_rate"], w.demand_rate)
             assert np.array_equal(np.array(expect), np.array(g)), (i, k, expect, g)
         assert fast.lam == ref.lam and fast.window_s == ref.window_s
 

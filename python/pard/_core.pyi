@@ -268,7 +268,7 @@ class SyncPlanner:
                  pace_below: list[list[int]] = ...) -> None: ...
     # mode: none, sf, lower, upper, full, tail or busy (PolicySpec.downstream)
     # per stage: (downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate,
-    # path_rate)
+    # path_rate, demand_rate)
     def update_ns(self, now_s: float, stats: list[dict[str, Any]], workers: list[int]) -> list[tuple[float, ...]]: ...
     def terms(self) -> list[tuple[float, ...]]: ...   # the last update's, [] before the first
     def batch_counts(self) -> list[int]: ...   # DurationScale's batches seen per stage

@@ -486,7 +486,9 @@ class Planner:
         # 5. downstream terms, maximised over paths (each path's sums computed once)
         totals: dict[tuple[int, ...], F64] = {}
         out: list[StageTerms] = []
-        demand = self._admission.demand(rate_i) if self._admission is not None else rate_i
+        demand = self._admission.demand(rate_i) if self._admission is not None else rate_i.copy()
+        for k, below in enumerate(self._pace_below):  # sized for what a paced stage would forward unpaced
+            demand[below] = np.maximum(demand[below], min(rate_i[k], service[k]))
         mu_l, eps_l, q_l, rate_l, b_l = mu_i.tolist(), eps_i.tolist(), q_i.tolist(), rate_i.tolist(), b_i.tolist()
         service_l, scale_l, demand_l, admit_l = service.tolist(), scale_i.tolist(), demand.tolist(), admit.tolist()
         z = self._policy.spread_z

@@ -65,9 +65,9 @@ class StageTerms:
 
     ``downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale, path_rate`` are the
     arguments of ``StageScheduler.publish`` / ``Simulator.publish``; ``in_rate`` (req/s, arrivals at the
-    stage), ``demand_rate`` (req/s the stage would receive without rate-aware shedding at the entry: what
-    an autoscaler sizes for), ``batch_size``, ``wait_quantile_s``, ``window_s`` and ``lam`` (the quantile
-    in force) are for reports and autoscaling.
+    stage), ``demand_rate`` (req/s the stage would receive without rate-aware shedding at the entry and
+    with no stage above it paced: what an autoscaler sizes for), ``batch_size``, ``wait_quantile_s``,
+    ``window_s`` and ``lam`` (the quantile in force) are for reports and autoscaling.
     """
 
     downstream_s: float

@@ -26,9 +26,6 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
 * ``coherent_branches`` -- parallel DAG branches switch order together (the most loaded one's load factor);
 * ``idle_batch`` -- a stage that ran no batch in the window is estimated at batch size 1 (an idle stage
   starts a request at once), not at the size of its last batch, which may be a drained backlog's;
-* ``pace="forks"`` -- an overloaded stage whose work splits into parallel DAG branches forwards no faster
-  than the slowest stage below it, so the branches do not each drop different requests (the other
-  branch's compute wasted); the excess is dropped once, before either branch spends on it;
 * ``mu_at_capacity`` -- the load factor against full batches: a busy stage batches just enough to keep
   up, so the paper's load factor at the current batch size sits near 1 and flips the order on noise;
 * ``coherent_paths`` -- a stage takes its downstream stages' largest load factor (the stages before an
@@ -41,8 +38,10 @@ Built, tested and measured but *not* in ``pard`` (bench/RESULTS.md, issue 9, say
 quantile tuned online from outcomes, within ``[LAM_MIN, LAM_MAX]``), ``rate_admission`` (a persistently
 overloaded downstream stage's excess shed at the entry, lowest tier first; :mod:`pard.admission`),
 ``downstream="busy"`` (``w = sum rho_i d_i``, :mod:`pard.utilisation`; it loses 16-27 % when a burst
-follows an idle gap with a wrong profile), ``pace="all"`` (every stage paced: it starves a batching
-bottleneck in a chain), ``spread_z`` (the execution-time spread budgeted at ``z`` standard deviations, ``spread_scope``), ``queue_z``
+follows an idle gap with a wrong profile), ``pace`` (an overloaded stage forwards no faster than the
+slowest stage below it: at a DAG fork it keeps sibling branches from dropping different requests, +2-3 pp
+on ``da`` with fixed workers, but it feeds a per-stage autoscaler less demand, so the branches scale up
+late; at every stage it starves a batching bottleneck in a chain), ``spread_z`` (the execution-time spread budgeted at ``z`` standard deviations, ``spread_scope``), ``queue_z``
 and ``queue_last`` (downstream queueing delays budgeted at mean + z sd, or at the last interval's mean)
 and ``contended_z`` (a stage's own execution spread weighted by its utilisation, ``contended_path``).
 """
@@ -250,10 +249,10 @@ class PolicySpec:
 def _specs() -> dict[str, PolicySpec]:
     specs = [
         PolicySpec("pard", "adaptive", "pard", "upper", tiered=True, reactive=True, correct_durations=True,
-                   coherent_branches=True, idle_batch=True, pace="forks", mu_at_capacity=True,
-                   coherent_paths=True, prior_terms=True,
+                   coherent_branches=True, idle_batch=True, mu_at_capacity=True, coherent_paths=True,
+                   prior_terms=True,
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "
-                               "tail-aware estimate corrected online, paced forks (DESIGN 3.7)"),
+                               "tail-aware estimate corrected online (DESIGN 3.7)"),
         PolicySpec("pard-paper", "adaptive", "pard", "full",
                    description="PARD as the paper writes it: lambda-quantile batch waits, adaptive order"),
         PolicySpec("naive", "fcfs", "none", "none", description="never drops; FCFS"),

@@ -377,8 +377,8 @@ def simulate(
                 if drift is not None:  # pard's warning for a stage far from its profile (planner.py's own)
                     drift.observe([term[6] for term in core_planner.terms()], core_planner.batch_counts())
                     drift.warn_drifted(names)
-                # in_rate = demand_rate without rate-aware admission (covers() excludes it)
-                demand = [term[7] for term in core_planner.terms()] if autoscale else []
+                # demand_rate (covers() excludes rate-aware admission; pace is in it)
+                demand = [term[9] for term in core_planner.terms()] if autoscale else []
             else:
                 more = sim.run_until(t)
                 stats = sim.take_stats()

@@ -64,10 +64,10 @@ struct SyncPlannerConfig {
 };
 
 // The first seven published terms of one stage, in Simulator::publish order, then in_rate (req/s),
-// then the eighth published term, path_rate (req/s).
+// then the eighth published term, path_rate (req/s), then demand_rate (req/s, what an autoscaler sizes on).
 struct SyncTerms {
     double downstream_s = 0, mu = 0, eps = 0, queue_delay_s = 0, admit_fraction = 1, service_rate = 0,
-           duration_scale = 1, in_rate = 0, path_rate = 0;
+           duration_scale = 1, in_rate = 0, path_rate = 0, demand_rate = 0;
 };
 
 class SyncPlanner {
@@ -489,6 +489,17 @@ private:
             t.duration_scale = scale_[k];
             t.in_rate = rate_[k];
             t.path_rate = path_rate(k);
+            t.demand_rate = rate_[k];
+        }
+        // planner.py's paced demand: a stage below a paced one is sized for what that one would forward
+        // unpaced, min(its input, its service rate), not for the paced flow it receives
+        for (std::size_t k = 0; k < n_; ++k) {
+            if (c_.pace_below[k].empty()) continue;
+            const double fwd = rate_[k] < service_[k] ? rate_[k] : service_[k];
+            for (int j : c_.pace_below[k]) {
+                double& d = out_[static_cast<std::size_t>(j)].demand_rate;
+                if (fwd > d) d = fwd;
+            }
         }
     }
 
