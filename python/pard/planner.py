@@ -280,11 +280,10 @@ class Planner:
                                         self._policy.rate_admission_s) if self._policy.rate_admission else None
         self._paths = [[(tuple(p), np.asarray(p, dtype=np.intp)) for p in st.paths] for st in stages]
         self._parallel = _parallel_branches(stages) if self._policy.coherent_branches else [[] for _ in stages]
+        below = [sorted({i for p in st.paths for i in p}) for st in stages]  # every stage under each
         # pace: the stages whose least service rate a paced stage publishes as path_rate ([]: not paced)
-        self._pace_below = [sorted({i for p in st.paths for i in p}) if paces(self._policy.pace, st.paths) else []
-                            for st in stages]
-        self._below = [sorted({i for p in st.paths for i in p}) if self._policy.coherent_paths else []
-                       for st in stages]
+        self._pace_below = [b if paces(self._policy.pace, st.paths) else [] for b, st in zip(below, stages)]
+        self._below = below if self._policy.coherent_paths else [[] for _ in stages]
         self._d_memo: list[tuple[float, float]] = [(-1.0, 0.0)] * n  # (b, d(b)) last computed per stage
         self._full_d = np.array([float(st.duration(float(st.max_batch))) for st in stages])  # d_k(B), full batches
         self._d_table = [np.asarray(st.duration(np.arange(st.max_batch + 1.0))) for st in stages]  # d_k(0 .. B)
