@@ -207,3 +207,30 @@ def test_native_sync_vs_python_sync_large_lv(benchmark: Any, lv_large: dict[str,
     for name in ("state", "finish_s", "drop_stage", "reason", "compute_s"):
         assert np.array_equal(getattr(fast, name), getattr(slow, name), equal_nan=True), name
     assert fast.to_json(detail=True) == slow.to_json(detail=True)
+
+
+def _lv_workers(total: int) -> Any:
+    """lv with ``total`` workers split over its stages as bench/paper/e4_scale.py does (the paper's scale runs)."""
+    sys.path.insert(0, str(Path(__file__).parent / "paper"))
+    import e4_scale
+
+    return e4_scale.scaled(config.builtin("lv"), total)
+
+
+@pytest.mark.parametrize("load", [0.9, 1.2])
+@pytest.mark.parametrize("total", [64, 1000])
+def test_cost_per_request_vs_workers_lv(benchmark: Any, total: int, load: float) -> None:
+    """simulate() cost per request on lv (pard-paper, fixed workers, jitter 0.1, Poisson) with 1000 workers vs
+    the 64-worker baseline of the same run, ~245 000-330 000 requests each: a per-event cost that grows with the
+    worker count shows as a ratio well below 1 (before 2026-12-01's fix, the busy-stage purge scanned every
+    worker on every arrival: 0.2-0.3x)."""
+    spec = _lv_workers(total)
+    cap = spec.capacity().pipeline
+    arr = poisson(load * cap, 3.0 * 1000 / total)  # the same number of requests at both sizes
+    benchmark.group = f"simulate lv pard-paper load {load}: cost per request vs workers"
+    report = benchmark.pedantic(simulate, args=(spec, arr, "pard-paper"),
+                                kwargs={"autoscale": False, "jitter_cv": 0.1}, rounds=3, iterations=1)
+    benchmark.extra_info.update(items=int(arr.size), workers=total, baseline=total == 64)
+    print(f"\nlv {total} workers, load {load}: {arr.size} requests, "
+          f"{benchmark.stats.stats.median * 1e9 / arr.size:.0f} ns/request (median of 3)")
+    assert report.submitted == arr.size

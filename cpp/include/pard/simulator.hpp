@@ -183,6 +183,7 @@ public:
             Worker& w = s.workers[i];
             if (w.st == WState::kBusy && w.retiring) {
                 w.retiring = false;
+                touch(s, i);
                 ++current;
             }
         }
@@ -193,6 +194,7 @@ public:
             w.running.reserve(static_cast<std::size_t>(s.max_batch));
             w.next.reserve(static_cast<std::size_t>(s.max_batch));
             s.workers.push_back(std::move(w));
+            touch(s, s.workers.size() - 1);
             events_.push(now_ + cfg_.cold_start_ns, kPrioReady, kWorkerReady, static_cast<std::uint32_t>(stage),
                          static_cast<std::uint32_t>(s.workers.size() - 1));
             ++current;
@@ -250,6 +252,14 @@ public:
 
 private:
     enum class WState : std::uint8_t { kCold, kIdle, kBusy, kRetired };
+    struct FreeEntry {
+        std::int64_t t;
+        std::uint32_t worker;
+    };
+    // Min-heap order on t (ties in any order: only the smallest t is read).
+    struct FreeAfter {
+        bool operator()(const FreeEntry& a, const FreeEntry& b) const noexcept { return a.t > b.t; }
+    };
     struct Worker {
         WState st = WState::kIdle;
         bool retiring = false;
@@ -278,6 +288,18 @@ private:
         std::vector<Worker> workers;
         BatchResult scratch;
         StageStats stats;
+        // purge_busy's index of when each worker can start a new batch, one lazy min-heap of
+        // (time, worker) per class: [0] cold workers (time = ready_at), [1 + b] busy non-retiring
+        // workers with b requests pre-collected (time = nominal_end; b = 0: none). A worker's free
+        // time is max(now, nominal_end) + d_k(b), monotone in nominal_end within a class, so the
+        // earliest one is the min over classes of each class's smallest time -- the same t_e as a
+        // scan of every worker, in O(max_batch) instead of O(workers) per busy arrival. An entry is
+        // live iff it matches the worker's current class and time (checked on the worker itself),
+        // so a state change only needs a push of the new key (touch); stale entries are popped
+        // when they surface or swept out by compaction.
+        std::vector<std::vector<FreeEntry>> free_heaps;
+        std::vector<std::size_t> free_classes;  // the classes whose heap is non-empty, in any order
+        std::size_t free_entries = 0;           // entries over all free_heaps (live + stale)
     };
 
     // Arrival times and SLOs are capped at 1e9 s so that deadlines and estimates stay far from int64 overflow.
@@ -478,23 +500,82 @@ private:
     // durations; see the header comment).
     void purge_busy(std::size_t stage) {
         StageRt& s = stages_[stage];
-        std::int64_t t_e = std::numeric_limits<std::int64_t>::max();
-        for (const Worker& w : s.workers) {
-            std::int64_t free = 0;
-            if (w.st == WState::kCold) {
-                free = w.ready_at;
-            } else if (w.st == WState::kBusy && !w.retiring) {
-                free = std::max(now_, w.nominal_end);
-                if (w.has_next) free += s.sched->expected_duration_ns(static_cast<std::int64_t>(w.next.size()));
-            } else {
-                continue;
-            }
-            t_e = std::min(t_e, free);
-        }
+        const std::int64_t t_e = earliest_free(s);
         if (t_e == std::numeric_limits<std::int64_t>::max()) return;
         s.scratch.drops.clear();
         s.sched->purge(now_, t_e, s.scratch.drops, [this](std::uint64_t id) { return cancelled(id); });
         handle_drops(stage, s.scratch.drops);
+    }
+
+    // A worker's class in free_heaps (see StageRt) and its time; class -1: it starts no new batch.
+    static std::pair<int, std::int64_t> free_key(const Worker& w) noexcept {
+        if (w.st == WState::kCold) return {0, w.ready_at};
+        if (w.st == WState::kBusy && !w.retiring) {
+            return {w.has_next ? 1 + static_cast<int>(w.next.size()) : 1, w.nominal_end};
+        }
+        return {-1, 0};
+    }
+
+    // Records worker wi's current key in its stage's free index (pard only: no other policy reads it).
+    void touch(StageRt& s, std::size_t wi) {
+        if (cfg_.policy.drop != DropRule::kPard) return;
+        const auto [cls, t] = free_key(s.workers[wi]);
+        if (cls < 0) return;  // its old entries went stale with the state change
+        const auto c = static_cast<std::size_t>(cls);
+        if (c >= s.free_heaps.size()) {
+            s.free_heaps.resize(std::max(c, static_cast<std::size_t>(s.max_batch)) + 2);
+        }
+        std::vector<FreeEntry>& h = s.free_heaps[c];
+        if (h.empty()) s.free_classes.push_back(c);
+        h.push_back({t, static_cast<std::uint32_t>(wi)});
+        std::push_heap(h.begin(), h.end(), FreeAfter{});
+        if (++s.free_entries > 4 * s.workers.size() + 64) compact_free(s);
+    }
+
+    // Drops every stale entry (bounds the index at a few entries per worker whatever is queried).
+    static void compact_free(StageRt& s) {
+        s.free_entries = 0;
+        s.free_classes.clear();
+        for (std::size_t c = 0; c < s.free_heaps.size(); ++c) {
+            std::vector<FreeEntry>& h = s.free_heaps[c];
+            h.erase(std::remove_if(h.begin(), h.end(), [&](const FreeEntry& e) { return !live(s, c, e); }),
+                    h.end());
+            std::make_heap(h.begin(), h.end(), FreeAfter{});
+            s.free_entries += h.size();
+            if (!h.empty()) s.free_classes.push_back(c);
+        }
+    }
+
+    static bool live(const StageRt& s, std::size_t cls, const FreeEntry& e) noexcept {
+        const auto [c, t] = free_key(s.workers[e.worker]);
+        return c == static_cast<int>(cls) && t == e.t;
+    }
+
+    // The earliest time a worker of s can start a new batch (cold: ready_at; busy, not retiring:
+    // max(now, nominal_end) + d_k(b) of its pre-collected batch, if any); int64 max if none can.
+    std::int64_t earliest_free(StageRt& s) {
+        std::int64_t t_e = std::numeric_limits<std::int64_t>::max();
+        for (std::size_t i = s.free_classes.size(); i-- > 0;) {  // backwards: removal swaps in a visited class
+            const std::size_t c = s.free_classes[i];
+            std::vector<FreeEntry>& h = s.free_heaps[c];
+            while (!h.empty() && !live(s, c, h.front())) {
+                std::pop_heap(h.begin(), h.end(), FreeAfter{});
+                h.pop_back();
+                --s.free_entries;
+            }
+            if (h.empty()) {
+                s.free_classes[i] = s.free_classes.back();
+                s.free_classes.pop_back();
+                continue;
+            }
+            std::int64_t free = h.front().t;
+            if (c > 0) {
+                free = std::max(now_, free);
+                if (c > 1) free += s.sched->expected_duration_ns(static_cast<std::int64_t>(c - 1));
+            }
+            t_e = std::min(t_e, free);
+        }
+        return t_e;
     }
 
     static void set_state(StageRt& s, Worker& w, WState st) noexcept {
@@ -521,6 +602,7 @@ private:
         w.next.swap(s.scratch.batch);
         w.has_next = true;
         w.next_collected = now_;
+        touch(s, static_cast<std::size_t>(&w - s.workers.data()));
         for (const Request& r : w.next) {
             s.stats.qdelay_t.push_back(now_);
             s.stats.qdelay.push_back(now_ - r.arrival_ns);
@@ -575,6 +657,7 @@ private:
         log_.duration.push_back(dur);
         log_.size.push_back(size);
         w.nominal_end = now_ + s.sched->expected_duration_ns(size);  // the scheduler's belief, not the draw
+        touch(s, wi);
         if (w.retiring) return;
         if (precollect && !s.kick_pending) {
             collect(stage, w, w.nominal_end);
