@@ -463,9 +463,10 @@ class Planner:
             assert rho_i is not None
             cm = self._policy.contended_z * rho_i * self._scale.cv * d_i
         cpath = cm is not None and self._policy.contended_path
+        hi_on = self._policy.overload_upper
         for k in range(n):
             best = 0.0 if own2 is None else z * float(np.sqrt(own2[k]))  # a sink budgets its own spread
-            best_w = 0.0
+            best_w = hi = 0.0
             if mode != "none":
                 for path, idx in self._paths[k]:
                     sq = float(q_path[idx].sum())
@@ -492,6 +493,8 @@ class Planner:
                         val += float(np.sqrt(cm[k] ** 2 + (cm[idx] ** 2).sum()))
                     if val > best:
                         best, best_w = val, wq
+                    if hi_on and sq + 2.0 * sd > hi:  # overload_upper: pard-upper's term, used while overloaded
+                        hi = sq + 2.0 * sd
             if cm is not None and not (cpath and self._paths[k] and mode != "none"):
                 best += float(cm[k])
             # Admission: the paper sheds nothing at admission; Dagor's (1 - alpha) throttle is applied by
@@ -504,6 +507,7 @@ class Planner:
                 wait_quantile_s=best_w, window_s=win, service_rate=service_l[k],
                 duration_scale=scale_l[k], demand_rate=demand_l[k], lam=self._lam,
                 path_rate=min((service_l[j] for j in self._pace_below[k]), default=0.0),
+                overload_downstream_s=hi,
             ))
         self._terms = out
         if correct:  # after the terms are stored: a warning raised as an error still leaves them in self.terms

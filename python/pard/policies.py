@@ -137,6 +137,12 @@ class PolicySpec:
             (:class:`pard.duration_scale.DurationScale`); 0: none.
         contended_path: with ``contended_z``, also budget the downstream path's contended spreads,
             ``sqrt(m_k^2 + sum_i m_i^2)`` with ``m_i = z * rho_i * cv_i * d_i``.
+        overload_upper: with ``reactive``, while a stage's hot-path overload test holds, its purge and pop rule
+            budget the downstream batch waits at ``pard-upper``'s ``w = sum d_i`` (the planner publishes
+            ``sum q_i + 2 sum d_i``, maximised over paths, as ``overload_downstream_s``) when that exceeds the
+            published term: an overloaded stage forwards at its full rate, so the stages below are about to
+            be busy whatever utilisation the planner measured (``downstream="busy"`` lags a burst that
+            follows an idle gap by up to one sync).
         prior_terms: before the planner's first interval, publish the terms of an idle interval (the
             profile's durations, no queueing, the stages' service rates), so that a run or a burst that
             starts before the first sync is not served without any downstream estimate or overload test.
@@ -174,6 +180,7 @@ class PolicySpec:
     coherent_paths: bool = False
     idle_batch: bool = False
     prior_terms: bool = False
+    overload_upper: bool = False
     spread_z: float = 0.0
     spread_scope: SpreadScope = "path"
     queue_z: float = 0.0
@@ -198,7 +205,7 @@ class PolicySpec:
                                  f"got {value!r}")
         for field in ("instant", "tiered", "reactive", "shed", "correct_durations", "tune_lam", "rate_admission",
                       "coherent_branches", "mu_at_capacity", "coherent_paths", "idle_batch",
-                      "max_queue_entry_only", "queue_last", "contended_path", "prior_terms"):
+                      "max_queue_entry_only", "queue_last", "contended_path", "prior_terms", "overload_upper"):
             if not isinstance(getattr(self, field), bool):
                 raise PardTypeError(f"PolicySpec.{field} must be True or False, got {getattr(self, field)!r}")
         if isinstance(self.max_queue, bool) or not isinstance(self.max_queue, int):
