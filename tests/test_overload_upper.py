@@ -1,6 +1,6 @@
-"""PolicySpec.overload_upper: while a stage's hot-path overload test holds, its purge and pop rule budget the
-downstream batch waits at pard-upper's w = sum d_i (stage_scheduler.hpp step 2b), whatever the planner
-measured (downstream="busy" lags a burst that follows an idle gap).
+"""PolicySpec.overload_upper: when a stage's hot-path overload test holds, the pop rule of the batch it forms
+budgets the downstream batch waits at pard-upper's w = sum d_i (stage_scheduler.hpp step 2b), whatever the
+planner measured (downstream="busy" lags a burst that follows an idle gap).
 
 Expectations are hand-computed from a linear profile d(b) = A + C b and from the planner's documented
 formula (sum q_i + 2 sum d_i, maximised over paths); the simulated case is tests/test_duration_scale.py's

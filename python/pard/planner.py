@@ -56,6 +56,9 @@ What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.Poli
   on parallel branches that join it later, so sibling branches switch to HBF together: a request needs
   every branch, and an overloaded branch purges the lowest-budget copies that an underloaded sibling in
   LBF would otherwise serve first (their compute then wasted).
+* ``overload_upper``: every stage also publishes ``overload_downstream_s``, ``pard-upper``'s
+  ``max over paths of (sum q_i + 2 sum d_i)``; the C++ stage's pop rule uses it instead of the published
+  term when that batch's hot-path overload test holds and it is the larger (stage_scheduler.hpp step 2b).
 * ``queue_z`` / ``queue_last``: a downstream stage's queueing delay is budgeted at its mean plus ``z``
   standard deviations of the per-request delays, or at the larger of the window's and the last interval's mean.
 * ``contended_z``: a stage adds ``z * rho_k * cv_k * d_k(b_k)`` (its batch durations' spread, weighted by its

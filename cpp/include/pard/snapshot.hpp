@@ -6,7 +6,7 @@
 // serving workers at full batches: pard's hot-path overload test) and the measured/profiled duration
 // ratio that scales d_k(b) (§3.7, online correction of the profile), and the least service rate
 // among the stages below (pard's pacing, stage_scheduler.hpp step 2c), and the downstream estimate a
-// stage's drops use while its hot-path overload test holds (stage_scheduler.hpp step 2b). The planner writes them once per sync interval; every worker
+// stage's pop rule uses when its hot-path overload test holds (stage_scheduler.hpp step 2b). The planner writes them once per sync interval; every worker
 // reads them once per batch. They must be read as one consistent snapshot (never half old, half
 // new) without taking a lock on the workers' path.
 //
@@ -42,7 +42,7 @@ struct PublishedTerms {
     double service_rate = 0.0;        // requests/s the stage finishes at full batches (0 = unknown)
     double duration_scale = 1.0;      // measured / profiled batch duration: d_k(b) is scaled by it
     double path_rate = 0.0;           // requests/s the slowest stage below this one finishes (0 = none)
-    std::int64_t overload_downstream_ns = 0;  // the drops' downstream floor while overloaded (0 = none)
+    std::int64_t overload_downstream_ns = 0;  // the pop rule's downstream floor when overloaded (0 = none)
 
     // The one validation of published terms (seconds in, ns stored); throws std::invalid_argument
     // naming the field and the value. Every binding that publishes goes through it.

@@ -38,10 +38,10 @@
 //      downstream estimate) every request past the first floor(l_max * R) would start after its own
 //      deadline. Shedding them at once frees their DAG siblings at once; requests that are only
 //      estimated to miss downstream stay for the purge and pop rule, whose estimate may shrink.
-//      While the last test held, the purge and the pop rule use the larger of the published downstream
+//      When the test holds, this batch's pop rule (step 4) uses the larger of the published downstream
 //      term and overload_downstream (0 unless the policy's overload_upper: pard-upper's Σq + 2Σd): an
 //      overloaded stage forwards at its full rate, so the stages below are about to be busy whatever
-//      the planner measured over its window.
+//      the planner measured over its window. The purge (step 2) keeps the published term.
 //   2c. pace (pard, with 2b firing): when the published path_rate P (the least service rate among the
 //      stages below) is under this stage's R, the batch is the smallest whose throughput b/d_k(b)
 //      reaches P / R of the full batch's, and 2b's shedding uses P for R. An
@@ -237,7 +237,6 @@ public:
         const std::size_t queued_now = heap_.size() + (run_hi_ - run_lo_);
         std::size_t b = queued_now < max_b ? queued_now : max_b;  // step 3
         if (b == 0) {
-            overloaded_ = false;
             heap_size_.store(0, std::memory_order_relaxed);
             return;
         }
@@ -245,9 +244,9 @@ public:
         bool pop_max = current_order() == Order::kHbf;
         std::size_t limit = max_b;  // step 2c lowers it
         const bool pace = paced(t);
-        overloaded_ = rule == DropRule::kPard && cfg_.policy.reactive && !cfg_.policy.keyed_by_arrival() &&
-                      t.service_rate > 0.0 && react_to_overload(t, t_e_ns, d, pace, out, is_cancelled);  // step 2b
-        if (overloaded_) {
+        const bool overloaded = rule == DropRule::kPard && cfg_.policy.reactive && !cfg_.policy.keyed_by_arrival() &&
+                                t.service_rate > 0.0 && react_to_overload(t, t_e_ns, d, pace, out, is_cancelled);  // 2b
+        if (overloaded) {
             pop_max = true;
             b = heap_.size() < max_b ? heap_.size() : max_b;
             if (pace) b = limit = paced_batch(t, b);  // step 2c
@@ -260,7 +259,7 @@ public:
                 pop_loop(out, pop_max, is_cancelled, [](const Request&) { return -1; });
                 break;
             case DropRule::kPard: {
-                const std::int64_t thr = pard_threshold(t_e_ns, d, drop_downstream_ns(t));
+                const std::int64_t thr = pard_threshold(t_e_ns, d, pop_downstream_ns(t, overloaded));
                 pop_loop(out, pop_max, is_cancelled, [thr](const Request& r) {
                     return pard_drops(r, thr) ? static_cast<int>(Reason::kInfeasible) : -1;
                 }, limit);
@@ -315,7 +314,7 @@ private:
     void purge_low_end(const PublishedTerms& t, std::int64_t t_e_ns, std::vector<Drop>& drops,
                        IsCancelled& is_cancelled) {
         const std::int64_t d1 = scaled(cfg_.profile.duration_ns(1), t.duration_scale);
-        const std::int64_t thr1 = pard_threshold(t_e_ns, d1, drop_downstream_ns(t));
+        const std::int64_t thr1 = pard_threshold(t_e_ns, d1, t.downstream_ns);
         heap_.drain_min_while([thr1](const Request& r) { return pard_drops(r, thr1); },
                               [&](Request&& r) { discard(drops, r, Reason::kInfeasible, is_cancelled); });
     }
@@ -358,10 +357,10 @@ private:
         return v < 1 ? 1 : v;
     }
 
-    // The downstream term the purge and the pop rule apply (mu_ held): the published one, raised to
-    // overload_downstream while the last overload test held (step 2b).
-    [[nodiscard]] std::int64_t drop_downstream_ns(const PublishedTerms& t) const noexcept {
-        return overloaded_ && t.overload_downstream_ns > t.downstream_ns ? t.overload_downstream_ns : t.downstream_ns;
+    // The downstream term of the pop rule (step 4): the published one, raised to overload_downstream
+    // when this batch's overload test held (step 2b).
+    [[nodiscard]] static std::int64_t pop_downstream_ns(const PublishedTerms& t, bool overloaded) noexcept {
+        return overloaded && t.overload_downstream_ns > t.downstream_ns ? t.overload_downstream_ns : t.downstream_ns;
     }
 
     // Step 2b: true when the queue cannot drain within the largest slack at the published service
@@ -604,7 +603,6 @@ private:
     std::vector<Request> local_;              // submit_local's buffer (single-threaded owners)
     std::vector<Request> run_;                // form_batch's sorted run (run_eligible), [run_lo_, run_hi_) unpopped
     std::size_t run_lo_ = 0, run_hi_ = 0;
-    bool overloaded_ = false;  // the last step 2b test held (mu_ held)
     std::atomic<std::size_t> local_size_{0};  // its size, for queued() from other threads
     std::atomic<Order> order_;
     std::mutex publish_mu_;  // serialises publishers (hysteresis step + snapshot store)
