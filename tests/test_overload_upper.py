@@ -106,7 +106,8 @@ def test_busy_with_overload_upper_holds_on_a_burst_after_an_idle_gap() -> None:
     rng = np.random.default_rng(0)
     rate = true.capacity().pipeline * 1.5
     arr = np.sort(np.concatenate([t0 + rng.uniform(0, 2, int(rate * 2)) for t0 in range(0, 60, 10)]))
-    busy = dataclasses.replace(POLICIES["pard"], name="busy", downstream="busy", prior_terms=False)
+    busy = dataclasses.replace(POLICIES["pard"], name="busy", downstream="busy", prior_terms=False,
+                               overload_upper=False)
     both = dataclasses.replace(busy, name="busy-ou", overload_upper=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pard.PardWarning)  # the wrong profile is the point here
