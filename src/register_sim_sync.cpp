@@ -75,7 +75,7 @@ py::list terms_list(const std::vector<SyncTerms>& terms) {
     py::list out;
     for (const SyncTerms& t : terms) {
         out.append(py::make_tuple(t.downstream_s, t.mu, t.eps, t.queue_delay_s, t.admit_fraction, t.service_rate,
-                                  t.duration_scale, t.in_rate, t.path_rate, t.demand_rate));
+                                  t.duration_scale, t.in_rate, t.path_rate, t.demand_rate, t.overload_downstream_s));
     }
     return out;
 }
@@ -111,7 +111,8 @@ void register_sim_sync(py::module_& m) {
                          bool tune_lam, bool mu_at_capacity, bool adapt_window, double lam, double window_s,
                          std::int64_t samples, double cv_history_s, std::int64_t min_cv_intervals,
                          std::vector<double> constants, py::object generator, bool idle_batch, double half_life_s,
-                         double prior_batches, double contended_z, std::vector<std::vector<int>> pace_below) {
+                         double prior_batches, double contended_z, std::vector<std::vector<int>> pace_below,
+                         bool overload_upper) {
                  SyncPlannerConfig c;
                  c.paths = std::move(paths);
                  c.parallel = std::move(parallel);
@@ -150,6 +151,7 @@ void register_sim_sync(py::module_& m) {
                  c.half_life_s = half_life_s;
                  c.prior_batches = prior_batches;
                  c.contended_z = contended_z;
+                 c.overload_upper = overload_upper;
                  py::object capsule = generator.attr("bit_generator").attr("capsule");
                  auto* bg = static_cast<NumpyBitgen*>(PyCapsule_GetPointer(capsule.ptr(), "BitGenerator"));
                  if (bg == nullptr) throw py::error_already_set();
@@ -169,7 +171,7 @@ void register_sim_sync(py::module_& m) {
              py::arg("samples"), py::arg("cv_history_s"), py::arg("min_cv_intervals"), py::arg("constants"),
              py::arg("generator"), py::arg("idle_batch") = false, py::arg("half_life_s") = 2.5,
              py::arg("prior_batches") = 8.0, py::arg("contended_z") = 0.0,
-             py::arg("pace_below") = std::vector<std::vector<int>>{})
+             py::arg("pace_below") = std::vector<std::vector<int>>{}, py::arg("overload_upper") = false)
         .def("update_ns", [](PySyncPlanner& p, double now_s, const py::list& stats, const std::vector<int>& workers) {
                  std::vector<StageStats> st;
                  for (const auto& d : stats) st.push_back(stats_from_dict(d.cast<py::dict>()));
@@ -178,7 +180,7 @@ void register_sim_sync(py::module_& m) {
              py::arg("now_s"), py::arg("stats"), py::arg("workers"),
              "Planner.update on statistics given as int64 ns arrays (keys arrival, qdelay_t, qdelay, batch_start, "
              "batch_size, batch_wait, batch_duration; ints dropped, late). Returns per stage (downstream_s, mu, "
-             "eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate, path_rate, demand_rate).")
+             "eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate, path_rate, demand_rate, overload_downstream_s).")
         .def("terms", [](const PySyncPlanner& p) { return terms_list(p.core->terms()); },
              "The last update's terms, as update_ns returns them ([] before the first).")
         .def("start", [](PySyncPlanner& p, double now_s) { p.core->start(now_s); }, py::arg("now_s"))
@@ -235,7 +237,7 @@ void register_sim_sync(py::module_& m) {
                         const SyncTerms& x = terms[k];
                         s.publish(k, PublishedTerms::from_seconds(x.downstream_s, x.mu, x.eps, x.queue_delay_s,
                                                                   x.admit_fraction, x.service_rate, x.duration_scale,
-                                                                  x.path_rate));
+                                                                  x.path_rate, x.overload_downstream_s));
                     }
                 }
             }

@@ -83,11 +83,14 @@ def variants() -> list[PolicySpec]:
         {"correct_durations": True, "contended_z": 1.5, "downstream": "busy", "idle_batch": True},
         {"pace": "all"},
         {"pace": "forks", "reactive": True},
+        {"overload_upper": True, "reactive": True},
+        {"overload_upper": True, "downstream": "busy", "correct_durations": True},
     ])]
     mb_paths = dataclasses.replace(get_policy("pard"), name="pard-mb-paths", downstream="busy", mu_at_capacity=True,
                                    coherent_paths=True)
     return [p for p in POLICIES.values() if covers(p)] + extra + [mb_paths,
-                                                                  dataclasses.replace(mb_paths, contended_z=0.5)]
+                                                                  dataclasses.replace(mb_paths, contended_z=0.5),
+                                                                  dataclasses.replace(mb_paths, overload_upper=True)]
 
 
 @pytest.mark.filterwarnings("ignore::pard.errors.PardWarning")  # random durations: pard's drift warning
@@ -112,7 +115,9 @@ def test_native_planner_terms_equal_python_planner_bit_for_bit(policy: PolicySpe
         got = fast.update_ns(t_ns * 1e-9, stats, workers)
         for k, (w, g) in enumerate(zip(want, got)):
             kw = w.publish_kwargs()
-            expect = (*(v for f, v in kw.items() if f != "path_rate"), w.in_rate, kw["path_rate"], w.demand_rate)
+            late = ("path_rate", "overload_downstream_s")
+            expect = (*(v for f, v in kw.items() if f not in late), w.in_rate, kw["path_rate"], w.demand_rate,
+                      kw["overload_downstream_s"])
             assert np.array_equal(np.array(expect), np.array(g)), (i, k, expect, g)
         assert fast.lam == ref.lam and fast.window_s == ref.window_s
 
@@ -148,6 +153,7 @@ MB_PATHS = dataclasses.replace(get_policy("pard"), name="pard-mb-paths", downstr
 @pytest.mark.parametrize("policy, kw", [
     ("pard", {}), ("pard-paper", {}), ("naive", {}), ("dagor", {}), (MB_PATHS, {"jitter_cv": 0.3}),
     (dataclasses.replace(MB_PATHS, contended_z=0.5), {"jitter_cv": 0.3}),
+    (dataclasses.replace(MB_PATHS, overload_upper=True), {"jitter_cv": 0.3}),
     ("pard", {"autoscale": True, "cold_start_s": 2.0}), ("pard-paper", {"jitter_cv": 0.1, "seed": 7}),
 ])
 def test_simulate_native_and_python_sync_give_identical_reports(monkeypatch: pytest.MonkeyPatch, policy: str | PolicySpec,

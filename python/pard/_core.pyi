@@ -111,10 +111,12 @@ class StageScheduler:
     def submit(self, id: int, send_s: float, deadline_s: float, arrival_s: float, tier: int = 0) -> bool: ...
     # service_rate: req/s at full batches (0 = unknown; the reactive test is off); duration_scale:
     # measured / profiled d(b) in (0, 1000]; path_rate: req/s the slowest stage below finishes (0 = none;
-    # Policy.pace holds an overloaded stage to it).  All terms validated by PublishedTerms::from_seconds.
+    # Policy.pace holds an overloaded stage to it); overload_downstream_s: the pop rule's downstream term
+    # when the reactive overload test holds, if larger (0 = none).  All terms validated by
+    # PublishedTerms::from_seconds.
     def publish(self, *, downstream_s: float, mu: float, eps: float, queue_delay_s: float,
                 admit_fraction: float = 1.0, service_rate: float = 0.0, duration_scale: float = 1.0,
-                path_rate: float = 0.0) -> None: ...
+                path_rate: float = 0.0, overload_downstream_s: float = 0.0) -> None: ...
     # -> (batch ids, dropped ids, drop reason codes); the batch is already in service order
     def form_batch(self, now_s: float, expected_start_s: float,
                    cancelled: npt.NDArray[np.uint8] | None = None) -> tuple[U64, U64, I32]: ...
@@ -155,10 +157,11 @@ class Simulator:
     # stage out of range: IndexError (publish, set_workers, workers, queued, current_order)
     def publish(self, stage: int, *, downstream_s: float, mu: float, eps: float, queue_delay_s: float,
                 admit_fraction: float = 1.0, service_rate: float = 0.0, duration_scale: float = 1.0,
-                path_rate: float = 0.0) -> None: ...
+                path_rate: float = 0.0, overload_downstream_s: float = 0.0) -> None: ...
     # publish() for every stage: one row (downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate,
-    # duration_scale, path_rate) per stage, in stage order; ValueError for a wrong row count or a bad value
-    def publish_all(self, terms: list[tuple[float, float, float, float, float, float, float, float]]) -> None: ...
+    # duration_scale, path_rate, overload_downstream_s) per stage, in stage order; ValueError for a wrong row
+    # count or a bad value
+    def publish_all(self, terms: list[tuple[float, float, float, float, float, float, float, float, float]]) -> None: ...
     def set_workers(self, stage: int, n: int) -> None: ...   # target (>= 1, else ValueError); new workers serve after cold_start_s
     def workers(self, stage: int) -> int: ...                # serving now (idle or busy, not cold, not retiring)
     def serving(self) -> list[int]: ...                      # workers(stage) of every stage, in stage order
@@ -265,10 +268,10 @@ class SyncPlanner:
                  window_s: float, samples: int, cv_history_s: float, min_cv_intervals: int,
                  constants: list[float], generator: Any, idle_batch: bool = False, half_life_s: float = 2.5,
                  prior_batches: float = 8.0, contended_z: float = 0.0,
-                 pace_below: list[list[int]] = ...) -> None: ...
+                 pace_below: list[list[int]] = ..., overload_upper: bool = False) -> None: ...
     # mode: none, sf, lower, upper, full, tail or busy (PolicySpec.downstream)
     # per stage: (downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate,
-    # path_rate, demand_rate)
+    # path_rate, demand_rate, overload_downstream_s)
     def update_ns(self, now_s: float, stats: list[dict[str, Any]], workers: list[int]) -> list[tuple[float, ...]]: ...
     def terms(self) -> list[tuple[float, ...]]: ...   # the last update's, [] before the first
     def batch_counts(self) -> list[int]: ...   # DurationScale's batches seen per stage

@@ -56,6 +56,9 @@ What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.Poli
   on parallel branches that join it later, so sibling branches switch to HBF together: a request needs
   every branch, and an overloaded branch purges the lowest-budget copies that an underloaded sibling in
   LBF would otherwise serve first (their compute then wasted).
+* ``overload_upper``: every stage also publishes ``overload_downstream_s``, ``pard-upper``'s
+  ``max over paths of (sum q_i + 2 sum d_i)``; the C++ stage's pop rule uses it instead of the published
+  term when that batch's hot-path overload test holds and it is the larger (stage_scheduler.hpp step 2b).
 * ``queue_z`` / ``queue_last``: a downstream stage's queueing delay is budgeted at its mean plus ``z``
   standard deviations of the per-request delays, or at the larger of the window's and the last interval's mean.
 * ``contended_z``: a stage adds ``z * rho_k * cv_k * d_k(b_k)`` (its batch durations' spread, weighted by its
@@ -99,6 +102,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .admission import ADMIT_GROWTH, ADMIT_MIN, RateAdmission
+from .batch_wait import downstream_wait_quantile, path_total
+from .batch_wait import quantile as _quantile
 from .duration_scale import SCALE_MAX, SCALE_MIN, DurationScale
 from .errors import PardValueError
 from .planner_types import PlannerStage, StageTerms
@@ -145,47 +150,6 @@ def window_for_cv(cv: float) -> float:
     if cv < 1.0:
         return 5.0 - 4.0 * (cv - 0.5)
     return max(1.0, 3.0 - 2.0 * (cv - 1.0))
-
-
-def downstream_wait_quantile(
-    waits: Sequence[F64], lam: float, rng: np.random.Generator, samples: int = 10_000
-) -> float:
-    """``w``: the ``lam``-quantile of the sum of one batch wait per downstream stage (DESIGN §3.2).
-
-    Args:
-        waits: per downstream stage, its observed batch waits (s), shape ``(n_i,)``, ``n_i >= 1``.
-        lam: the quantile in ``[0, 1]``; 0 gives the sum of minima, 1 the sum of maxima.
-        rng: the seeded generator the draws come from.
-        samples: Monte Carlo sample count ``M``.
-
-    Returns:
-        ``w`` in seconds (0 when ``waits`` is empty).
-    """
-    if not waits:
-        return 0.0
-    total = np.zeros(samples, dtype=np.float64)
-    for w in waits:
-        total += w[rng.integers(0, w.size, size=samples)]
-    return _quantile(total, lam)
-
-
-def _quantile(x: F64, lam: float) -> float:
-    """The ``lam``-quantile of ``x`` by nearest rank: the ``round(lam * (M - 1))``-th smallest, O(M).
-
-    ``np.partition`` slows down by about ten times when one value fills much of ``x`` (batch waits are
-    often exactly 0, so their sums often are), so the minimum is split off first: if it fills the first
-    ``k + 1`` ranks it is the answer; if it fills a large share, the rest is partitioned alone.  The
-    value returned is the same k-th smallest in every case.
-    """
-    k = int(round(lam * (x.size - 1)))
-    low = x.min()
-    ties = int(np.count_nonzero(x == low))
-    if k < ties:
-        return float(low)
-    if 4 * ties >= x.size:
-        rest = x[x != low]
-        return float(np.partition(rest, k - ties)[k - ties])
-    return float(np.partition(x, k)[k])
 
 
 def _count(x: Any) -> float:
@@ -502,9 +466,10 @@ class Planner:
             assert rho_i is not None
             cm = self._policy.contended_z * rho_i * self._scale.cv * d_i
         cpath = cm is not None and self._policy.contended_path
+        hi_on = self._policy.overload_upper
         for k in range(n):
             best = 0.0 if own2 is None else z * float(np.sqrt(own2[k]))  # a sink budgets its own spread
-            best_w = 0.0
+            best_w = hi = 0.0
             if mode != "none":
                 for path, idx in self._paths[k]:
                     sq = float(q_path[idx].sum())
@@ -522,7 +487,7 @@ class Planner:
                         wq = float((rho_i[idx] * d_i[idx]).sum())
                         val = sq + sd + wq
                     else:
-                        wq = _quantile(self._path_total(path, draws, totals), self._lam)
+                        wq = _quantile(path_total(path, draws, totals), self._lam)
                         val = sq + sd + wq
                     if sig2 is not None and own2 is not None:  # this stage's and the path's spreads, summed
                         val += z * float(np.sqrt(own2[k] + sig2[idx].sum()))
@@ -531,6 +496,8 @@ class Planner:
                         val += float(np.sqrt(cm[k] ** 2 + (cm[idx] ** 2).sum()))
                     if val > best:
                         best, best_w = val, wq
+                    if hi_on and sq + 2.0 * sd > hi:  # overload_upper: pard-upper's term, used while overloaded
+                        hi = sq + 2.0 * sd
             if cm is not None and not (cpath and self._paths[k] and mode != "none"):
                 best += float(cm[k])
             # Admission: the paper sheds nothing at admission; Dagor's (1 - alpha) throttle is applied by
@@ -543,6 +510,7 @@ class Planner:
                 wait_quantile_s=best_w, window_s=win, service_rate=service_l[k],
                 duration_scale=scale_l[k], demand_rate=demand_l[k], lam=self._lam,
                 path_rate=min((service_l[j] for j in self._pace_below[k]), default=0.0),
+                overload_downstream_s=hi,
             ))
         self._terms = out
         if correct:  # after the terms are stored: a warning raised as an error still leaves them in self.terms
@@ -579,20 +547,3 @@ class Planner:
             last_d = float(np.interp(b, bs, ds)) if bs.size > 1 and b <= bs[-1] else float(st.duration(b))
             self._d_memo[k] = (b, last_d)
         return last_d
-
-    @staticmethod
-    def _path_total(path: tuple[int, ...], draws: dict[int, F64], memo: dict[tuple[int, ...], F64]) -> F64:
-        """Monte Carlo samples of the summed batch waits along ``path`` (suffix sums shared via ``memo``).
-
-        Iterative, from the longest suffix already in ``memo`` back to the path's start: a path may be
-        a thousand stages long (issue 13), past Python's recursion limit.
-        """
-        start = 0
-        while start < len(path) and path[start:] not in memo:
-            start += 1
-        acc = memo[path[start:]] if start < len(path) else None
-        for j in range(start - 1, -1, -1):
-            acc = draws[path[j]] if acc is None else draws[path[j]] + acc
-            memo[path[j:]] = acc
-        assert acc is not None, "paths are never empty"
-        return acc

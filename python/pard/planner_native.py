@@ -38,6 +38,7 @@ KNOWN_POLICY_FIELDS = frozenset({
     "mu_at_capacity", "coherent_paths", "max_queue", "max_queue_entry_only", "lam", "description",
     "idle_batch", "spread_z", "spread_scope", "pace", "queue_z", "queue_last",
     "contended_z", "contended_path",
+    "overload_upper",
     "prior_terms",  # computed by the Python planner before the first interval (Planner.prior_terms)
 })
 
@@ -71,7 +72,7 @@ def native_planner(planner: Planner) -> Any:
                    _planner.SCALE_MIN, _planner.SCALE_MAX],
         generator=p._rng, idle_batch=pol.idle_batch, half_life_s=p.durations.half_life_s,
         prior_batches=p.durations.prior_batches, contended_z=pol.contended_z,
-        pace_below=[list(x) for x in p._pace_below],
+        pace_below=[list(x) for x in p._pace_below], overload_upper=pol.overload_upper,
     )
 
 

@@ -43,7 +43,10 @@ slowest stage below it: at a DAG fork it keeps sibling branches from dropping di
 on ``da`` with fixed workers, but it feeds a per-stage autoscaler less demand, so the branches scale up
 late; at every stage it starves a batching bottleneck in a chain), ``spread_z`` (the execution-time spread budgeted at ``z`` standard deviations, ``spread_scope``), ``queue_z``
 and ``queue_last`` (downstream queueing delays budgeted at mean + z sd, or at the last interval's mean)
-and ``contended_z`` (a stage's own execution spread weighted by its utilisation, ``contended_path``).
+and ``contended_z`` (a stage's own execution spread weighted by its utilisation, ``contended_path``), and
+``overload_upper`` (an overloaded stage's pop rule budgets ``w = sum d_i`` whatever the planner measured: it
+wins back ``downstream="busy"``'s loss on a burst after an idle gap, but with "busy" it is not a clear gain
+over ``pard`` on both seeds of the grid).
 """
 
 from __future__ import annotations
@@ -137,6 +140,12 @@ class PolicySpec:
             (:class:`pard.duration_scale.DurationScale`); 0: none.
         contended_path: with ``contended_z``, also budget the downstream path's contended spreads,
             ``sqrt(m_k^2 + sum_i m_i^2)`` with ``m_i = z * rho_i * cv_i * d_i``.
+        overload_upper: with ``reactive``, when a stage's hot-path overload test holds, the pop rule of the
+            batch it forms budgets the downstream batch waits at ``pard-upper``'s ``w = sum d_i`` (the planner publishes
+            ``sum q_i + 2 sum d_i``, maximised over paths, as ``overload_downstream_s``) when that exceeds the
+            published term: an overloaded stage forwards at its full rate, so the stages below are about to
+            be busy whatever utilisation the planner measured (``downstream="busy"`` lags a burst that
+            follows an idle gap by up to one sync). The purge keeps the published term.
         prior_terms: before the planner's first interval, publish the terms of an idle interval (the
             profile's durations, no queueing, the stages' service rates), so that a run or a burst that
             starts before the first sync is not served without any downstream estimate or overload test.
@@ -174,6 +183,7 @@ class PolicySpec:
     coherent_paths: bool = False
     idle_batch: bool = False
     prior_terms: bool = False
+    overload_upper: bool = False
     spread_z: float = 0.0
     spread_scope: SpreadScope = "path"
     queue_z: float = 0.0
@@ -198,7 +208,7 @@ class PolicySpec:
                                  f"got {value!r}")
         for field in ("instant", "tiered", "reactive", "shed", "correct_durations", "tune_lam", "rate_admission",
                       "coherent_branches", "mu_at_capacity", "coherent_paths", "idle_batch",
-                      "max_queue_entry_only", "queue_last", "contended_path", "prior_terms"):
+                      "max_queue_entry_only", "queue_last", "contended_path", "prior_terms", "overload_upper"):
             if not isinstance(getattr(self, field), bool):
                 raise PardTypeError(f"PolicySpec.{field} must be True or False, got {getattr(self, field)!r}")
         if isinstance(self.max_queue, bool) or not isinstance(self.max_queue, int):

@@ -5,7 +5,8 @@
 // aware shedding at the entry, §3.7), the stage's service rate (requests/s it can finish with its
 // serving workers at full batches: pard's hot-path overload test) and the measured/profiled duration
 // ratio that scales d_k(b) (§3.7, online correction of the profile), and the least service rate
-// among the stages below (pard's pacing, stage_scheduler.hpp step 2c). The planner writes them once per sync interval; every worker
+// among the stages below (pard's pacing, stage_scheduler.hpp step 2c), and the downstream estimate a
+// stage's pop rule uses when its hot-path overload test holds (stage_scheduler.hpp step 2b). The planner writes them once per sync interval; every worker
 // reads them once per batch. They must be read as one consistent snapshot (never half old, half
 // new) without taking a lock on the workers' path.
 //
@@ -41,12 +42,14 @@ struct PublishedTerms {
     double service_rate = 0.0;        // requests/s the stage finishes at full batches (0 = unknown)
     double duration_scale = 1.0;      // measured / profiled batch duration: d_k(b) is scaled by it
     double path_rate = 0.0;           // requests/s the slowest stage below this one finishes (0 = none)
+    std::int64_t overload_downstream_ns = 0;  // the pop rule's downstream floor when overloaded (0 = none)
 
     // The one validation of published terms (seconds in, ns stored); throws std::invalid_argument
     // naming the field and the value. Every binding that publishes goes through it.
     static PublishedTerms from_seconds(double downstream_s, double mu, double eps, double queue_delay_s,
                                        double admit_fraction = 1.0, double service_rate = 0.0,
-                                       double duration_scale = 1.0, double path_rate = 0.0) {
+                                       double duration_scale = 1.0, double path_rate = 0.0,
+                                       double overload_downstream_s = 0.0) {
         PublishedTerms t;
         t.downstream_ns = seconds_field(downstream_s, "downstream_s");
         t.mu = finite_nonneg(mu, "mu");
@@ -62,6 +65,7 @@ struct PublishedTerms {
         }
         t.duration_scale = duration_scale;
         t.path_rate = finite_nonneg(path_rate, "path_rate");
+        t.overload_downstream_ns = seconds_field(overload_downstream_s, "overload_downstream_s");
         return t;
     }
 
@@ -100,6 +104,7 @@ public:
         service_rate_.store(t.service_rate, std::memory_order_release);
         duration_scale_.store(t.duration_scale, std::memory_order_release);
         path_rate_.store(t.path_rate, std::memory_order_release);
+        overload_downstream_ns_.store(t.overload_downstream_ns, std::memory_order_release);
         seq_.store(s + 2, std::memory_order_release);
     }
 
@@ -117,6 +122,7 @@ public:
             t.service_rate = service_rate_.load(std::memory_order_acquire);
             t.duration_scale = duration_scale_.load(std::memory_order_acquire);
             t.path_rate = path_rate_.load(std::memory_order_acquire);
+            t.overload_downstream_ns = overload_downstream_ns_.load(std::memory_order_acquire);
             const std::uint64_t s2 = seq_.load(std::memory_order_relaxed);
             if (s1 == s2) return t;
         }
@@ -135,6 +141,7 @@ private:
     std::atomic<double> service_rate_{0.0};
     std::atomic<double> duration_scale_{1.0};
     std::atomic<double> path_rate_{0.0};
+    std::atomic<std::int64_t> overload_downstream_ns_{0};
     std::mutex writer_;
 };
 

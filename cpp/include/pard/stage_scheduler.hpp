@@ -38,6 +38,10 @@
 //      downstream estimate) every request past the first floor(l_max * R) would start after its own
 //      deadline. Shedding them at once frees their DAG siblings at once; requests that are only
 //      estimated to miss downstream stay for the purge and pop rule, whose estimate may shrink.
+//      When the test holds, this batch's pop rule (step 4) uses the larger of the published downstream
+//      term and overload_downstream (0 unless the policy's overload_upper: pard-upper's Σq + 2Σd): an
+//      overloaded stage forwards at its full rate, so the stages below are about to be busy whatever
+//      the planner measured over its window. The purge (step 2) keeps the published term.
 //   2c. pace (pard, with 2b firing): when the published path_rate P (the least service rate among the
 //      stages below) is under this stage's R, the batch is the smallest whose throughput b/d_k(b)
 //      reaches P / R of the full batch's, and 2b's shedding uses P for R. An
@@ -240,8 +244,9 @@ public:
         bool pop_max = current_order() == Order::kHbf;
         std::size_t limit = max_b;  // step 2c lowers it
         const bool pace = paced(t);
-        if (rule == DropRule::kPard && cfg_.policy.reactive && !cfg_.policy.keyed_by_arrival() && t.service_rate > 0.0 &&
-            react_to_overload(t, t_e_ns, d, pace, out, is_cancelled)) {  // step 2b
+        const bool overloaded = rule == DropRule::kPard && cfg_.policy.reactive && !cfg_.policy.keyed_by_arrival() &&
+                                t.service_rate > 0.0 && react_to_overload(t, t_e_ns, d, pace, out, is_cancelled);  // 2b
+        if (overloaded) {
             pop_max = true;
             b = heap_.size() < max_b ? heap_.size() : max_b;
             if (pace) b = limit = paced_batch(t, b);  // step 2c
@@ -254,7 +259,7 @@ public:
                 pop_loop(out, pop_max, is_cancelled, [](const Request&) { return -1; });
                 break;
             case DropRule::kPard: {
-                const std::int64_t thr = pard_threshold(t_e_ns, d, t.downstream_ns);
+                const std::int64_t thr = pard_threshold(t_e_ns, d, pop_downstream_ns(t, overloaded));
                 pop_loop(out, pop_max, is_cancelled, [thr](const Request& r) {
                     return pard_drops(r, thr) ? static_cast<int>(Reason::kInfeasible) : -1;
                 }, limit);
@@ -350,6 +355,12 @@ private:
         if (scale == 1.0) return d;
         const auto v = static_cast<std::int64_t>(static_cast<double>(d) * scale + 0.5);
         return v < 1 ? 1 : v;
+    }
+
+    // The downstream term of the pop rule (step 4): the published one, raised to overload_downstream
+    // when this batch's overload test held (step 2b).
+    [[nodiscard]] static std::int64_t pop_downstream_ns(const PublishedTerms& t, bool overloaded) noexcept {
+        return overloaded && t.overload_downstream_ns > t.downstream_ns ? t.overload_downstream_ns : t.downstream_ns;
     }
 
     // Step 2b: true when the queue cannot drain within the largest slack at the published service

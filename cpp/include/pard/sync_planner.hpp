@@ -61,13 +61,16 @@ struct SyncPlannerConfig {
     bool idle_batch = false;
     // PolicySpec.contended_z (own stage only; needs correct_durations): z * rho_k * cv_k * d_k(b_k)
     double contended_z = 0.0;
+    // PolicySpec.overload_upper: also publish pard-upper's max over paths of (sum q + 2 sum d)
+    bool overload_upper = false;
 };
 
 // The first seven published terms of one stage, in Simulator::publish order, then in_rate (req/s),
-// then the eighth published term, path_rate (req/s), then demand_rate (req/s, what an autoscaler sizes on).
+// then the eighth published term, path_rate (req/s), then demand_rate (req/s, what an autoscaler sizes on),
+// then the ninth published term, overload_downstream_s (s).
 struct SyncTerms {
     double downstream_s = 0, mu = 0, eps = 0, queue_delay_s = 0, admit_fraction = 1, service_rate = 0,
-           duration_scale = 1, in_rate = 0, path_rate = 0, demand_rate = 0;
+           duration_scale = 1, in_rate = 0, path_rate = 0, demand_rate = 0, overload_downstream_s = 0;
 };
 
 class SyncPlanner {
@@ -450,6 +453,7 @@ private:
         std::vector<double> gq, gd, gw;
         for (std::size_t k = 0; k < n_; ++k) {
             double best = 0.0;
+            double hi = 0.0;  // overload_upper's term
             if (c_.mode != DownstreamMode::kNone) {
                 for (const auto& path : c_.paths[k]) {
                     gq.clear();
@@ -472,6 +476,7 @@ private:
                         default: val = sq + sd + quantile(path_total(path)); break;
                     }
                     if (val > best) best = val;
+                    if (c_.overload_upper && sq + 2.0 * sd > hi) hi = sq + 2.0 * sd;
                 }
             }
             double mu = mu_[k];  // Python's max([...]): the first of the largest
@@ -490,6 +495,7 @@ private:
             t.in_rate = rate_[k];
             t.path_rate = path_rate(k);
             t.demand_rate = rate_[k];
+            t.overload_downstream_s = hi;
         }
         // planner.py's paced demand: a stage below a paced one is sized for what that one would forward
         // unpaced, min(its input, its service rate), not for the paced flow it receives

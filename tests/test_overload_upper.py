@@ -1,0 +1,121 @@
+"""PolicySpec.overload_upper: when a stage's hot-path overload test holds, the pop rule of the batch it forms
+budgets the downstream batch waits at pard-upper's w = sum d_i (stage_scheduler.hpp step 2b), whatever the
+planner measured (downstream="busy" lags a burst that follows an idle gap).
+
+Expectations are hand-computed from a linear profile d(b) = A + C b and from the planner's documented
+formula (sum q_i + 2 sum d_i, maximised over paths); the simulated case is tests/test_duration_scale.py's
+wrong-profile on-off input, held to the same bar as pard there."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+
+import pard
+from pard import _core
+from pard.config import resolve_pipeline
+from pard.planner import Planner, PlannerStage
+from pard.policies import POLICIES, PolicySpec
+
+A, C, B = 0.010, 0.005, 16  # d(b) = A + C b seconds: d(1) = 15 ms, d(16) = 90 ms
+RATE = 2 * B / (A + C * B)  # two workers at full batches: 355.6 req/s
+
+
+def linear_sched() -> _core.StageScheduler:
+    """A reactive pard stage on the linear profile."""
+    prof = _core.Profile([1, B], [A + C, A + C * B])
+    pol = _core.Policy(order="adaptive", drop="pard", tiered=True, reactive=True)
+    return _core.StageScheduler(stage=0, profile=prof, max_batch=B, policy=pol, budget_fraction=1.0,
+                                tier_weights=[1.0])
+
+
+def one_batch(n: int, overload_downstream_s: float) -> tuple:
+    """n requests due 0.3 + 1e-4 i s, queued at t = 0, downstream term 0, LBF as published; one batch at t = 0."""
+    s = linear_sched()
+    s.publish(downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0, service_rate=RATE,
+              overload_downstream_s=overload_downstream_s)
+    for i in range(n):
+        s.submit(i, 0.0, 0.3 + 1e-4 * i, 0.0)
+    return s.form_batch(0.0, 0.0)
+
+
+def test_overloaded_stage_drops_on_the_raised_term() -> None:
+    """1000 queued against 355.6 req/s and 0.31 s of slack: overloaded, so the bottom 890 are shed (110 =
+    floor(355.6 * (0.3999 - 0.09)) kept) and, popped HBF, only the requests due at or after 0.09 + 0.30945 s
+    (ids 995..999) pass the raised pop rule; ids 994..890 are infeasible. Published 0: the top 16 pass."""
+    ids, dropped, codes = one_batch(1000, 0.30945)
+    reasons = dict(zip(dropped.tolist(), (_core.REASONS[int(c)] for c in codes)))
+    assert ids.tolist() == [999, 998, 997, 996, 995]
+    assert {i for i, r in reasons.items() if r == "shed"} == set(range(890))
+    assert {i for i, r in reasons.items() if r == "infeasible"} == set(range(890, 995))
+    ids0, dropped0, _ = one_batch(1000, 0.0)
+    assert ids0.tolist() == list(range(999, 983, -1)) and len(dropped0) == 890
+
+
+def test_calm_stage_ignores_the_raised_term() -> None:
+    """20 queued need 0.056 s of the 0.21 s of slack: not overloaded, so the published downstream 0 applies:
+    LBF pops ids 0..15 and nothing is dropped, although the raised term would drop every one of them."""
+    ids, dropped, _ = one_batch(20, 0.30945)
+    assert ids.tolist() == list(range(16)) and len(dropped) == 0
+
+
+def dag() -> list[PlannerStage]:
+    """a -> {b, c} -> d: d(1) of b, c, d = 4, 7 (a single profile point: constant), 2 ms."""
+    return [
+        PlannerStage("a", (1, 4), (0.010, 0.016), 16, paths=((1, 3), (2, 3)), entry=True),
+        PlannerStage("b", (1, 2, 8), (0.004, 0.005, 0.011), 8, paths=((3,),)),
+        PlannerStage("c", (3,), (0.007,), 4, paths=((3,),)),
+        PlannerStage("d", (1, 16), (0.002, 0.020), 32),
+    ]
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_planner_publishes_sum_q_plus_twice_sum_d(on: bool) -> None:
+    """No batch has run (b_i = 1) and d queued its requests 3 and 5 ms (q_d = 4 ms): a publishes
+    max(2 (4 + 2), 2 (7 + 2)) + 4 = 22 ms, b and c 2 * 2 + 4 = 8 ms, the sink 0; off: 0 everywhere.
+    The published downstream term itself stays busy's (rho = 0 when idle: a gets 7 + 2 + 4 = 13 ms)."""
+    pol = dataclasses.replace(POLICIES["pard"], name="v", downstream="busy", overload_upper=on)
+    stats = [{}, {}, {}, {"qdelay_s": np.array([0.003, 0.005])}]
+    terms = Planner(dag(), policy=pol).update(1.0, stats, [1, 1, 1, 1])
+    want = [0.022, 0.008, 0.008, 0.0] if on else [0.0] * 4
+    assert [t.overload_downstream_s for t in terms] == pytest.approx(want, abs=1e-12)
+    assert terms[0].downstream_s == pytest.approx(0.013, abs=1e-12)
+    assert terms[0].publish_kwargs()["overload_downstream_s"] == terms[0].overload_downstream_s
+
+
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_bad_overload_upper_raises(value: object) -> None:
+    """A non-bool overload_upper is a PardError naming the field and the value."""
+    with pytest.raises(pard.PardError, match=rf"overload_upper.*{value!r}"):
+        PolicySpec("v", "adaptive", "pard", overload_upper=value)  # type: ignore[arg-type]
+
+
+def test_busy_with_overload_upper_holds_on_a_burst_after_an_idle_gap() -> None:
+    """lv, executors 3x their profile, 2 s bursts at 1.5x the true capacity every 10 s: downstream="busy"
+    alone budgets w from utilisations measured while idle and serves less than 0.9 of itself on the
+    true profile; with overload_upper it meets pard's bar (>= 0.9) and serves more than busy alone, and
+    every request ends in exactly one terminal state."""
+    spec = resolve_pipeline("lv")
+    data = spec.to_dict()
+    for st in data["stages"]:
+        st["profile"] = {b: v * 3.0 for b, v in st["profile"].items()}
+    true = type(spec).from_dict(data, source="profile x 3")
+    rng = np.random.default_rng(0)
+    rate = true.capacity().pipeline * 1.5
+    arr = np.sort(np.concatenate([t0 + rng.uniform(0, 2, int(rate * 2)) for t0 in range(0, 60, 10)]))
+    busy = dataclasses.replace(POLICIES["pard"], name="busy", downstream="busy", prior_terms=False,
+                               overload_upper=False)
+    both = dataclasses.replace(busy, name="busy-ou", overload_upper=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pard.PardWarning)  # the wrong profile is the point here
+        runs = {nm: (pard.simulate(spec, arr, pol, exec_scale=3.0), pard.simulate(true, arr, pol))
+                for nm, pol in (("busy", busy), ("both", both))}
+    for wrong, right in runs.values():
+        for r in (wrong, right):
+            assert r.submitted == arr.size == r.on_time + r.late + r.dropped + r.rejected + r.failed
+    assert runs["busy"][0].on_time < 0.9 * runs["busy"][1].on_time
+    assert runs["both"][0].on_time >= 0.9 * runs["both"][1].on_time
+    assert runs["both"][0].on_time > runs["busy"][0].on_time
