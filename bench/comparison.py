@@ -179,6 +179,32 @@ def markdown(rows: list[dict[str, Any]], policies: list[str]) -> str:
     return "\n".join(lines)
 
 
+def common_lead(row: dict[str, Any]) -> float:
+    """pard − best baseline in points of the row's largest goodput bound (every policy's goodput over the
+    same denominator).  With autoscaling each run's bound follows its own workers, so a policy whose
+    autoscaler provisioned more has a larger bound: a ratio to its own bound can fall while it serves
+    more, and one policy's goodput can exceed another's "bound".  One denominator per row compares goodput."""
+    pol = row["policies"]
+    denom = max(v["goodput_bound"] for v in pol.values())
+    if denom <= 0:
+        return 0.0
+    best = max(pol[b]["goodput"] for b in BASELINES if b in pol)
+    return (pol["pard"]["goodput"] - best) / denom * 100
+
+
+def common_bound_lines(rows: list[dict[str, Any]], label: Any) -> list[str]:
+    """The summary lines of :func:`common_lead` for the autoscaled rows (fixed rows share one bound already)."""
+    auto = [r for r in rows if r["dynamics"] == "autoscale"]
+    if not auto:
+        return []
+    lead = [common_lead(r) for r in auto]
+    worst = min(range(len(auto)), key=lambda i: lead[i])
+    behind = [label(r) + f" ({lead[i]:+.1f} pp)" for i, r in enumerate(auto) if lead[i] < -0.3]
+    return [f"autoscaled rows, goodput over the row's largest bound (one denominator per row): median pard − best "
+            f"baseline {statistics.median(lead):+.2f} pp, worst {label(auto[worst])} {lead[worst]:+.2f} pp, "
+            f"rows < −0.3 pp: {len(behind)}" + "".join(f"\n  - {x}" for x in behind)]
+
+
 def summary(rows: list[dict[str, Any]]) -> str:
     """The issue-9 "Done when" figures over the rows."""
     def label(r: dict[str, Any]) -> str:
@@ -205,6 +231,7 @@ def summary(rows: list[dict[str, Any]]) -> str:
         f"rows with pard < 0.90 of the bound: {len(below_bound)}" + "".join(f"\n  - {x}" for x in below_bound),
         f"rows with pard's invalid rate above nexus's: {len(inv)}" + "".join(f"\n  - {x}" for x in inv),
     ]
+    out += common_bound_lines(rows, label)
     if crowd:
         out.append(f"flash crowd rows: pard on-time / bound of the crowd's requests alone: min {min(crowd):.3f}, "
                    f"median {statistics.median(crowd):.3f}, >= 0.90 in {sum(c >= 0.9 for c in crowd)} of {len(crowd)}")

@@ -108,6 +108,8 @@ def test_cli_profile_then_run_and_simulate(tmp_path: Any, capsys: Any) -> None:
         assert bound["req_s"] >= bound["profile_req_s"] > 0  # the profile's, scaled up only
         assert doc["policies"][name]["goodput"] <= doc["policies"][name]["goodput_bound"] + 1e-9
     assert live["profile_check"]["bottleneck"] in [st.name for st in spec.stages]
+    assert live["machine_probe"]["stage"] == live["profile_check"]["bottleneck"]
+    assert any(ln.startswith("machine probe (") for ln in printed.out.splitlines())
     reasons_lines = [ln for ln in printed.out.splitlines() if ln.startswith("drops by reason:")]
     assert len(reasons_lines) == 1 and "pard:" in reasons_lines[0] and "naive:" in reasons_lines[0]
     assert "end-of-run cancellations" in reasons_lines[0]
@@ -116,6 +118,8 @@ def test_cli_profile_then_run_and_simulate(tmp_path: Any, capsys: Any) -> None:
         assert "cancelled" in by_reason and "expired" in by_reason
         assert sum(by_reason.values()) == doc["policies"][name]["dropped"]
         lag = live["policies"][name]["send_lag_s"]  # one send per arrival: the lag is measured
+        probe = live["policies"][name]["machine_probe_s"]  # the machine timed before and after the run
+        assert len(probe) == 2 and all(t > 0 for t in probe)
         assert 0.0 <= lag["p50"] <= lag["p99"] <= lag["max"]
     sim_doc = json.loads(sim_json.read_text())
     assert set(sim_doc) <= set(doc) and doc["mode"] == "live"
@@ -177,6 +181,64 @@ def test_tie_band_is_two_standard_errors_of_the_paired_per_second_difference() -
     line = _verdict({"pard": _Run(noisy), "nexus": _Run(base)})
     assert "about equal" in line and "standard errors" in line
     assert tie_band(_Run([5, 5, 5]), _Run([4, 4, 4])) == (0.02, False)  # 3 s: too short to measure
+
+
+def test_speed_change_is_the_ratio_of_mean_probe_times() -> None:
+    """Probe means 1.1 vs 1.0 s give +10 %; 0.9 vs 1.0 give -10 %; a missing or zero probe gives None (hand-worked)."""
+    from pard.cli.probe import speed_change
+
+    assert speed_change([1.0, 1.2], [1.0, 1.0]) == pytest.approx(0.1)
+    assert speed_change([0.9, 0.9], [1.0, 1.0]) == pytest.approx(-0.1)
+    assert speed_change(None, [1.0, 1.0]) is None and speed_change([1.0], []) is None
+    assert speed_change([0.0, 0.0], [1.0, 1.0]) is None
+
+
+def test_verdict_band_widens_by_the_machine_speed_change_between_the_runs() -> None:
+    """A 5 % lead beats a fixed 2 % band; if pard's run saw a machine 10 % slower, the band is 12 % and it is a tie."""
+    from pard.cli.compare import verdict as _verdict
+
+    reps = {"pard": _Rep(105.0), "nexus": _Rep(100.0)}
+    same = {"pard": {"machine_probe_s": [0.02, 0.02]}, "nexus": {"machine_probe_s": [0.02, 0.02]}}
+    line = _verdict(reps, same)
+    assert line.startswith("pard beat the best baseline") and "+/-2.0 %" in line and "0.0 %" in line
+    slower = {"pard": {"machine_probe_s": [0.022, 0.022]}, "nexus": {"machine_probe_s": [0.02, 0.02]}}
+    line = _verdict(reps, slower)
+    assert "about equal" in line and "+/-12.0 %" in line and "10.0% slower for pard's run than for nexus's" in line
+    faster = {"pard": {"machine_probe_s": [0.018, 0.018]}, "nexus": {"machine_probe_s": [0.02, 0.02]}}
+    line = _verdict({"pard": _Rep(80.0), "nexus": _Rep(100.0)}, faster)  # -20 % beyond 2 % + 10 %
+    assert line.startswith("pard did NOT beat") and "10.0% faster" in line and "+/-12.0 %" in line
+    # the best baseline is the one compared: clipper++ here, whose probe matches pard's
+    reps3 = {"pard": _Rep(105.0), "nexus": _Rep(90.0), "clipper++": _Rep(100.0)}
+    info3 = dict(slower, **{"clipper++": {"machine_probe_s": [0.022, 0.022]}})
+    assert _verdict(reps3, info3).startswith("pard beat the best baseline")
+
+
+def test_probe_line_notes_a_changing_machine() -> None:
+    """Probe times 20 and 25 ms across runs are a 25 % spread, beyond the 10 % note threshold; 20 and 21 ms are not."""
+    from pard.cli.compare import probe_line
+
+    meta = {"stage": "vehicle_detect", "batch": 16, "repeats": 5}
+    line = probe_line({"pard": {"machine_probe_s": [0.020, 0.025]}, "nexus": {"machine_probe_s": [0.021, 0.021]}}, meta)
+    assert "pard 20.0 / 25.0" in line and "nexus 21.0 / 21.0" in line and "changed by up to 25%" in line
+    quiet = probe_line({"pard": {"machine_probe_s": [0.020, 0.021]}}, meta)
+    assert "pard 20.0 / 21.0" in quiet and "changed" not in quiet
+    assert probe_line({"pard": {}}, meta) == ""
+
+
+def test_machine_probe_times_the_bottleneck_on_its_largest_profiled_batch() -> None:
+    """The probe runs tm's bottleneck stage (vehicle_detect, from the spec's capacity) at its largest profiled batch."""
+    import math
+
+    from pard.cli.probe import MachineProbe
+    from pard.config import builtin
+
+    spec = builtin("tm")
+    probe = MachineProbe(spec, "numpy", scale=0.02)
+    assert probe.stage == spec.capacity().bottleneck == "vehicle_detect"
+    assert probe.batch == max(spec.stage("vehicle_detect").profile)
+    assert 3 <= probe.repeats <= 15
+    t = probe()
+    assert math.isfinite(t) and t > 0
 
 
 def test_cores_beyond_machine_warns() -> None:

@@ -59,12 +59,15 @@ def w_diagnostic(key: tuple[str, float, int, float]) -> dict[str, Any]:
         return terms
 
     S.Planner.update = update  # type: ignore[method-assign]
+    native = S.NATIVE_SYNC
+    S.NATIVE_SYNC = False  # the Python planner (the same bits as the C++ one), so the wrapper sees every sync
     try:
         sp = C.spec(PIPELINE)
         arr = C.arrivals(pattern, C.LOAD * sp.capacity().pipeline, duration, seed=seed)
         S.simulate(sp, arr, "pard-paper", lam=lam, seed=seed, **C.REGIME)
     finally:
         S.Planner.update = orig  # type: ignore[method-assign]
+        S.NATIVE_SYNC = native
     w = np.asarray(seen)
     return {"pattern": pattern, "lam": lam, "stages": [st.name for st in sp.stages], "syncs": int(w.shape[0]),
             "share_of_syncs_w_zero": (w == 0).mean(axis=0).tolist(), "mean_w_s": w.mean(axis=0).tolist(),

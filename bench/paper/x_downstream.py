@@ -69,13 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     reps = {}
     for label, (pol, extra) in VARIANTS.items():
         kw: dict[str, Any] = {"autoscale": False, "jitter_cv": 0.1, **extra}
-        orig = S.Planner.update
+        orig, native = S.Planner.update, S.NATIVE_SYNC
         if label == "pard waits per request":
             S.Planner.update = _per_request(orig)  # type: ignore[method-assign]
+            S.NATIVE_SYNC = False  # the Python planner, which the wrapper changes (the C++ one would ignore it)
         try:
             reps[label] = simulate(sp, arr, pol, seed=args.seed, **kw)
         finally:
-            S.Planner.update = orig  # type: ignore[method-assign]
+            S.Planner.update, S.NATIVE_SYNC = orig, native  # type: ignore[method-assign]
     out: dict[str, Any] = {}
     for name, r in reps.items():
         out[name] = {"goodput_ratio": r.goodput_ratio, "invalid_rate": r.invalid_rate, "drop_rate": r.drop_rate,

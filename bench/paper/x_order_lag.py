@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         summary[w] = {n: {m: sum(r["variants"][n][m] for r in rs) / len(rs)
                           for m in ("goodput_normalised", "invalid_rate", "transient_drop_rate_1s")} for n in names}
         s = summary[w]
-        summary[w]["gap_closed_by_fast_sync"] = s["pard@0.25s"]["goodput_normalised"] >= s["nexus@1s"]["goodput_normalised"]
+        summary[w]["gap_closed_by_fast_sync"] = s["pard-paper@0.25s"]["goodput_normalised"] >= s["nexus@1s"]["goodput_normalised"]
         summary[w]["gap_closed_by_hbf"] = s["pard-hbf@1s"]["goodput_normalised"] >= s["nexus@1s"]["goodput_normalised"]
     plt = C.plt()
     fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(trailing)), 4))

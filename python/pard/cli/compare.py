@@ -13,13 +13,17 @@ from .._extras import require
 from ..outcomes import ON_TIME, REASONS
 from ..profiling import DRIFT_LIMIT, mark_stale, profile_drift
 from .measure import age
+from .probe import speed_change
 
-__all__ = ["verdict", "tie_band", "MIN_BAND_SECONDS", "drop_reasons", "reasons_line", "bound_line", "check_profile", "agreement_table", "TIE_BAND"]
+__all__ = ["verdict", "tie_band", "MIN_BAND_SECONDS", "drop_reasons", "reasons_line", "bound_line", "check_profile", "agreement_table", "TIE_BAND",
+           "probe_line", "PROBE_SPREAD_WARN"]
 
 
 #: The tie band used when a run is too short to measure its own (fewer than MIN_BAND_SECONDS seconds).
 TIE_BAND = 0.02
 MIN_BAND_SECONDS = 5
+#: probe_line notes a machine whose probe times spread by more than this share across the runs.
+PROBE_SPREAD_WARN = 0.1
 
 
 def tie_band(pard: Any, best: Any) -> tuple[float, bool]:
@@ -51,9 +55,14 @@ def tie_band(pard: Any, best: Any) -> tuple[float, bool]:
     return float(2.0 * np.std(p - b, ddof=1) / math.sqrt(nb) / mean_b), True
 
 
-def verdict(reports: dict[str, Any]) -> str:
+def verdict(reports: dict[str, Any], live_info: dict[str, Any] | None = None) -> str:
     """One plain sentence: did pard beat the best reactive baseline here, by how much, and by more than the
-    run's own noise (:func:`tie_band`)."""
+    run's own noise.
+
+    The band is :func:`tie_band` (the per-second noise within the two runs) plus, when ``live_info``
+    holds both runs' ``machine_probe_s`` (:class:`pard.cli.probe.MachineProbe`), how much the machine's
+    speed differed between them (:func:`pard.cli.probe.speed_change`): runs that did not see the same
+    machine cannot be told apart by less than that."""
     if "pard" not in reports:
         return ""
     base = {k: r for k, r in reports.items() if not k.startswith("pard")}
@@ -64,20 +73,43 @@ def verdict(reports: dict[str, Any]) -> str:
     if best.goodput <= 0:
         return f"pard goodput {p.goodput:.1f} req/s; no baseline finished any request on time."
     gain = p.goodput / best.goodput - 1.0
-    band, measured = tie_band(p, best)
-    noise = ("two standard errors of the per-second difference in this run" if measured
-             else "a fixed figure: the run is too short to measure its own noise")
+    noise, measured = tie_band(p, best)
+    info = live_info or {}
+    machine = speed_change(info.get("pard", {}).get("machine_probe_s"), info.get(best_name, {}).get("machine_probe_s"))
+    band = noise + abs(machine or 0.0)
+    why = ("two standard errors of the per-second difference in this run" if measured
+           else "a fixed figure: the run is too short to measure its own noise")
+    if machine is not None:
+        how = "slower" if machine > 0 else "faster"
+        why = (f"{noise * 100:.1f} % per-second noise ({why}) + {abs(machine) * 100:.1f} %: the machine ran "
+               f"{abs(machine):.1%} {how} for pard's run than for {best_name}'s, by a probe timed before and after each")
     if abs(gain) <= band:
-        return (f"pard and the best baseline were about equal here (within +/-{band * 100:.1f} %, {noise}): "
+        return (f"pard and the best baseline were about equal here (within +/-{band * 100:.1f} %, {why}): "
                 f"goodput {p.goodput:.1f} vs {best.goodput:.1f} req/s ({best_name}), {gain:+.1%}; "
                 f"drop rate {p.drop_rate:.1%} vs {best.drop_rate:.1%}; see docs/live.md.")
     if gain > 0:
         return (f"pard beat the best baseline here: goodput {p.goodput:.1f} vs {best.goodput:.1f} req/s "
-                f"({best_name}), {gain:+.1%}, beyond the +/-{band * 100:.1f} % noise band ({noise}); "
+                f"({best_name}), {gain:+.1%}, beyond the +/-{band * 100:.1f} % band ({why}); "
                 f"drop rate {p.drop_rate:.1%} vs {best.drop_rate:.1%}.")
     return (f"pard did NOT beat the best baseline here: goodput {p.goodput:.1f} vs {best.goodput:.1f} req/s "
-            f"({best_name}), {gain:+.1%}, beyond the +/-{band * 100:.1f} % noise band ({noise}); see "
+            f"({best_name}), {gain:+.1%}, beyond the +/-{band * 100:.1f} % band ({why}); see "
             f"docs/live.md for why this happens.")
+
+
+def probe_line(live_info: dict[str, Any], probe: dict[str, Any]) -> str:
+    """One line with each run's machine-probe times (ms, before / after) and their spread over all runs."""
+    times = {n: i["machine_probe_s"] for n, i in live_info.items() if i.get("machine_probe_s")}
+    if not times:
+        return ""
+    parts = ", ".join(f"{n} {t[0] * 1e3:.1f} / {t[1] * 1e3:.1f}" for n, t in times.items())
+    every = [x for t in times.values() for x in t]
+    spread = max(every) / min(every) - 1.0 if min(every) > 0 else math.nan
+    line = (f"machine probe ({probe.get('stage')} on a batch of {probe.get('batch')}, median of {probe.get('repeats')} "
+            f"calls, before / after each run): {parts} ms")
+    if spread > PROBE_SPREAD_WARN:
+        line += (f"; the machine's speed changed by up to {spread:.0%} across these runs (other processes used the "
+                 f"cores): the verdict's band includes the change between pard's run and the best baseline's")
+    return line
 
 
 def drop_reasons(by_reason: dict[str, int]) -> list[str]:

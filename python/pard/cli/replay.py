@@ -16,6 +16,7 @@ from ..outcomes import LATE, ON_TIME
 from ..profiling import profile_drift, profile_from_batches
 from ..runtime import Runtime
 from ..sim import simulate
+from .probe import MachineProbe
 
 __all__ = ["LiveRuns", "replay_policies", "send_lag", "LAG_WARN_SLO_SHARE"]
 
@@ -25,7 +26,9 @@ LAG_WARN_SLO_SHARE = 0.1
 
 class LiveRuns:
     """What the live replays produced, by policy: the runtimes with their replay start, the simulated
-    and refit reports, the per-run figures for ``live.policies``, and every run's batches."""
+    and refit reports, the per-run figures for ``live.policies`` (with ``machine_probe_s``, the
+    :class:`~pard.cli.probe.MachineProbe` times before and after the run), every run's batches, and
+    what the probe times (``probe``)."""
 
     def __init__(self) -> None:
         self.runs: dict[str, tuple[Runtime, float]] = {}
@@ -33,6 +36,7 @@ class LiveRuns:
         self.refit: dict[str, Any] = {}
         self.info: dict[str, Any] = {}
         self.batches: list[dict[str, np.ndarray]] = []
+        self.probe: dict[str, Any] = {}
 
 
 def send_lag(send_s: np.ndarray, arrivals_s: np.ndarray) -> dict[str, float] | None:
@@ -75,6 +79,8 @@ def replay_policies(args: argparse.Namespace, spec: Any, arrivals: np.ndarray, e
     entry_shape = stage_set(spec, models, scale=float(args.scale)).entry_shape
     payloads = list(sample_inputs(64, seed=args.seed, shape=entry_shape))
     res = LiveRuns()
+    probe = MachineProbe(spec, models, scale=float(args.scale), seed=args.seed)  # the machine, between runs
+    res.probe = {"stage": probe.stage, "batch": probe.batch, "repeats": probe.repeats}
     total = float(args.duration) * len(args.policies)
     with rp.Progress(rp.TextColumn("{task.description}"), rp.BarColumn(), rp.TextColumn("{task.percentage:>3.0f}%"),
                      rp.TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as bar:
@@ -84,6 +90,7 @@ def replay_policies(args: argparse.Namespace, spec: Any, arrivals: np.ndarray, e
             offset = i * float(args.duration)
             # fresh executors per run: each runtime's workers bind their own engine sessions
             built = stage_set(spec, models, scale=float(args.scale))
+            before = probe()
             rt = Runtime(spec, built.executors, join=built.join, policy=name, workers=workers,
                          planner_options={"seed": args.seed + 1})
             t_rep = rt.now()
@@ -103,6 +110,7 @@ def replay_policies(args: argparse.Namespace, spec: Any, arrivals: np.ndarray, e
             res.runs[name] = (rt, t_rep)
             res.batches.append(batches)
             res.info[name] = _run_info(rt, spec, batches, drain_s)
+            res.info[name]["machine_probe_s"] = [before, probe()]
             lag = send_lag(rt.outcomes()["send_s"] - t_rep, arrivals)
             res.info[name]["send_lag_s"] = lag
             if lag is not None and lag["max"] > LAG_WARN_SLO_SHARE * spec.slo:

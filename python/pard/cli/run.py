@@ -29,7 +29,8 @@ from .._extras import require
 from ..errors import UsageError
 from ..report import comparison_table
 from ..workloads import TRACE_FORMATS, load_trace
-from .compare import agreement_table, bound_line, check_profile, drop_reasons, reasons_line, verdict
+from .compare import (agreement_table, bound_line, check_profile, drop_reasons, probe_line, reasons_line,
+                      verdict)
 from .measure import run_profile
 from .parsers import (add_command, add_models, add_pipeline, check_output, check_plot_suffix, console, cores,
                       machine_cores, make_output_dir, models_arg, non_negative, policies, positive)
@@ -146,9 +147,10 @@ def run(args: argparse.Namespace) -> int:
     out.print(bound_line(live.info))
     out.print(reasons_line(live.info, drain_limit_s))
     out.print(agreement_table(reports, live.simulated, live.refit, live.info))
+    out.print(probe_line(live.info, live.probe))
     if check["warning"]:
         out.print(f"[yellow]{require('rich.markup', 'cli', 'the pard command').escape(check['warning'])}[/]")
-    line = verdict(reports)
+    line = verdict(reports, live.info)
     if line:
         out.print(line)
     # 6. files
@@ -160,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
                       "workers": dict(zip([st.name for st in spec.stages], workers)),
                       "profile": {st.name: {str(b): d for b, d in sorted(st.profile.items())} for st in spec.stages},
                       "profile_used": used, "profile_check": check,
-                      "duration_s": args.duration, "start_s": args.start, "policies": live.info,
+                      "duration_s": args.duration, "start_s": args.start, "policies": live.info, "machine_probe": live.probe,
                       "verdict": line, "wall_s": time.perf_counter() - t_all})
     err.print(f"wrote {json_path} and {plot_path} ({time.perf_counter() - t_all:.0f} s in all)")
     return 0
