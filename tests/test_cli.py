@@ -259,6 +259,23 @@ def test_run_and_profile_outputs_checked_before_any_work(tmp_path: Path, capsys:
     assert not (tmp_path / "missing").exists()
 
 
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs Linux's /proc")
+def test_an_unwritable_json_target_is_refused_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--json in a folder where no file can be created (/proc, even for root) exits 2 naming --json; a new
+    target in a writable folder is left absent by the check, and an existing one keeps its content."""
+    from pard.cli.parsers import check_output
+
+    for argv in (["run", "--json", "/proc/pard-x.json"], ["simulate", "--json", "/proc/pard-x.json"]):
+        code, out, err = run_main(capsys, *argv)
+        assert code == 2 and "--json" in err and "/proc/pard-x.json" in err and out == "", argv
+    check_output("--json", tmp_path / "new.json")
+    assert not (tmp_path / "new.json").exists()
+    old = tmp_path / "old.json"
+    old.write_text("keep")
+    check_output("--json", old)
+    assert old.read_text() == "keep"
+
+
 def test_ctrl_c_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A KeyboardInterrupt during a command prints 'interrupted' (no traceback) and returns 130."""
     import pard.cli.simulate as simulate_cmd

@@ -163,6 +163,15 @@ def check_output(option: str, path: Path) -> None:
         raise UsageError(f"{option} {str(path)!r}: the folder {str(parent)!r} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"{option} {str(path)!r}: the folder {str(parent)!r} is not writable")
+    # os.access says yes to root everywhere (e.g. /proc): open the file itself, as the run will at its end
+    existed = path.exists()
+    try:
+        with open(path, "a"):
+            pass
+        if not existed:
+            path.unlink()
+    except OSError as exc:
+        raise UsageError(f"{option} {str(path)!r}: cannot write there: {exc.strerror or exc}") from None
 
 
 def make_output_dir(option: str, path: Path) -> None:
