@@ -276,6 +276,28 @@ def test_an_unwritable_json_target_is_refused_before_any_work(tmp_path: Path, ca
     assert old.read_text() == "keep"
 
 
+def test_run_refuses_a_bad_trace_before_the_profile_and_takes_column(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """pard run: a missing or unreadable --trace exits 2 naming --trace without measuring a profile; --column
+    names the time column of a csv whose header pard cannot guess, as in pard simulate."""
+    import pard.cli.run as run_cmd
+    from pard.cli import build_parser
+
+    def no_profile(*_: Any) -> Any:
+        raise AssertionError("the profile was measured before the trace was checked")
+
+    monkeypatch.setattr(run_cmd, "run_profile", no_profile)
+    odd = tmp_path / "odd.csv"
+    odd.write_text("when,x\n0.1,1\n0.5,2\n1.2,3\n")
+    for trace, needle in [(str(tmp_path / "missing.csv"), "neither one of"), (str(odd), "--column")]:
+        code, out, err = run_main(capsys, "run", "--trace", trace, "--out", str(tmp_path / "o"))
+        assert code == 2 and "--trace" in err and needle in err and out == "", trace
+    code, _, err = run_main(capsys, "run", "--trace", "bursty", "--column", "1", "--out", str(tmp_path / "o"))
+    assert code == 2 and "--column/--unit apply to a csv trace FILE" in err
+    args = build_parser().parse_args(["run", "--trace", str(odd), "--column", "when", "--start", "0", "--duration", "2"])
+    run_cmd.check_trace(args)  # readable with the column named: no error
+
+
 def test_ctrl_c_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A KeyboardInterrupt during a command prints 'interrupted' (no traceback) and returns 130."""
     import pard.cli.simulate as simulate_cmd

@@ -28,7 +28,7 @@ import numpy as np
 from .._extras import require
 from ..errors import UsageError
 from ..report import comparison_table
-from ..workloads import TRACE_FORMATS, load_trace
+from ..workloads import BUILTIN_TRACES, TRACE_FORMATS, UNITS, load_trace
 from .compare import (agreement_table, bound_line, check_profile, drop_reasons, probe_line, reasons_line,
                       verdict)
 from .measure import run_profile
@@ -39,7 +39,7 @@ from .parsers import spell
 from .replay import replay_policies
 from .write import write_outputs
 
-__all__ = ["register", "run", "LIVE_DEFAULTS"]
+__all__ = ["register", "run", "check_trace", "LIVE_DEFAULTS"]
 
 #: Defaults of ``pard run``: 30 s of trace per policy, six policies (about 4-5 minutes on 2 cores).
 LIVE_DEFAULTS: dict[str, Any] = {
@@ -73,6 +73,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--trace", default=d["trace"], metavar="{azure-conv,bursty,poisson,FILE}",
                    help="arrival trace (as `pard simulate`); default azure-conv")
     p.add_argument("--trace-format", choices=TRACE_FORMATS, default=None, help="format of a trace FILE")
+    p.add_argument("--column", default=None, metavar="NAME|INDEX",
+                   help="csv: the column of arrival times (as `pard simulate`)")
+    p.add_argument("--unit", choices=UNITS, default=None, help="csv: unit of the arrival times (as `pard simulate`)")
     p.add_argument("--load", type=positive("--load"), default=d["load"],
                    help="mean arrival rate over the measured pipeline capacity; default 1.0")
     p.add_argument("--start", type=non_negative("--start"), default=d["start"],
@@ -108,6 +111,15 @@ def check_outputs(args: argparse.Namespace) -> None:
         check_plot_suffix(args.plot)
 
 
+def check_trace(args: argparse.Namespace) -> None:
+    """Read the trace once at a nominal rate, so that a missing or malformed one is refused before the profile."""
+    is_file = args.trace not in BUILTIN_TRACES and Path(args.trace).is_file()
+    if not is_file and (args.column is not None or args.unit is not None):
+        raise UsageError("--column/--unit apply to a csv trace FILE")
+    load_trace(args.trace, trace_format=args.trace_format, scaling="amplify", rate=1.0, start_s=args.start,
+               duration_s=args.duration, seed=args.seed, column=args.column, unit=args.unit, spell=spell)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``pard run``; returns the exit code."""
     t_all = time.perf_counter()
@@ -116,12 +128,13 @@ def run(args: argparse.Namespace) -> int:
     n_cores = cores(args.cores, err)
     args.models = models_arg(args, err)
     check_outputs(args)  # before minutes of replay, not after
+    check_trace(args)  # a bad trace fails now, not after the profile is measured
     spec, used, cache_path = run_profile(args, n_cores, err)  # 1.
     workers = [st.workers for st in spec.stages]
     capacity = spec.capacity().pipeline
     arrivals, label = load_trace(args.trace, trace_format=args.trace_format, scaling="amplify",  # 2.
                                  rate=args.load * capacity, start_s=args.start, duration_s=args.duration,
-                                 seed=args.seed, spell=spell)
+                                 seed=args.seed, column=args.column, unit=args.unit, spell=spell)
     if arrivals.size == 0:
         raise UsageError(f"--trace {args.trace!r}: no arrivals in the selected window")
     err.print(f"[bold]{spec.name}[/] live: capacity {capacity:.0f} req/s (measured), SLO {spec.slo:g} s; "
