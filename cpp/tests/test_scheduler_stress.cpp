@@ -132,6 +132,13 @@ void worker(StageScheduler& s, Shared& sh) {
     for (;;) {
         const bool done = sh.submitters_left.load(std::memory_order_acquire) == 0;
         s.form_batch(0, 0, out, is_cancelled);
+        // Report each batch at twice its profiled duration (the stage's own ratio, read by form_batch
+        // while the publisher's terms say "none measured yet"): ratio 2 only raises d(b), so the
+        // oracle below (infeasible ids never served, the others always) still holds.
+        if (!out.batch.empty()) {
+            const auto b = static_cast<std::int64_t>(out.batch.size());
+            s.observe_batch(b, 2 * s.config().profile.duration_ns(b));
+        }
         for (const Request& r : out.batch) sh.finish(r.id, kServed);
         for (const Drop& d : out.drops) {
             CHECK(d.reason == Reason::kInfeasible || d.reason == Reason::kCancelled);
@@ -162,6 +169,7 @@ void publisher(StageScheduler& s, Shared& sh) {
         PublishedTerms t;
         t.mu = (k % 2 == 0) ? 2.0 : 0.5;  // flips HBF / LBF every publish
         t.eps = 0.1;
+        t.duration_scale = (k % 3 == 0) ? 0.0 : 1.0;  // 0: the stage's own ratio (effective_terms)
         s.publish(t);
         std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
