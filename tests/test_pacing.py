@@ -147,3 +147,34 @@ def test_a_paced_stage_publishes_unpaced_demand_below_it() -> None:
         if mode == "forks":  # the entry's input (3000 req/s) exceeds its service rate: demand is the latter
             assert entry.in_rate > entry.service_rate > terms[1].in_rate
             assert terms[1].demand_rate == entry.service_rate
+
+
+def test_pard_paces_forks_on_fixed_pools_only() -> None:
+    """pard paces DAG forks (pace "forks"), but while an autoscaler sizes the stages it runs unpaced
+    (PolicySpec.pace_autoscaled off): the same bursty da run (an entry faster than the pose branch, as
+    above) gives exactly the unpaced variant's outcomes
+    under autoscale=True (where pacing, kept by pace_autoscaled, would change them) and exactly the paced
+    variant's with fixed workers, where the two differ."""
+    pard_spec = POLICIES["pard"]
+    assert pard_spec.pace == "forks" and not pard_spec.pace_autoscaled
+    auto = pard_spec.for_autoscaling()
+    assert auto.pace == "none" and auto.name == "pard"
+    keep = dataclasses.replace(pard_spec, name="p", pace_autoscaled=True)
+    assert keep.for_autoscaling() is keep and POLICIES["pard-paper"].for_autoscaling() is POLICIES["pard-paper"]
+    spec = config.builtin("da")
+    spec = spec.with_workers({"person_detect": spec.stage("person_detect").workers + 1})  # as the test above
+    rng = np.random.default_rng(3)
+    cap = spec.capacity().pipeline
+    arr = np.sort(np.concatenate([rng.uniform(0.0, 20.0, int(0.6 * cap * 20)),
+                                  rng.uniform(8.0, 11.0, int(3.0 * cap * 3))]))
+    unpaced = dataclasses.replace(pard_spec, name="pard", pace="none")
+
+    def outcome(pol: object, **kw: object) -> tuple[int, int, int]:
+        r = pard.simulate(spec, arr, pol, seed=0, **kw)  # type: ignore[arg-type]
+        assert r.submitted == r.on_time + r.late + r.dropped + r.rejected + r.failed
+        return r.on_time, r.late, r.dropped
+
+    assert outcome("pard", autoscale=True, cold_start_s=2.0) == outcome(unpaced, autoscale=True, cold_start_s=2.0)
+    assert outcome(keep, autoscale=True, cold_start_s=2.0) != outcome(unpaced, autoscale=True, cold_start_s=2.0)
+    assert outcome("pard") == outcome(dataclasses.replace(pard_spec, name="pard+pace"))
+    assert outcome("pard") != outcome(unpaced)

@@ -40,6 +40,7 @@ KNOWN_POLICY_FIELDS = frozenset({
     "contended_z", "contended_path",
     "overload_upper",
     "prior_terms",  # computed by the Python planner before the first interval (Planner.prior_terms)
+    "pace_autoscaled",  # resolved before the planner is built (PolicySpec.for_autoscaling in simulate)
 })
 
 

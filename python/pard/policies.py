@@ -38,10 +38,9 @@ Built, tested and measured but *not* in ``pard`` (bench/RESULTS.md, issue 9, say
 quantile tuned online from outcomes, within ``[LAM_MIN, LAM_MAX]``), ``rate_admission`` (a persistently
 overloaded downstream stage's excess shed at the entry, lowest tier first; :mod:`pard.admission`),
 ``downstream="busy"`` (``w = sum rho_i d_i``, :mod:`pard.utilisation`; it loses 16-27 % when a burst
-follows an idle gap with a wrong profile), ``pace`` (an overloaded stage forwards no faster than the
-slowest stage below it: at a DAG fork it keeps sibling branches from dropping different requests, +2-3 pp
-on ``da`` with fixed workers, but it feeds a per-stage autoscaler less demand, so the branches scale up
-late; at every stage it starves a batching bottleneck in a chain), ``spread_z`` (the execution-time spread budgeted at ``z`` standard deviations, ``spread_scope``), ``queue_z``
+follows an idle gap with a wrong profile), ``pace="all"`` (at every stage it starves a batching
+bottleneck in a chain) and ``pace_autoscaled`` (pacing while a per-stage autoscaler sizes the stages: more
+goodput, but up to 39 % more workers, so less goodput per provisioned worker), ``spread_z`` (the execution-time spread budgeted at ``z`` standard deviations, ``spread_scope``), ``queue_z``
 and ``queue_last`` (downstream queueing delays budgeted at mean + z sd, or at the last interval's mean)
 and ``contended_z`` (a stage's own execution spread weighted by its utilisation, ``contended_path``), and
 ``overload_upper`` (an overloaded stage's pop rule budgets ``w = sum d_i`` whatever the planner measured: it
@@ -51,6 +50,7 @@ over ``pard`` on both seeds of the grid).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -115,7 +115,13 @@ class PolicySpec:
         pace: with ``reactive``, an overloaded stage forwards no faster than the slowest stage below it
             finishes (the planner's ``path_rate``): smaller batches, so the excess is dropped at this stage
             rather than after a stage below has spent on it (stage_scheduler.hpp step 2c; DESIGN §3.7).
-            Where: ``"none"``, ``"forks"`` or ``"all"`` (:data:`Pace`, :func:`paces`).
+            Where: ``"none"``, ``"forks"`` or ``"all"`` (:data:`Pace`, :func:`paces`). ``pard``: ``"forks"``.
+        pace_autoscaled: pace also while an autoscaler sizes the stages (``simulate(autoscale=True)``).
+            Off (``pard``): :meth:`for_autoscaling` turns pacing off there, because the stages below a paced
+            fork are sized on the demand before pacing and provision up to 39 % more workers than without
+            it: pacing then buys goodput with capacity. On a fixed pool it cannot change the capacity, and
+            what it saves (branch work on requests a sibling drops) is goodput (bench/RESULTS.md, issue 9,
+            sixth round).
         correct_durations: scale ``d_k(b)`` by the measured / profiled ratio, online (``pard``).
         tune_lam: tune the downstream quantile online from outcomes (``pard``).
         rate_admission: shed a persistently overloaded downstream stage's excess at the entry.
@@ -174,6 +180,7 @@ class PolicySpec:
     reactive: bool = False
     shed: bool = True
     pace: Pace = "none"
+    pace_autoscaled: bool = False
     correct_durations: bool = False
     tune_lam: bool = False
     rate_admission: bool = False
@@ -208,7 +215,8 @@ class PolicySpec:
                                  f"got {value!r}")
         for field in ("instant", "tiered", "reactive", "shed", "correct_durations", "tune_lam", "rate_admission",
                       "coherent_branches", "mu_at_capacity", "coherent_paths", "idle_batch",
-                      "max_queue_entry_only", "queue_last", "contended_path", "prior_terms", "overload_upper"):
+                      "max_queue_entry_only", "queue_last", "contended_path", "prior_terms", "overload_upper",
+                      "pace_autoscaled"):
             if not isinstance(getattr(self, field), bool):
                 raise PardTypeError(f"PolicySpec.{field} must be True or False, got {getattr(self, field)!r}")
         if isinstance(self.max_queue, bool) or not isinstance(self.max_queue, int):
@@ -248,6 +256,13 @@ class PolicySpec:
             max_queue_entry_only=self.max_queue_entry_only,
         )
 
+    def for_autoscaling(self) -> PolicySpec:
+        """This policy as it runs while an autoscaler sizes the stages: without pacing unless
+        ``pace_autoscaled`` (see that field); the name is kept, so reports still name the policy."""
+        if self.pace == "none" or self.pace_autoscaled:
+            return self
+        return dataclasses.replace(self, pace="none")
+
     @property
     def uses_planner_terms(self) -> bool:
         """True when the stage schedulers read any term the planner publishes: the downstream term
@@ -258,7 +273,7 @@ class PolicySpec:
 
 def _specs() -> dict[str, PolicySpec]:
     specs = [
-        PolicySpec("pard", "adaptive", "pard", "upper", tiered=True, reactive=True, correct_durations=True,
+        PolicySpec("pard", "adaptive", "pard", "upper", tiered=True, reactive=True, pace="forks", correct_durations=True,
                    coherent_branches=True, idle_batch=True, mu_at_capacity=True, coherent_paths=True,
                    prior_terms=True,
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "

@@ -302,6 +302,8 @@ def simulate(
             or not 1 <= samples <= MAX_SAMPLES):
         raise PardValueError(f"samples must be an int in 1..{MAX_SAMPLES}, got {show(samples)}")
     autoscale = check_bool("autoscale", autoscale)
+    if autoscale:
+        pol = pol.for_autoscaling()  # pard paces forks on fixed pools only (PolicySpec.pace_autoscaled)
     if autoscale_on not in AUTOSCALE_ON:
         raise PardValueError(f"autoscale_on must be one of {', '.join(AUTOSCALE_ON)}, got {show(autoscale_on)}")
     adapt_window = check_bool("adapt_window", adapt_window)
