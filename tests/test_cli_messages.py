@@ -1,0 +1,77 @@
+"""What a user reads when the input is wrong: each message names the option or field and the value once, says
+what the user can do from where they are (the command line or Python), and bad usage exits 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import pard
+from pard.cli import main
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse exits on usage errors
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _tm_text() -> str:
+    return pard.config.dumps(pard.config.builtin("tm"), format="yaml")
+
+
+def test_cli_spec_file_of_unknown_suffix_says_to_rename_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A --pipeline file whose suffix names no format exits 2 telling a CLI user to rename it (the CLI has no format= to pass)."""
+    f = tmp_path / "spec.txt"
+    f.write_text(_tm_text())
+    for command in ("simulate", "profile"):
+        code, out, err = run_main(capsys, command, "--pipeline", str(f))
+        assert code == 2 and out == ""
+        assert f"--pipeline {str(f)!r}: cannot tell the spec file's format from its suffix '.txt'" in err
+        assert "rename it to end in one of .yaml, .yml, .json, .toml" in err
+        assert "format=" not in err
+
+
+def test_python_spec_file_of_unknown_suffix_names_the_format_argument(tmp_path: Path) -> None:
+    """In Python, the same file names the function whose format= argument reads it, and the values it takes."""
+    f = tmp_path / "spec.txt"
+    f.write_text(_tm_text())
+    with pytest.raises(pard.ConfigError) as info:
+        pard.config.load(f)
+    assert str(info.value) == (f"{f}: cannot tell the file format from suffix '.txt': expected .yaml, .yml, .json or "
+                               f".toml; or pass format='yaml', 'json' or 'toml' to pard.config.load()")
+    assert pard.config.load(f, format="yaml") == pard.config.builtin("tm")  # and that advice works
+    with pytest.raises(pard.ConfigError, match=r"to save\(\)$"):
+        pard.config.builtin("tm").save(tmp_path / "out.txt")
+
+
+def test_unknown_pipeline_name_is_quoted_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--pipeline bogus` says the value once (it read "--pipeline 'bogus': bogus: no such pipeline file")."""
+    code, _, err = run_main(capsys, "simulate", "--pipeline", "bogus")
+    assert code == 2
+    assert err.strip() == ("pard simulate: error: --pipeline 'bogus': no such pipeline file, and not a built-in "
+                           "pipeline name (built-ins: tm, lv, ga, da)")
+
+
+def test_invalid_spec_file_names_the_file_once_and_the_field_and_value(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A spec file with a bad field value names the option, the file once, the field and the value."""
+    f = tmp_path / "bad.yaml"
+    f.write_text(_tm_text().replace("workers: 3", "workers: many", 1))
+    code, _, err = run_main(capsys, "simulate", "--pipeline", str(f))
+    assert code == 2
+    assert err.startswith(f"pard simulate: error: --pipeline {str(f)!r}: invalid pipeline: stages[0].workers: ")
+    assert "'many'" in err and err.count(str(f)) == 1
+
+
+def test_run_profile_file_errors_name_the_file_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`pard run --profile FILE` with an invalid file names --profile and the file once, before any replay."""
+    f = tmp_path / "prof.yaml"
+    f.write_text(_tm_text().replace("slo: 0.4", "slo: soon"))
+    code, out, err = run_main(capsys, "run", "--profile", str(f), "--out", str(tmp_path / "o"), "--models", "numpy")
+    assert code == 2 and out == ""
+    assert f"--profile {str(f)!r}: invalid pipeline: slo: " in err and "'soon'" in err and err.count(str(f)) == 1
