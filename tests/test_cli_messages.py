@@ -75,3 +75,40 @@ def test_run_profile_file_errors_name_the_file_once(tmp_path: Path, capsys: pyte
     code, out, err = run_main(capsys, "run", "--profile", str(f), "--out", str(tmp_path / "o"), "--models", "numpy")
     assert code == 2 and out == ""
     assert f"--profile {str(f)!r}: invalid pipeline: slo: " in err and "'soon'" in err and err.count(str(f)) == 1
+
+
+@pytest.mark.parametrize(("text", "line", "fields", "first"), [
+    ("t\n0.1\n0.2,3,4\n", 3, 3, 1),  # the user's file: a header of one column, a row of three
+    ("0.1\n\n0.2\n0.3,4\n", 4, 2, 1),  # no header, a blank line before the long row
+    ("t,x\n0.1,1\n0.2\n0.3,1,2\n", 4, 3, 2),  # a short row is not what is refused; the long one is
+])
+def test_ragged_csv_trace_names_the_file_line_and_field_counts(tmp_path: Path, text: str, line: int, fields: int,
+                                                               first: int) -> None:
+    """A CSV trace with a row longer than its first line is a TraceError naming the file, that line and both field
+    counts, in pard's words (it surfaced pandas' "Error tokenizing data. C error: ...")."""
+    f = tmp_path / "ragged.csv"
+    f.write_text(text)
+    with pytest.raises(pard.TraceError) as info:
+        pard.workloads.read_csv_trace(f)
+    assert str(info.value) == (f"{f}: line {line} has {fields} fields, but line 1 (the first) has {first}; every "
+                               f"line of a CSV trace must have as many fields as the first")
+
+
+def test_ragged_csv_trace_on_the_command_line_is_one_line_and_exit_2(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """`pard simulate --trace ragged.csv` exits 2 with one error line naming the file and the line, no traceback."""
+    f = tmp_path / "ragged.csv"
+    f.write_text("t\n0.1\n0.2,3,4\n")
+    code, out, err = run_main(capsys, "simulate", "--pipeline", "tm", "--trace", str(f), "--policies", "naive")
+    assert code == 2 and out == ""
+    assert err.splitlines() == [f"pard simulate: error: {f}: line 3 has 3 fields, but line 1 (the first) has 1; "
+                                f"every line of a CSV trace must have as many fields as the first"]
+
+
+def test_csv_trace_with_an_unclosed_quote_names_the_line(tmp_path: Path) -> None:
+    """An unclosed quote is named by the line it opens on, not by pandas' tokenizer."""
+    f = tmp_path / "quote.csv"
+    f.write_text('t\n0.1\n"0.2\n0.3\n')
+    with pytest.raises(pard.TraceError) as info:
+        pard.workloads.read_csv_trace(f)
+    assert str(info.value).startswith(f"{f}: line 3: not valid CSV: ") and "C error" not in str(info.value)
