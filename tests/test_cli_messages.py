@@ -112,3 +112,30 @@ def test_csv_trace_with_an_unclosed_quote_names_the_line(tmp_path: Path) -> None
     with pytest.raises(pard.TraceError) as info:
         pard.workloads.read_csv_trace(f)
     assert str(info.value).startswith(f"{f}: line 3: not valid CSV: ") and "C error" not in str(info.value)
+
+
+@pytest.mark.parametrize("command", ["simulate", "run", "profile", "serve"])
+def test_unknown_option_reports_the_subcommands_usage(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """An option a subcommand does not know exits 2 with that subcommand's usage and names the option (it printed
+    the top-level `usage: pard [-h] [--version] COMMAND ...`)."""
+    argv = [command, "--bogus-opt"] + (["cfg.yaml"] if command == "serve" else [])
+    code, out, err = run_main(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith(f"usage: pard {command} [-h]")
+    assert err.splitlines()[-1] == (f"pard {command}: error: unrecognized arguments: --bogus-opt; "
+                                    f"see pard {command} --help")
+
+
+def test_misspelt_option_names_the_closest_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """`pard simulate --policy bogus` names both words it did not take and suggests --policies."""
+    code, _, err = run_main(capsys, "simulate", "--policy", "bogus")
+    assert code == 2
+    assert err.splitlines()[-1] == ("pard simulate: error: unrecognized arguments: --policy bogus (did you mean "
+                                    "--policies for --policy?); see pard simulate --help")
+
+
+def test_unknown_top_level_option_keeps_the_top_level_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown option before the subcommand is the top-level parser's: its usage, exit 2."""
+    code, _, err = run_main(capsys, "--bogus-opt", "simulate")
+    assert code == 2 and err.startswith("usage: pard [-h] [--version] COMMAND ...")
+    assert err.splitlines()[-1] == "pard: error: unrecognized arguments: --bogus-opt"
