@@ -41,6 +41,7 @@ std::pair<const std::uint8_t*, std::uint64_t> cancelled_mask(const MaskArg& canc
 }  // namespace
 
 void register_scheduler(py::module_& m) {
+    m.attr("DURATION_SCALE_BOUNDS") = py::make_tuple(kDurationScaleMin, kDurationScaleMax);
     m.attr("REASONS") = std::vector<std::string>(kReasonNames, kReasonNames + kNumReasons);
 
     py::class_<Profile>(m, "Profile", "Batch execution duration d(b), piecewise-linear through measured points (s).")
@@ -160,6 +161,23 @@ void register_scheduler(py::module_& m) {
              "Publish the planner's terms (DESIGN 3.2, 3.5) as one snapshot and step the adaptive order "
              "(3.3: mu > 1+eps -> HBF, mu < 1-eps -> LBF, else keep). ValueError for negative or non-finite "
              "values or admit_fraction outside [0, 1].")
+        .def("observe_batch", [](StageScheduler& s, std::int64_t size, double measured_s) {
+                 if (size < 1) throw py::value_error("observe_batch: size=" + std::to_string(size) + " must be >= 1");
+                 s.observe_batch(size, to_ns(measured_s, "measured_s"));
+             },
+             py::arg("size"), py::arg("measured_s"),
+             "Record that a batch of `size` requests ran for measured_s seconds (a live worker and the "
+             "simulator do this after every batch): the stage's own measured / profiled ratio, used until "
+             "the planner publishes a duration_scale (publish with duration_scale=0: none measured yet).")
+        .def_property_readonly("own_duration_scale", &StageScheduler::own_duration_scale,
+             "The stage's own measured / profiled batch-duration ratio over every observed batch, clipped to "
+             "DURATION_SCALE_BOUNDS; 1 before the first.")
+        .def("expected_duration", [](const StageScheduler& s, std::int64_t b) {
+                 if (b < 1) throw py::value_error("expected_duration: b=" + std::to_string(b) + " must be >= 1");
+                 return static_cast<double>(s.expected_duration_ns(b)) * 1e-9;
+             },
+             py::arg("b"),
+             "d_k(b) in seconds as the stage expects it now: the profile's times the duration_scale in force.")
         .def("form_batch", [](StageScheduler& s, double now_s, double t_e_s,
                               std::optional<py::array_t<std::uint8_t, py::array::c_style>> cancelled) {
                  const std::int64_t now = to_ns(now_s, "now_s");

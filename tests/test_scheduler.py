@@ -401,7 +401,8 @@ def test_duration_scale_scales_the_drop_threshold() -> None:
 
 @pytest.mark.parametrize(("kwargs", "needle"), [
     ({"service_rate": -1.0}, "service_rate=-1"),
-    ({"duration_scale": 0.0}, "duration_scale=0"),
+    ({"duration_scale": -1.0}, "duration_scale=-1"),
+    ({"duration_scale": 2000.0}, "duration_scale=2000"),
     ({"admit_fraction": 1.5}, "admit_fraction=1.5"),
 ])
 def test_publish_validates_new_terms(kwargs: dict[str, float], needle: str) -> None:

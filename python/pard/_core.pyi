@@ -60,6 +60,8 @@ def bench_form_batch(queue: int, max_batch: int, policy: "Policy", rounds: int =
 # Drop reason codes: REASONS[code] is the name used in reports and in pard.Dropped.
 REASONS: list[str]   # ["infeasible", "expired", "stage-budget", "window", "overload", "cancelled", "rejected",
                      #  "timeout", "shed"]
+# The clip of a stage's own measured / profiled d(b) ratio (= pard.duration_scale.SCALE_MIN, SCALE_MAX).
+DURATION_SCALE_BOUNDS: tuple[float, float]
 
 class Profile:
     """Batch execution duration d(b), piecewise-linear through measured points (s)."""
@@ -110,13 +112,19 @@ class StageScheduler:
                  entry: bool = True) -> None: ...
     def submit(self, id: int, send_s: float, deadline_s: float, arrival_s: float, tier: int = 0) -> bool: ...
     # service_rate: req/s at full batches (0 = unknown; the reactive test is off); duration_scale:
-    # measured / profiled d(b) in (0, 1000]; path_rate: req/s the slowest stage below finishes (0 = none;
+    # measured / profiled d(b) in [0, 1000], 0 = none measured yet (the stage then corrects the profile-based
+    # terms by its own ratio, own_duration_scale, and does not shed before its first batch); path_rate: req/s the slowest stage below finishes (0 = none;
     # Policy.pace holds an overloaded stage to it); overload_downstream_s: the pop rule's downstream term
     # when the reactive overload test holds, if larger (0 = none).  All terms validated by
     # PublishedTerms::from_seconds.
     def publish(self, *, downstream_s: float, mu: float, eps: float, queue_delay_s: float,
                 admit_fraction: float = 1.0, service_rate: float = 0.0, duration_scale: float = 1.0,
                 path_rate: float = 0.0, overload_downstream_s: float = 0.0) -> None: ...
+    # a batch of `size` ran measured_s seconds (live workers and the simulator call it after every batch)
+    def observe_batch(self, size: int, measured_s: float) -> None: ...  # ValueError for size < 1
+    @property
+    def own_duration_scale(self) -> float: ...  # sum measured / sum profiled, clipped; 1 before any batch
+    def expected_duration(self, b: int) -> float: ...  # d(b) in s times the duration_scale in force
     # -> (batch ids, dropped ids, drop reason codes); the batch is already in service order
     def form_batch(self, now_s: float, expected_start_s: float,
                    cancelled: npt.NDArray[np.uint8] | None = None) -> tuple[U64, U64, I32]: ...

@@ -94,6 +94,7 @@ seen the window stays at its initial value ``window_s``.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from collections import deque
 from typing import Any, Deque, Mapping, Sequence
@@ -293,8 +294,14 @@ class Planner:
     def prior_terms(self, now_s: float, workers: Sequence[int]) -> list[StageTerms]:
         """The terms one idle interval ending at ``now_s`` (s) would publish, computed on a copy (this
         planner's state and draws untouched): ``PolicySpec.prior_terms`` publishes them before the first
-        sync, when the schedulers hold no downstream estimate and no service rate. Raises as :meth:`update`."""
-        return copy.deepcopy(self).update(now_s, [{} for _ in self._stages], workers)
+        sync, when the schedulers hold no downstream estimate and no service rate. With
+        ``correct_durations`` their ``duration_scale`` is 0, "none measured yet": until the first sync each
+        stage corrects these profile-based terms by its own measured / profiled ratio
+        (``StageScheduler::effective_terms`` in cpp/include/pard/stage_scheduler.hpp). Raises as :meth:`update`."""
+        terms = copy.deepcopy(self).update(now_s, [{} for _ in self._stages], workers)
+        if self._policy.correct_durations:
+            terms = [dataclasses.replace(t, duration_scale=0.0) for t in terms]
+        return terms
 
     # ------------------------------------------------------------------ the update
     def update(

@@ -81,7 +81,7 @@ class StageTerms:
     wait_quantile_s: float
     window_s: float
     service_rate: float = 0.0
-    duration_scale: float = 1.0
+    duration_scale: float = 1.0  # 0: none measured yet (prior_terms; the stage uses its own ratio)
     demand_rate: float = 0.0
     lam: float = 0.0
     path_rate: float = 0.0

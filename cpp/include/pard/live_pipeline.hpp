@@ -358,6 +358,7 @@ public:
             push_recent(ss.recent_batches, std::array<double, 4>{to_s(start_ns), to_s(end_ns - start_ns),
                                                                   static_cast<double>(n), to_s(start_ns - w.t_b_ns)});
         }
+        spec(k).sched->observe_batch(static_cast<std::int64_t>(n), end_ns - start_ns);
         const double share = n ? to_s(end_ns - start_ns) / static_cast<double>(n) : 0.0;
         if (spec(k).successors.empty()) done.reserve(done.size() + n);  // an exit: most of them end here
         std::vector<Payload> trash;

@@ -279,6 +279,7 @@ private:
         std::int64_t ready_at = 0;        // when a cold worker comes up
         std::int64_t next_collected = 0;
         std::int64_t nominal_end = 0;     // start + expected d_k(b) of the running batch: t_e of its pre-collection
+        std::int64_t run_ns = 0;          // the running batch's drawn duration (observe_batch at its end)
         [[nodiscard]] bool counts() const noexcept {
             return st == WState::kCold || st == WState::kIdle || (st == WState::kBusy && !retiring);
         }
@@ -671,6 +672,7 @@ private:
         const std::int64_t nominal = s.profile.duration_ns(size);
         auto dur = static_cast<std::int64_t>(std::llround(static_cast<double>(nominal) * s.exec_scale * jitter()));
         if (dur < 1) dur = 1;
+        w.run_ns = dur;
         events_.push(now_ + dur, kPrioBatchEnd, kBatchEnd, static_cast<std::uint32_t>(stage),
                      static_cast<std::uint32_t>(wi));
         const double share = static_cast<double>(dur) / static_cast<double>(size);
@@ -697,6 +699,7 @@ private:
         StageRt& s = stages_[stage];
         {
             Worker& w = s.workers[wi];
+            s.sched->observe_batch(static_cast<std::int64_t>(w.running.size()), w.run_ns);
             for (const Request& r : w.running) {
                 if (state_[r.id] != Outcome::kPending) continue;  // cancelled meanwhile: wasted, not forwarded
                 if (s.sink) {

@@ -33,6 +33,11 @@
 
 namespace pard {
 
+// The clip of every measured / profiled duration ratio (pard.duration_scale.SCALE_MIN, SCALE_MAX: one
+// value, exported to Python as _core.DURATION_SCALE_BOUNDS and asserted equal in the tests).
+inline constexpr double kDurationScaleMin = 0.1;
+inline constexpr double kDurationScaleMax = 10.0;
+
 struct PublishedTerms {
     std::int64_t downstream_ns = 0;   // Σ_{downstream} q_i + Σ d_i(b_i) + w_k; 0 before the first publish
     double mu = 0.0;                  // load factor of this stage (T_in / T_m)
@@ -40,7 +45,8 @@ struct PublishedTerms {
     std::int64_t queue_delay_ns = 0;  // recent average queueing delay at this stage (DAGOR)
     double admit_fraction = 1.0;      // share of arriving requests to admit (1 = all)
     double service_rate = 0.0;        // requests/s the stage finishes at full batches (0 = unknown)
-    double duration_scale = 1.0;      // measured / profiled batch duration: d_k(b) is scaled by it
+    double duration_scale = 1.0;      // measured / profiled batch duration: d_k(b) is scaled by it;
+                                      // 0 = none measured yet (the stage uses its own: effective_terms)
     double path_rate = 0.0;           // requests/s the slowest stage below this one finishes (0 = none)
     std::int64_t overload_downstream_ns = 0;  // the pop rule's downstream floor when overloaded (0 = none)
 
@@ -60,8 +66,9 @@ struct PublishedTerms {
         }
         t.admit_fraction = admit_fraction;
         t.service_rate = finite_nonneg(service_rate, "service_rate");
-        if (!(std::isfinite(duration_scale) && duration_scale > 0.0 && duration_scale <= 1e3)) {
-            throw std::invalid_argument("duration_scale=" + std::to_string(duration_scale) + " must be in (0, 1000]");
+        if (!(std::isfinite(duration_scale) && duration_scale >= 0.0 && duration_scale <= 1e3)) {
+            throw std::invalid_argument("duration_scale=" + std::to_string(duration_scale) +
+                                        " must be in [0, 1000] (0: none measured yet)");
         }
         t.duration_scale = duration_scale;
         t.path_rate = finite_nonneg(path_rate, "path_rate");

@@ -26,14 +26,16 @@
 //      t_e + d_k(1) + downstream > deadline, remove it (reason `infeasible`). d_k(1) <= d_k(b), so
 //      the purge never drops a request that the pop-time rule would keep; it is what keeps HBF from
 //      letting low-budget requests sit in the queue forever. (d_k is the profile's d(b) times the
-//      published duration_scale, the online measured/profiled ratio, throughout.)
+//      published duration_scale, the online measured/profiled ratio, throughout; until the planner
+//      has measured one — published duration_scale 0 — the stage's own ratio, see effective_terms.)
 //   2b. reactive (pard): the hot-path overload test, once per batch. With n queued, the published
 //      service rate R (requests/s at full batches) and the slack of the request with the most of it,
 //      s_max = max deadline - (t_e + d_k(b) + downstream): the queue needs n / R to drain; if that
 //      exceeds s_max, no order can serve all of it in time, and EDF (LBF) would spend the stage on
 //      requests that leave it with no slack. Then this batch is popped HBF at once (without waiting
 //      for the planner's mu), and the requests that cannot even leave this stage in time in that order
-//      are shed now, from the bottom (reason `shed`): serving from the top, the request at position p
+//      are shed now (not while nothing is measured yet: unmeasured()), from the bottom (reason `shed`):
+//      serving from the top, the request at position p
 //      starts after p / R; with l_max = max deadline - (t_e + d_k(b)) (this stage's own finish, no
 //      downstream estimate) every request past the first floor(l_max * R) would start after its own
 //      deadline. Shedding them at once frees their DAG siblings at once; requests that are only
@@ -187,6 +189,62 @@ public:
 
     [[nodiscard]] PublishedTerms terms() const noexcept { return terms_.load(); }
 
+    // Any worker thread, once a batch of b requests has run for measured_ns: adds it to the stage's own
+    // measured and profiled sums, the d_k(b) correction used until the planner publishes one
+    // (effective_terms). Lock-free: two relaxed additions per batch. The simulator calls it at the
+    // batch's end, as a live worker can, so a simulated run sees what a live one does.
+    void observe_batch(std::int64_t b, std::int64_t measured_ns) noexcept {
+        if (b < 1 || measured_ns < 0) return;
+        if (b > cfg_.max_batch) b = cfg_.max_batch;
+        measured_sum_ns_.fetch_add(measured_ns, std::memory_order_relaxed);
+        profiled_sum_ns_.fetch_add(cfg_.profile.duration_ns(b), std::memory_order_relaxed);
+    }
+
+    // The stage's own measured / profiled ratio over every batch it has run (count-weighted, as the
+    // planner's DurationScale starts), clipped to [kDurationScaleMin, kDurationScaleMax]; 1 (the
+    // profile) before its first batch. The two sums are read one after the other: a batch observed in
+    // between shifts the ratio by at most that one batch.
+    [[nodiscard]] double own_duration_scale() const noexcept {
+        const std::int64_t p = profiled_sum_ns_.load(std::memory_order_relaxed);
+        if (p <= 0) return 1.0;
+        const double s = static_cast<double>(measured_sum_ns_.load(std::memory_order_relaxed)) / static_cast<double>(p);
+        return s < kDurationScaleMin ? kDurationScaleMin : (s > kDurationScaleMax ? kDurationScaleMax : s);
+    }
+
+    // The terms the hot path uses: the published ones, except while their duration_scale is 0 (the
+    // planner has measured nothing yet: PolicySpec.prior_terms publishes the profile's idle-interval
+    // terms before the first sync). Then the stage takes its own ratio s from the batches it has run
+    // as the whole pipeline's (the executors share one machine: DurationScale's pooled ratio) and
+    // applies it to every term the prior computed from the profile: d_k(b) and the downstream terms
+    // times s, the service and path rates divided by s. Why: a burst that arrives before the first
+    // sync (1 s) would otherwise be shed by a profile far slower than the executors (issue 9 item 4:
+    // the README's NumPy example, 100x faster than declared, shed 80 % of a 1 000-request burst).
+    [[nodiscard]] PublishedTerms effective_terms() const noexcept { return effective(terms_.load()); }
+
+    // True while neither the planner nor this stage has measured a batch: the published duration_scale
+    // is 0 and no batch has been observed. Then step 2b does not shed (its only evidence that the queue
+    // is unreachable would be the profile: a burst that finds the first batch forming would be cut to
+    // what the profile says, before one batch has shown the real speed); the order switch still holds.
+    [[nodiscard]] bool unmeasured(const PublishedTerms& published) const noexcept {
+        return published.duration_scale == 0.0 && profiled_sum_ns_.load(std::memory_order_relaxed) == 0;
+    }
+
+private:
+    [[nodiscard]] PublishedTerms effective(PublishedTerms t) const noexcept {
+        if (t.duration_scale > 0.0) return t;
+        const double s = own_duration_scale();
+        t.duration_scale = s;
+        if (s != 1.0) {
+            t.downstream_ns = scaled(t.downstream_ns, s);
+            t.overload_downstream_ns = scaled(t.overload_downstream_ns, s);
+            t.service_rate /= s;
+            t.path_rate /= s;
+        }
+        return t;
+    }
+
+public:
+
     // The order the next batch is popped in: fcfs, lbf or hbf (never adaptive).
     [[nodiscard]] Order current_order() const noexcept { return order_.load(std::memory_order_relaxed); }
 
@@ -201,7 +259,7 @@ public:
     // planner's online measured / profiled ratio; 1 for policies that do not correct). What a worker
     // that pre-collects its next batch takes as the running batch's end (t_e).
     [[nodiscard]] std::int64_t expected_duration_ns(std::int64_t b) const noexcept {
-        return scaled(cfg_.profile.duration_ns(b), terms_.load().duration_scale);
+        return scaled(cfg_.profile.duration_ns(b), effective_terms().duration_scale);
     }
 
     // Moves everything in the ring into the heap (with the admission of step 1); admission drops
@@ -209,7 +267,7 @@ public:
     template <class IsCancelled = NeverCancelled>
     void drain(std::vector<Drop>& drops, IsCancelled&& is_cancelled = IsCancelled{}) {
         std::lock_guard<std::mutex> guard(mu_);
-        const PublishedTerms t = terms_.load();
+        const PublishedTerms t = effective_terms();
         drain_locked(t, drops, is_cancelled);
         heap_size_.store(heap_.size(), std::memory_order_relaxed);
     }
@@ -221,7 +279,8 @@ public:
                     IsCancelled&& is_cancelled = IsCancelled{}) {
         std::lock_guard<std::mutex> guard(mu_);
         out.clear();
-        const PublishedTerms t = terms_.load();
+        const PublishedTerms published = terms_.load();
+        const PublishedTerms t = effective(published);
         const DropRule rule = cfg_.policy.drop;
         if (run_eligible(t)) {
             take_run();  // step 1 without the heap (see take_run)
@@ -245,7 +304,8 @@ public:
         std::size_t limit = max_b;  // step 2c lowers it
         const bool pace = paced(t);
         const bool overloaded = rule == DropRule::kPard && cfg_.policy.reactive && !cfg_.policy.keyed_by_arrival() &&
-                                t.service_rate > 0.0 && react_to_overload(t, t_e_ns, d, pace, out, is_cancelled);  // 2b
+                                t.service_rate > 0.0 &&
+                                react_to_overload(t, t_e_ns, d, pace, !unmeasured(published), out, is_cancelled);  // 2b
         if (overloaded) {
             pop_max = true;
             b = heap_.size() < max_b ? heap_.size() : max_b;
@@ -302,7 +362,7 @@ public:
         if (cfg_.policy.drop != DropRule::kPard) return;
         if (t_e_ns < now_ns) t_e_ns = now_ns;
         std::lock_guard<std::mutex> guard(mu_);
-        const PublishedTerms t = terms_.load();
+        const PublishedTerms t = effective_terms();
         drain_locked(t, drops, is_cancelled);
         purge_low_end(t, t_e_ns, drops, is_cancelled);
         heap_size_.store(heap_.size(), std::memory_order_relaxed);
@@ -366,13 +426,13 @@ private:
     // Step 2b: true when the queue cannot drain within the largest slack at the published service
     // rate; then sheds the unreachable bottom of the queue (reason `shed`).
     template <class IsCancelled>
-    bool react_to_overload(const PublishedTerms& t, std::int64_t t_e_ns, std::int64_t d, bool pace, BatchResult& out,
-                           IsCancelled& is_cancelled) {
+    bool react_to_overload(const PublishedTerms& t, std::int64_t t_e_ns, std::int64_t d, bool pace, bool may_shed,
+                           BatchResult& out, IsCancelled& is_cancelled) {
         const double n = static_cast<double>(heap_.size());
         const double slack_max_s =
             static_cast<double>(heap_.max().deadline_ns - pard_threshold(t_e_ns, d, t.downstream_ns)) * 1e-9;
         if (n <= t.service_rate * slack_max_s) return false;
-        if (!cfg_.policy.shed) return true;
+        if (!cfg_.policy.shed || !may_shed) return true;
         // Shed only what cannot even leave this stage in time: the downstream term is an estimate that
         // a burst inflates (and the purge and pop rule apply it anyway), this stage's own finish is not.
         // At least one batch is always kept.
@@ -600,6 +660,8 @@ private:
     std::vector<std::size_t> tier_order_;           // tiers, lowest weight first
     double tier_total_ = 0.0;
     std::atomic<std::size_t> heap_size_{0};
+    std::atomic<std::int64_t> measured_sum_ns_{0};  // observe_batch: measured batch ns, ever
+    std::atomic<std::int64_t> profiled_sum_ns_{0};  // ... and the profile's d_k(b) for the same batches
     std::vector<Request> local_;              // submit_local's buffer (single-threaded owners)
     std::vector<Request> run_;                // form_batch's sorted run (run_eligible), [run_lo_, run_hi_) unpopped
     std::size_t run_lo_ = 0, run_hi_ = 0;
