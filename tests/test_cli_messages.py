@@ -139,3 +139,24 @@ def test_unknown_top_level_option_keeps_the_top_level_usage(capsys: pytest.Captu
     code, _, err = run_main(capsys, "--bogus-opt", "simulate")
     assert code == 2 and err.startswith("usage: pard [-h] [--version] COMMAND ...")
     assert err.splitlines()[-1] == "pard: error: unrecognized arguments: --bogus-opt"
+
+
+def test_live_table_notes_a_policy_far_off_its_refit_simulation() -> None:
+    """The figures of the +490 % run: ray-serve (149.4 live vs 25.3 refit) and triton (133.8 vs 273.7) are named under
+    the table with their differences, pard (411.2 vs 420.3, -2 %) is not; a run within 25 % everywhere gets no note."""
+    from types import SimpleNamespace as R
+
+    from pard.cli.compare import agreement_table, refit_note
+
+    live = {"pard": 411.2, "ray-serve": 149.4, "triton": 133.8}
+    refit = {"pard": 420.3, "ray-serve": 25.3, "triton": 273.7}
+    info: dict[str, dict[str, object]] = {n: {"scheduler_share_of_latency": None} for n in live}
+    agreement_table({n: R(goodput=g) for n, g in live.items()}, {n: R(goodput=300.0) for n in live},
+                    {n: R(goodput=g) for n, g in refit.items()}, info)
+    note = refit_note(info)
+    assert note is not None
+    # (149.4 - 25.3) / 25.3 = +4.905, (133.8 - 273.7) / 273.7 = -0.511
+    assert note.startswith("note: live goodput more than 25% off the refit simulation: ray-serve +491%, triton -51%. ")
+    assert "pard" not in note.split(". ")[0] and "docs/live.md" in note
+    assert refit_note({"pard": {"goodput_difference_refit": -0.02}, "naive": {"goodput_difference_refit": None},
+                       "nexus": {"goodput_difference_refit": 0.25}}) is None
