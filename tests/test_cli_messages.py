@@ -160,3 +160,22 @@ def test_live_table_notes_a_policy_far_off_its_refit_simulation() -> None:
     assert "pard" not in note.split(". ")[0] and "docs/live.md" in note
     assert refit_note({"pard": {"goodput_difference_refit": -0.02}, "naive": {"goodput_difference_refit": None},
                        "nexus": {"goodput_difference_refit": 0.25}}) is None
+
+
+def test_served_pipeline_errors_quote_the_pipeline_once(tmp_path: Path) -> None:
+    """A served-pipeline file's `pipeline:` that names no pipeline, or an invalid spec file, is quoted once
+    (it read "pipeline: 'bogus': bogus: no such pipeline file")."""
+    pytest.importorskip("starlette")  # as tests/test_serve_config.py: the pard[serve] extra
+    from pard.serve.config import ServeConfigError, load_serve_config
+
+    (tmp_path / "a.yaml").write_text("pipeline: bogus\n")
+    with pytest.raises(ServeConfigError) as info:
+        load_serve_config(tmp_path / "a.yaml").pipeline_spec()
+    assert str(info.value).endswith("pipeline: 'bogus': no such pipeline file, and not a built-in pipeline name "
+                                    "(built-ins: tm, lv, ga, da)")
+    (tmp_path / "spec.yaml").write_text(_tm_text().replace("slo: 0.4", "slo: soon"))
+    (tmp_path / "b.yaml").write_text("pipeline: spec.yaml\n")
+    with pytest.raises(ServeConfigError) as info:
+        load_serve_config(tmp_path / "b.yaml").pipeline_spec()
+    assert "pipeline: 'spec.yaml': invalid pipeline: slo: " in str(info.value) and "'soon'" in str(info.value)
+    assert str(info.value).count("spec.yaml") == 1
