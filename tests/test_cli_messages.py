@@ -179,3 +179,25 @@ def test_served_pipeline_errors_quote_the_pipeline_once(tmp_path: Path) -> None:
         load_serve_config(tmp_path / "b.yaml").pipeline_spec()
     assert "pipeline: 'spec.yaml': invalid pipeline: slo: " in str(info.value) and "'soon'" in str(info.value)
     assert str(info.value).count("spec.yaml") == 1
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("bogus",), "Workload arrivals_s must be a 1-D array of arrival times in seconds, got str: 'bogus'"),
+    (({"t": 0.1},), "Workload arrivals_s must be a 1-D array of arrival times in seconds, got dict: {'t': 0.1}"),
+    (([0.1, 0.2], [0.4, "soon"]), "Workload slo_s must be a 1-D array of SLOs in seconds, got list: [0.4, 'soon']"),
+    (([0.1], None, [0.5], ("gold",)), "Workload tier must be a 1-D array of tier codes, got list: [0.5]"),
+])
+def test_workload_of_the_wrong_type_names_the_field_and_value(args: tuple[object, ...], message: str) -> None:
+    """A Workload built from a string, a mapping or non-numbers is a PardTypeError naming the field and the value
+    (it was AttributeError "'str' object has no attribute 'shape'")."""
+    with pytest.raises(pard.errors.PardTypeError) as info:
+        pard.Workload(*args)  # type: ignore[arg-type]
+    assert str(info.value) == message
+
+
+def test_workload_takes_a_list_as_an_array() -> None:
+    """Plain lists are taken as arrays (float64 seconds, int32 tier codes)."""
+    w = pard.Workload([0.0, 0.5], [0.2, 0.3], [1, 0], ("gold", "bronze"))  # type: ignore[arg-type]
+    assert w.arrivals_s.dtype == "float64" and w.arrivals_s.tolist() == [0.0, 0.5]
+    assert w.slo_s is not None and w.slo_s.tolist() == [0.2, 0.3]
+    assert w.tier is not None and w.tier.dtype == "int32" and w.tier.tolist() == [1, 0] and len(w) == 2
