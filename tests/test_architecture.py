@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 import textwrap
@@ -167,3 +168,20 @@ def test_cli_commands_registered(cmd: list[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(cmd)
     assert info.value.code == 0
+
+
+def test_dir_lists_the_public_api_only() -> None:
+    """`dir(pard)` is `__all__`, before and after use: no `Any`/`annotations`/`importlib`, no loaded submodule."""
+    out = _run("""
+        import json
+        import numpy as np
+        import pard
+        before = dir(pard)
+        pard.simulate("tm", np.arange(20) * 0.01, "naive")  # loads pard.sim, pard.errors, pard.report, ...
+        print(json.dumps({"before": before, "after": dir(pard), "all": sorted(pard.__all__),
+                          "resolves": all(getattr(pard, n) is not None for n in pard.__all__)}))
+    """)
+    doc = json.loads(out)
+    assert doc["before"] == doc["after"] == doc["all"] and doc["resolves"]
+    assert not {"Any", "annotations", "importlib", "sim", "errors", "report", "_core", "_LAZY"} & set(doc["after"])
+    assert {"PardError", "PipelineSpec", "Runtime", "simulate", "config", "__version__"} <= set(doc["after"])

@@ -5,13 +5,14 @@ Proactive Request Dropping", EuroSys 2026, arXiv 2602.08747).  The hot path (que
 drop decisions, the simulator's event loop) is C++ in ``pard._core``; this package holds the
 configuration, workloads, planner, runtime, reports and CLI.
 
-Public names are loaded on first use, so ``import pard`` stays cheap.
+Public names are loaded on first use, so ``import pard`` stays cheap; ``dir(pard)`` lists them
+(``__all__``), not the submodules or this module's own imports.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+import importlib as _importlib
+from typing import Any as _Any
 
 from ._version import __version__
 from .errors import (
@@ -77,15 +78,19 @@ def build_info() -> dict[str, str]:
     return info
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'pard' has no attribute {name!r}")
-    module = importlib.import_module(module_name)
+    module = _importlib.import_module(module_name)
     value = module if module_name == f"pard.{name}" else getattr(module, name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    """The public API, loaded or not (``__all__``): what ``dir(pard)`` and tab completion show."""
+    return sorted(__all__)
+
+
+del annotations  # the __future__ feature's name; the feature itself stays on for this module

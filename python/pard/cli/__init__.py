@@ -16,6 +16,7 @@ option and the value), 1 an unexpected internal error.  The CLI needs the ``pard
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 import warnings
 from collections.abc import Sequence
@@ -31,11 +32,28 @@ __all__ = ["main", "build_parser", "COMMANDS", "UsageError"]
 COMMANDS = (simulate, run, profile, serve)
 
 
+class _CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: an argument it does not know is reported with its own usage (argparse
+    would hand it back to the top-level parser, which prints ``pard``'s usage instead), naming the
+    argument and the closest option of this subcommand."""
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        ns, extras = super().parse_known_args(args, namespace)
+        if extras:
+            known = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+            close = [f"{m[0]} for {x}" for x in extras if x.startswith("--")
+                     for m in [difflib.get_close_matches(x.split("=")[0], known, 1, 0.75)] if m]
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            self.error(f"unrecognized arguments: {' '.join(extras)}{hint}; see {self.prog} --help")
+        return ns, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``pard`` argument parser with every subcommand of :data:`COMMANDS`."""
     parser = argparse.ArgumentParser(prog="pard", description="Proactive request dropping for DNN inference pipelines.")
     parser.add_argument("--version", action="version", version=f"pard {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
     sub.required = True
     for command in COMMANDS:
         command.register(sub)

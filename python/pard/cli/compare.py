@@ -16,7 +16,7 @@ from .measure import age
 from .probe import speed_change
 
 __all__ = ["verdict", "tie_band", "MIN_BAND_SECONDS", "drop_reasons", "reasons_line", "bound_line", "check_profile", "agreement_table", "TIE_BAND",
-           "probe_line", "PROBE_SPREAD_WARN"]
+           "probe_line", "PROBE_SPREAD_WARN", "refit_note", "REFIT_NOTE_LIMIT"]
 
 
 #: The tie band used when a run is too short to measure its own (fewer than MIN_BAND_SECONDS seconds).
@@ -24,6 +24,9 @@ TIE_BAND = 0.02
 MIN_BAND_SECONDS = 5
 #: probe_line notes a machine whose probe times spread by more than this share across the runs.
 PROBE_SPREAD_WARN = 0.1
+#: refit_note names a policy whose live goodput is more than this share off its refit simulation
+#: (docs/live.md states +/-15 % for the dropping policies; the timeout-only ones can differ by far more).
+REFIT_NOTE_LIMIT = 0.25
 
 
 def tie_band(pard: Any, best: Any) -> tuple[float, bool]:
@@ -200,3 +203,19 @@ def agreement_table(reports: dict[str, Any], simulated: dict[str, Any], refit: d
         live_info[name]["simulated_refit_goodput"] = ref_g
         live_info[name]["goodput_difference_refit"] = None if math.isnan(diff2) else diff2
     return agree
+
+
+def refit_note(live_info: dict[str, Any]) -> str | None:
+    """A note for under the agreement table, naming each policy whose live goodput is more than
+    :data:`REFIT_NOTE_LIMIT` off its refit simulation (``goodput_difference_refit``, recorded by
+    :func:`agreement_table`), with why that happens; None when there is none (docs/live.md)."""
+    far = [(name, d) for name, info in live_info.items()
+           if (d := info.get("goodput_difference_refit")) is not None and abs(d) > REFIT_NOTE_LIMIT]
+    if not far:
+        return None
+    names = ", ".join(f"{name} {d:+.0%}" for name, d in far)
+    return (f"note: live goodput more than {REFIT_NOTE_LIMIT:.0%} off the refit simulation: {names}. The refit runs each "
+            f"stage at one speed for the whole run. Near overload a policy that drops only at a timeout, or never "
+            f"(triton, ray-serve, naive), sits on a goodput cliff: a few % of one stage's speed decide between most "
+            f"requests on time and almost none, so one constant speed cannot tell which side of the cliff the live "
+            f"run was on (docs/live.md, 'Why the refit column can be far off')")

@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..config import load, resolve_pipeline
 from ..errors import UsageError
 from ..models import engine_description
 from ..profiling import ProfileResult, busy_cores, cached_profile, size_workers
+from .parsers import load_spec
 
 __all__ = ["sizing_line", "measure", "age", "run_profile"]
 
@@ -72,20 +72,14 @@ def run_profile(args: argparse.Namespace, cores: int, err: Any) -> tuple[Any, di
             raise UsageError(
                 f"--profile {str(args.profile)!r}: no such file (write one with `pard profile --out "
                 f"{args.profile}`, or leave --profile out to use the cached or a freshly measured profile)")
-        try:
-            spec = load(args.profile)
-        except (ValueError, OSError) as exc:
-            raise UsageError(f"--profile {str(args.profile)!r}: {exc}") from None
+        spec = load_spec("--profile", args.profile)
         mtime = args.profile.stat().st_mtime
         used = {"source": "file", "path": str(args.profile), "measured_at": mtime,
                 "age_s": max(0.0, time.time() - mtime), "refreshed_because": None}
         err.print(f"profile: {args.profile} (as given, written {age(used['age_s'])} ago)")
         err.print(sizing_line(spec, [st.workers for st in spec.stages], cores, args.models))
     else:
-        try:
-            base = resolve_pipeline(args.pipeline)
-        except (ValueError, OSError) as exc:
-            raise UsageError(f"--pipeline {args.pipeline!r}: {exc}") from None
+        base = load_spec("--pipeline", args.pipeline)
         res = measure(args, base, cores, err, refresh=args.refresh_profile)
         spec = res.spec
         cache_path = res.path

@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 
 from .._extras import require
-from ..config import BUILTIN_NAMES
-from ..errors import UsageError
+from ..config import BUILTIN_NAMES, SPEC_SUFFIXES, resolve_pipeline
+from ..errors import PardError, UsageError
 from ..policies import POLICIES
 from ..workloads import BUILTIN_TRACES, TRACE_FORMATS, UNITS
 
-__all__ = ["add_command", "positive", "non_negative", "seed", "policies", "cores", "spell", "console", "check_output", "make_output_dir",
+__all__ = ["load_spec", "restate", "add_command", "positive", "non_negative", "seed", "policies", "cores", "spell", "console", "check_output", "make_output_dir",
            "check_plot_suffix", "machine_cores", "clean", "add_pipeline", "add_models", "models_arg", "DEFAULT_POLICIES", "PIPE_WIDTH",
            "BUILTIN_NAMES", "BUILTIN_TRACES", "TRACE_FORMATS", "UNITS"]
 
@@ -86,6 +86,32 @@ def add_command(subparsers: Any, name: str, run: Callable[[argparse.Namespace], 
     p: argparse.ArgumentParser = subparsers.add_parser(name, help=help, description=description)
     p.set_defaults(func=run)
     return p
+
+
+def restate(option: str, value: Any, exc: BaseException) -> UsageError:
+    """A UsageError ``<option> '<value>': <exc>`` that quotes ``value`` once: a leading ``"<value>: "``
+    of ``exc``'s message (pard's file errors start with the file) is left out."""
+    message = str(exc)
+    head = f"{value}: "
+    return UsageError(f"{option} {str(value)!r}: {message[len(head):] if message.startswith(head) else message}")
+
+
+def load_spec(option: str, value: str | Path) -> Any:
+    """The PipelineSpec ``option`` names: a built-in pipeline (``tm``, ``lv``, ``ga``, ``da``) or a spec file.
+
+    Raises:
+        UsageError: naming the option and the value: a file whose suffix is not a spec format's
+            (the CLI reads the format from the suffix), an unknown name, or an invalid spec.
+    """
+    path = Path(value)
+    if str(value) not in BUILTIN_NAMES and path.is_file() and path.suffix.lower() not in SPEC_SUFFIXES:
+        suffix = repr(path.suffix) if path.suffix else "(it has none)"
+        raise UsageError(f"{option} {str(value)!r}: cannot tell the spec file's format from its suffix {suffix}; "
+                         f"rename it to end in one of {', '.join(SPEC_SUFFIXES)} (the suffix sets the format)")
+    try:
+        return resolve_pipeline(value)
+    except (PardError, ValueError, OSError) as exc:
+        raise restate(option, value, exc) from None
 
 
 def add_pipeline(p: argparse.ArgumentParser, default: str) -> None:

@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from .._extras import require
-from ..config import resolve_pipeline
 from ..errors import UsageError
 from ..profiling import measure_profile, size_workers
 from .measure import measure, sizing_line
-from .parsers import add_command, add_models, add_pipeline, check_output, console, cores, models_arg, positive
+from .parsers import add_command, add_models, add_pipeline, check_output, console, cores, load_spec, models_arg, positive
 
 __all__ = ["register", "run"]
 
@@ -55,10 +54,7 @@ def _profile_table(spec: Any) -> Any:
 def run(args: argparse.Namespace) -> int:
     """Run ``pard profile``; returns the exit code."""
     err = console(stderr=True)
-    try:
-        spec = resolve_pipeline(args.pipeline)
-    except (ValueError, OSError) as exc:
-        raise UsageError(f"--pipeline {args.pipeline!r}: {exc}") from None
+    spec = load_spec("--pipeline", args.pipeline)
     if args.repeats < 1:
         raise UsageError(f"--repeats must be an int >= 1, got {args.repeats!r}")
     n_cores = cores(args.cores, err)

@@ -30,7 +30,7 @@ from ..errors import UsageError
 from ..report import comparison_table
 from ..workloads import BUILTIN_TRACES, TRACE_FORMATS, UNITS, load_trace
 from .compare import (agreement_table, bound_line, check_profile, drop_reasons, probe_line, reasons_line,
-                      verdict)
+                      refit_note, verdict)
 from .measure import run_profile
 from .parsers import (add_command, add_models, add_pipeline, check_output, check_plot_suffix, console, cores,
                       machine_cores, make_output_dir, models_arg, non_negative, policies, positive)
@@ -160,6 +160,9 @@ def run(args: argparse.Namespace) -> int:
     out.print(bound_line(live.info))
     out.print(reasons_line(live.info, drain_limit_s))
     out.print(agreement_table(reports, live.simulated, live.refit, live.info))
+    note = refit_note(live.info)
+    if note:
+        out.print(require("rich.markup", "cli", "the pard command").escape(note))
     out.print(probe_line(live.info, live.probe))
     if check["warning"]:
         out.print(f"[yellow]{require('rich.markup', 'cli', 'the pard command').escape(check['warning'])}[/]")

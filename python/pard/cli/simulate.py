@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from .._extras import require
-from ..config import resolve_pipeline, warn_unreachable_slo
-from ..errors import PardError, TooManyArrivalsError, UsageError
+from ..config import warn_unreachable_slo
+from ..errors import TooManyArrivalsError, UsageError
 from ..plotting import plot_reports
 from ..report import comparison_dict, comparison_table
 from ..sim import compare
 from ..workloads import BUILTIN_TRACES, TRACE_FORMATS, UNITS, load_trace, resolve_file_format
-from .parsers import add_command, DEFAULT_POLICIES, add_pipeline, check_output, check_plot_suffix, non_negative, policies, positive
+from .parsers import (add_command, DEFAULT_POLICIES, add_pipeline, check_output, check_plot_suffix, load_spec, non_negative,
+                      policies, positive)
 from .parsers import seed as seed_arg
 from .parsers import spell
 
@@ -87,10 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is not None:
         check_output("--plot", args.plot)
         check_plot_suffix(args.plot)
-    try:
-        spec = resolve_pipeline(args.pipeline)
-    except (PardError, ValueError, OSError) as exc:
-        raise UsageError(f"--pipeline {args.pipeline!r}: {exc}") from None
+    spec = load_spec("--pipeline", args.pipeline)
     if args.slo is not None:
         warn_unreachable_slo(spec, args.slo)
     capacity = spec.capacity().pipeline

@@ -28,7 +28,7 @@ The package holds one concern per module: :mod:`~pard.config.models` (the pydant
 
 from __future__ import annotations
 
-from .formats import BUILTIN_NAMES, builtin, dumps, load, loads, resolve_pipeline, save
+from .formats import BUILTIN_NAMES, SPEC_SUFFIXES, builtin, dumps, load, loads, resolve_pipeline, save
 from .models import MAX_WORKERS, Capacity, PipelineSpec, StageSpec, min_latency_path, warn_unreachable_slo
 from .modules import from_module_json
 
@@ -40,6 +40,7 @@ __all__ = [
     "min_latency_path",
     "warn_unreachable_slo",
     "BUILTIN_NAMES",
+    "SPEC_SUFFIXES",
     "builtin",
     "load",
     "loads",

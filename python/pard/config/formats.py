@@ -18,9 +18,9 @@ from ..errors import ConfigError, PardTypeError, PardValueError
 from .models import Format, PathLike, PipelineSpec
 from .modules import from_module_json, is_module_format
 from .parsers import parse
-from .writers import _format_of, dumps, save
+from .writers import SPEC_SUFFIXES, _format_of, dumps, save
 
-__all__ = ["BUILTIN_NAMES", "builtin", "load", "loads", "save", "dumps", "resolve_pipeline"]
+__all__ = ["BUILTIN_NAMES", "SPEC_SUFFIXES", "builtin", "load", "loads", "save", "dumps", "resolve_pipeline"]
 
 #: Names of the built-in pipelines (DESIGN §5), loadable with :func:`builtin` or :func:`load`.
 BUILTIN_NAMES: tuple[str, ...] = ("tm", "lv", "ga", "da")
@@ -70,7 +70,7 @@ def load(path_or_name: PathLike, *, format: Format | None = None) -> PipelineSpe
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{p}: cannot read the file: {exc}") from None
-    return loads(text, format=_format_of(p, format), source=str(p))
+    return loads(text, format=_format_of(p, format, "pard.config.load()"), source=str(p))
 
 
 def builtin(name: str) -> PipelineSpec:

@@ -16,21 +16,30 @@ from ..errors import ConfigError, PardValueError
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Format, PathLike, PipelineSpec
 
-__all__ = ["dumps", "save"]
+__all__ = ["dumps", "save", "SPEC_SUFFIXES"]
+
+#: A spec file's suffix -> its format (how :func:`save` and :func:`pard.config.load` tell it).
+SPEC_SUFFIXES: dict[str, "Format"] = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml"}
 
 
 def _yaml() -> Any:
     return require("yaml", "cli", "YAML spec files (and the built-in pipelines)")
 
 
-def _format_of(path: Path, format: str | None) -> "Format":
-    fmt = format or {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml"}.get(
-        path.suffix.lower()
-    )
+def _suffix_list() -> str:
+    """:data:`SPEC_SUFFIXES` for a message: ``.yaml, .yml, .json or .toml``."""
+    names = list(SPEC_SUFFIXES)
+    return f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _format_of(path: Path, format: str | None, api: str) -> "Format":
+    """``format``, else the one ``path``'s suffix names; ConfigError naming ``api`` (the function
+    whose ``format=`` argument settles it) when neither does."""
+    fmt = format or SPEC_SUFFIXES.get(path.suffix.lower())
     if fmt not in ("yaml", "json", "toml"):
         raise ConfigError(
-            f"{path}: cannot tell the file format from suffix {path.suffix!r} "
-            f"(expected .yaml, .yml, .json or .toml, or pass format=)"
+            f"{path}: cannot tell the file format from suffix {path.suffix!r}: expected "
+            f"{_suffix_list()}; or pass format='yaml', 'json' or 'toml' to {api}"
         )
     return fmt  # type: ignore[return-value]
 
@@ -52,5 +61,5 @@ def dumps(spec: "PipelineSpec", *, format: "Format" = "yaml") -> str:
 def save(spec: "PipelineSpec", path: "PathLike", *, format: "Format | None" = None) -> Path:
     """Write ``spec`` to ``path`` as YAML, JSON or TOML (from the suffix unless ``format``)."""
     p = Path(path)
-    p.write_text(dumps(spec, format=_format_of(p, format)), encoding="utf-8")
+    p.write_text(dumps(spec, format=_format_of(p, format, "save()")), encoding="utf-8")
     return p

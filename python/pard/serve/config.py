@@ -134,10 +134,11 @@ class ServeConfig(_Strict):
             except ConfigError as exc:
                 raise ServeConfigError(f"pipeline: {exc}") from None
         path = Path(self.base_dir) / self.pipeline
+        target = path if path.is_file() else self.pipeline
         try:
-            return load_pipeline(path if path.is_file() else self.pipeline)
-        except ConfigError as exc:
-            raise ServeConfigError(f"pipeline: {self.pipeline!r}: {exc}") from None
+            return load_pipeline(target)
+        except ConfigError as exc:  # its message starts with the file or name: say that once
+            raise ServeConfigError(f"pipeline: {self.pipeline!r}: {str(exc).removeprefix(f'{target}: ')}") from None
 
     def default_slo_s(self, spec: Any) -> float:
         """The SLO of a request without its own timeout: ``default_timeout_microseconds``, else the spec's."""

@@ -3,6 +3,7 @@ locations, and the final sort/shift every loader applies.  Private: nothing here
 
 from __future__ import annotations
 
+import csv
 import os
 import warnings
 from pathlib import Path
@@ -129,14 +130,36 @@ def read_csv(path: PathLike, **options: Any) -> tuple[Path, pd.DataFrame]:
             # pandas only warns when a row has more fields than the header and drops the excess
             warnings.simplefilter("error", pd.errors.ParserWarning)
             return p, pd.read_csv(p, **options)
-    except pd.errors.ParserWarning as exc:
-        raise TraceError(f"{p}: a row has more fields than the header (pandas: {exc})") from None
+    except (pd.errors.ParserWarning, pd.errors.ParserError) as exc:
+        raise TraceError(_malformed(p, exc)) from None
     except pd.errors.EmptyDataError:
         raise TraceError(f"{p}: the file is empty (no header and no rows)") from None
-    except pd.errors.ParserError as exc:
-        raise TraceError(f"{p}: malformed CSV row: {exc}") from None
     except (UnicodeDecodeError, OSError) as exc:
         raise TraceError(f"{p}: cannot read the file: {exc}") from None
+
+
+def _malformed(p: Path, exc: Exception) -> str:
+    """What is wrong with a CSV file pandas refused, by line: the first line with more fields than the
+    first line, or where Python's csv module stops (pandas' own text names its C tokenizer, not the file)."""
+    line = 0
+    try:
+        with p.open("r", encoding="utf-8", newline="") as fh:
+            reader = csv.reader(fh, strict=True)
+            first: tuple[int, int] | None = None
+            for row in reader:
+                line = reader.line_num
+                if not row:  # a blank line
+                    continue
+                if first is None:
+                    first = (line, len(row))
+                elif len(row) > first[1]:
+                    return (f"{p}: line {line} has {len(row)} fields, but line {first[0]} (the first) has "
+                            f"{first[1]}; every line of a CSV trace must have as many fields as the first")
+    except csv.Error as err:
+        return f"{p}: line {line + 1}: not valid CSV: {err}"
+    except (OSError, UnicodeDecodeError):
+        pass
+    return f"{p}: not a well-formed CSV file: {' '.join(str(exc).split())}"
 
 
 def read_csv_text(path: PathLike, *, header: bool) -> tuple[Path, pd.DataFrame]:

@@ -17,12 +17,27 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import PardValueError
+from ..errors import PardTypeError, PardValueError
 from ._common import F64, as_arrivals, check_positive, rng, show
 
 __all__ = ["Workload", "assign_tiers"]
 
 I32 = npt.NDArray[np.int32]
+
+
+def _array(name: str, value: object, what: str, *, kinds: str = "iuf") -> npt.NDArray[np.generic]:
+    """``value`` as a NumPy array of numbers (float64 unless ``kinds`` asks for integers), or
+    PardTypeError naming the Workload field ``name`` and the value."""
+    a = None
+    if not isinstance(value, (str, bytes, Mapping)):
+        try:
+            a = np.asarray(value)
+        except (TypeError, ValueError):
+            a = None
+    if a is None or a.dtype.kind not in kinds or a.ndim == 0:
+        raise PardTypeError(f"Workload {name} must be a 1-D array of {what}, got {type(value).__name__}: "
+                            f"{show(value)}")
+    return a.astype(np.float64, copy=False) if kinds == "iuf" else a
 
 
 @dataclass(frozen=True)
@@ -48,6 +63,14 @@ class Workload:
     tier_names: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
+        # a list (or anything array-like) is taken as an array; a string or a mapping is refused by name
+        object.__setattr__(self, "arrivals_s", as_arrivals(_array("arrivals_s", self.arrivals_s, "arrival times in seconds"),
+                                                           "arrivals_s"))
+        if self.slo_s is not None:
+            object.__setattr__(self, "slo_s", _array("slo_s", self.slo_s, "SLOs in seconds"))
+        if self.tier is not None:
+            codes = _array("tier", self.tier, "tier codes", kinds="iu")
+            object.__setattr__(self, "tier", codes.astype(np.int32, copy=False))
         n = self.arrivals_s.shape[0]
         if self.slo_s is not None:
             if self.slo_s.shape != (n,):
