@@ -321,3 +321,22 @@ def test_send_lag_is_measured_against_the_arrival_times() -> None:
     assert lag is not None and lag["max"] == pytest.approx(0.6 - 0.50) and lag["p50"] == 0.0
     assert send_lag(send[:-1], arrivals) is None
     assert send_lag(arrivals - 0.001, arrivals)["max"] == 0.0
+
+
+def test_run_refuses_a_profile_of_another_pipeline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """pard run --pipeline lv --profile <tm's spec> exits 2 naming both pipelines and their stages (it used to
+    run tm silently); --pipeline tm with tm's profile passes the check; without --pipeline the profile's
+    pipeline is taken and args.pipeline_given is False."""
+    from pard import config
+    from pard.cli import build_parser
+    from pard.cli.measure import check_same_pipeline
+
+    prof = tmp_path / "tm-profile.yaml"
+    config.builtin("tm").save(prof)
+    code, out, err = run_main(capsys, "run", "--pipeline", "lv", "--profile", str(prof), "--out", str(tmp_path / "o"))
+    assert code == 2 and out == ""
+    assert "--profile" in err and "'tm'" in err and "--pipeline 'lv'" in err and "vehicle_detect" in err
+    args = build_parser().parse_args(["run", "--pipeline", "tm", "--profile", str(prof)])
+    assert args.pipeline_given
+    check_same_pipeline(config.builtin("tm"), config.load(prof), args)  # same stages: no error
+    assert not build_parser().parse_args(["run", "--profile", str(prof)]).pipeline_given

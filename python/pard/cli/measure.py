@@ -60,6 +60,19 @@ def age(age_s: float | None) -> str:
     return f"{age_s / 3600:.1f} h"
 
 
+def check_same_pipeline(named: Any, profile: Any, args: argparse.Namespace) -> None:
+    """``--pipeline`` and ``--profile`` given together must describe one pipeline (the same stage names):
+    a profile replaces the pipeline's spec, so a mismatch would silently run another pipeline."""
+    want = [st.name for st in named.stages]
+    got = [st.name for st in profile.stages]
+    if want != got:
+        raise UsageError(
+            f"--profile {str(args.profile)!r} describes pipeline {profile.name!r} (stages {', '.join(got)}), but "
+            f"--pipeline {args.pipeline!r} is {named.name!r} (stages {', '.join(want)}); leave --pipeline out to "
+            f"run the profile's pipeline, or measure one for {named.name!r} with "
+            f"`pard profile --pipeline {args.pipeline} --out FILE`")
+
+
 def run_profile(args: argparse.Namespace, cores: int, err: Any) -> tuple[Any, dict[str, Any], Path | None]:
     """``pard run``'s pipeline: ``--profile FILE`` as given, else the cached or freshly measured one
     (measured on the ``args.models`` stage models, settled by :func:`~pard.cli.parsers.models_arg`).
@@ -73,10 +86,12 @@ def run_profile(args: argparse.Namespace, cores: int, err: Any) -> tuple[Any, di
                 f"--profile {str(args.profile)!r}: no such file (write one with `pard profile --out "
                 f"{args.profile}`, or leave --profile out to use the cached or a freshly measured profile)")
         spec = load_spec("--profile", args.profile)
+        if getattr(args, "pipeline_given", False):
+            check_same_pipeline(load_spec("--pipeline", args.pipeline), spec, args)
         mtime = args.profile.stat().st_mtime
         used = {"source": "file", "path": str(args.profile), "measured_at": mtime,
                 "age_s": max(0.0, time.time() - mtime), "refreshed_because": None}
-        err.print(f"profile: {args.profile} (as given, written {age(used['age_s'])} ago)")
+        err.print(f"profile: {args.profile} (as given, written {age(used['age_s'])} ago): pipeline {spec.name!r}")
         err.print(sizing_line(spec, [st.workers for st in spec.stages], cores, args.models))
     else:
         base = load_spec("--pipeline", args.pipeline)

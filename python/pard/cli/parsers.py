@@ -114,10 +114,22 @@ def load_spec(option: str, value: str | Path) -> Any:
         raise restate(option, value, exc) from None
 
 
+class _StoreGiven(argparse.Action):
+    """Store the value and mark ``<dest>_given`` True: a command can tell a default from a choice."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
 def add_pipeline(p: argparse.ArgumentParser, default: str) -> None:
-    """Add ``--pipeline`` (a built-in name or a spec file) with ``default``."""
-    p.add_argument("--pipeline", default=default, metavar="{" + ",".join(BUILTIN_NAMES) + ",FILE}",
+    """Add ``--pipeline`` (a built-in name or a spec file) with ``default``; ``args.pipeline_given`` says
+    whether the user passed it."""
+    p.add_argument("--pipeline", default=default, action=_StoreGiven,
+                   metavar="{" + ",".join(BUILTIN_NAMES) + ",FILE}",
                    help=f"a built-in pipeline or a spec file (YAML/JSON/TOML); default {default}")
+    p.set_defaults(pipeline_given=False)
 
 
 def add_models(p: argparse.ArgumentParser) -> None:

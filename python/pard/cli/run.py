@@ -137,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
                                  seed=args.seed, column=args.column, unit=args.unit, spell=spell)
     if arrivals.size == 0:
         raise UsageError(f"--trace {args.trace!r}: no arrivals in the selected window")
-    err.print(f"[bold]{spec.name}[/] live: capacity {capacity:.0f} req/s (measured), SLO {spec.slo:g} s; "
+    source = "measured" if args.profile is None else f"by --profile {args.profile}"
+    err.print(f"[bold]{spec.name}[/] live: capacity {capacity:.0f} req/s ({source}), SLO {spec.slo:g} s; "
               f"trace {label}, {args.duration:g} s from {args.start:g} s at load {args.load:g}: "
               f"{arrivals.size} requests, peak 1 s rate "
               f"{np.bincount(arrivals.astype(np.int64)).max():.0f} req/s")
