@@ -340,3 +340,12 @@ def test_run_refuses_a_profile_of_another_pipeline(tmp_path: Path, capsys: pytes
     assert args.pipeline_given
     check_same_pipeline(config.builtin("tm"), config.load(prof), args)  # same stages: no error
     assert not build_parser().parse_args(["run", "--profile", str(prof)]).pipeline_given
+
+
+def test_simulate_a_one_request_trace_states_no_rate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A csv trace of one request spans 0 s: the header says so instead of "nan req/s = load nan"."""
+    one = tmp_path / "one.csv"
+    one.write_text("t\n0.5\n")
+    code, _, err = run_main(capsys, "simulate", "--trace", str(one), "--policies", "naive")
+    assert code == 0, err
+    assert "1 requests over 0 s" in err and "all at one instant: no rate" in err and "nan" not in err

@@ -113,11 +113,13 @@ def run(args: argparse.Namespace) -> int:
     console = rc.Console(width=wide)
     err = rc.Console(stderr=True, width=None if sys.stderr.isatty() else 160)
     span = float(args.duration) if args.duration is not None and not exact else float(arrivals[-1] - arrivals[0])
-    offered = arrivals.size / span if span > 0 else float("nan")
     asked = f"requested load {load:g} = {load * capacity:.0f} req/s; " if load is not None else "exact replay; "
+    # one request, or all at one instant, spans 0 s: no rate to state (it printed "nan req/s = load nan")
+    actual = (f"actual {arrivals.size / span:.0f} req/s = load {arrivals.size / span / capacity:.3g}" if span > 0
+              else "all at one instant: no rate")
     err.print(f"[bold]{escape(spec.name)}[/] (capacity {capacity:.0f} req/s, SLO {args.slo or spec.slo:g} s), "
-              f"trace {escape(label)}: {arrivals.size} requests over {span:g} s ({asked}actual "
-              f"{offered:.0f} req/s = load {offered / capacity:.3g})", soft_wrap=not sys.stderr.isatty())
+              f"trace {escape(label)}: {arrivals.size} requests over {span:g} s ({asked}{actual})",
+              soft_wrap=not sys.stderr.isatty())
     try:
         reports = compare(spec, arrivals, args.policies, slo=args.slo, jitter_cv=args.jitter,
                           autoscale=args.autoscale, seed=args.seed, progress=sys.stderr.isatty())
