@@ -139,3 +139,22 @@ def test_pard_serve_refuses_a_bad_pipeline_before_binding_the_port(tmp_path: Pat
     assert main(["serve", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and str(path) in err and text in err, err
+
+
+def test_an_unresolvable_host_is_refused_naming_the_file_and_field(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """server.host that resolves to no address: pard serve exits 2 naming the file, server.host and the value,
+    before any port is bound (uvicorn alone logged only "[Errno -2] Name or service not known");
+    --host gets the same check, named --host; 127.0.0.1 passes."""
+    from pard.serve.cli import check_host, main
+
+    text = (ROOT / "examples" / "tm.yaml").read_text()
+    bad = tmp_path / "bad-host.yaml"
+    bad.write_text(text.replace("host: 127.0.0.1", "host: no-such-host.invalid")
+                   if "host: 127.0.0.1" in text else text + "\nserver: {host: no-such-host.invalid}\n")
+    assert main([str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "server.host" in err and "'no-such-host.invalid'" in err
+    assert main([str(ROOT / "examples" / "tm.yaml"), "--host", "no-such-host.invalid"]) == 2
+    assert "--host 'no-such-host.invalid'" in capsys.readouterr().err
+    check_host("127.0.0.1", "server.host")

@@ -7,11 +7,12 @@ runs it alone.
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from typing import Any
 
 from .._extras import require
-from ..errors import PardError
+from ..errors import PardError, PardValueError
 
 __all__ = ["add_parser", "run", "main"]
 
@@ -33,6 +34,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+def check_host(host: str, where: str) -> None:
+    """PardValueError naming ``where`` when ``host`` resolves to no address to listen on (uvicorn would
+    only log ``[Errno -2] Name or service not known``, naming neither the file nor the field)."""
+    try:
+        socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, socket.gaierror) else str(exc)
+        raise PardValueError(f"{where} {host!r} is not an address or a host name this machine can resolve "
+                             f"({reason}); e.g. 127.0.0.1, 0.0.0.0 or ::1") from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``pard serve`` for parsed ``args``; returns the exit status (2 for a bad file or option)."""
     for module in ("starlette", "uvicorn", "prometheus_client", "yaml"):
@@ -44,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         config = load_serve_config(args.config)
+        check_host(args.host or config.server.host, "--host" if args.host else f"{args.config}: server.host")
     except PardError as exc:
         print(f"pard serve: {exc}", file=sys.stderr)
         return 2
