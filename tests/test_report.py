@@ -141,17 +141,22 @@ def _max_matching(windows: list[tuple[int, int]], cap: list[int]) -> int:
     return sum(augment(i, set()) for i in range(len(windows)))
 
 
-def test_fluid_bound_matches_brute_force_matching() -> None:
+@pytest.mark.parametrize(("seed", "cap_hi", "n_hi", "slo_lo", "slo_hi", "cases"), [
+    (7, 4, 12, 0.05, 3.0, 40),  # deadlines within a few bins
+    (5, 3, 14, 0.5, 12.0, 30),  # SLOs of up to 12 bins: many deadline bins pending at once
+])
+def test_fluid_bound_matches_brute_force_matching(seed: int, cap_hi: int, n_hi: int, slo_lo: float, slo_hi: float,
+                                                  cases: int) -> None:
     """With integer capacities the fluid bound equals a maximum matching of requests to slots in their windows."""
     from pard.report import fluid_goodput_bound
 
-    rng = np.random.default_rng(7)
-    for _ in range(40):
+    rng = np.random.default_rng(seed)
+    for _ in range(cases):
         nb = int(rng.integers(1, 6))
-        cap = [int(c) for c in rng.integers(0, 4, nb)]
-        n = int(rng.integers(1, 12))
+        cap = [int(c) for c in rng.integers(0, cap_hi, nb)]
+        n = int(rng.integers(1, n_hi))
         send = np.sort(rng.uniform(0, nb, n))
-        slo = rng.uniform(0.05, 3.0, n)
+        slo = rng.uniform(slo_lo, slo_hi, n)
         # windows: send bin .. deadline bin; bins past the last use the tail capacity (max of cap)
         last = nb - 1 + int(np.ceil(slo.max())) + 1
         full_cap = cap + [max(cap)] * (last - nb + 1)
@@ -247,24 +252,13 @@ def test_fluid_bound_share_partitions_the_bound() -> None:
         fluid_bound_share(np.zeros(3), 1.0, np.ones(2), 0.0, np.ones(2, bool))
 
 
-def test_fluid_bound_with_long_slos_matches_brute_force_and_a_huge_slo_is_cheap() -> None:
-    """SLOs of up to 12 bins against the maximum matching; and an SLO of 1e9 s (a user's "no deadline") on
-    an overloaded 5 s trace: every request can finish in the tail, so the bound is every request (this
-    once allocated a 37 GiB array), and the share of a mask is its size."""
+def test_fluid_bound_of_a_huge_slo_is_every_request_and_cheap() -> None:
+    """An SLO of 1e9 s (a user's "no deadline") on an overloaded 5 s trace: every request can finish in the
+    tail, so the bound is every request (this once allocated a 37 GiB array), and the share of a mask is
+    its size."""
     from pard.report import fluid_bound_share, fluid_goodput_bound
 
     rng = np.random.default_rng(5)
-    for _ in range(30):
-        nb = int(rng.integers(1, 6))
-        cap = [int(c) for c in rng.integers(0, 3, nb)]
-        n = int(rng.integers(1, 14))
-        send = np.sort(rng.uniform(0, nb, n))
-        slo = rng.uniform(0.5, 12.0, n)
-        last = nb - 1 + int(np.ceil(slo.max())) + 1
-        full_cap = cap + [max(cap)] * (last - nb + 1)
-        windows = [(int(np.floor(s)), int(np.floor(s + d))) for s, d in zip(send, slo)]
-        assert fluid_goodput_bound(send, slo, np.array(cap, dtype=float), 0.0) == pytest.approx(
-            _max_matching(windows, full_cap))
     send = np.sort(rng.uniform(0.0, 5.0, 5000))
     cap = np.full(5, 100.0)  # 1000 req/s offered against 100
     assert fluid_goodput_bound(send, 1e9, cap, 0.0) == pytest.approx(5000.0)
