@@ -95,21 +95,21 @@ def test_unmeasured_purge_scales_d_and_the_downstream_term(published: float, wan
     (None, [9, 8], {}),
     # a batch at its profile (ratio 1): the published case of test_scheduler's reactive test, 2 shed
     (0.020, [9, 8], {0: "shed", 1: "shed"}),
-    # ratio 0.5: d(2) 10 ms, service rate 100 req/s; the most slack 0.19 - 0.01 = 0.18 s holds 18 > 10
-    # requests: not overloaded, LBF as published, nothing shed
+    # ratio 0.5: d(2) 10 ms, service rate 100 req/s; the most slack 0.145 - 0.01 = 0.135 s holds
+    # 100 * 0.135 = 13.5 >= 10: not overloaded, LBF as published, nothing shed
     (0.010, [0, 1], {}),
 ])
 def test_unmeasured_overload_test_uses_the_stage_ratio_and_never_sheds_blind(
         observed: float | None, want_batch: list[int], want_drops: dict[int, str]) -> None:
     """reactive pard, unmeasured publish with service rate 50 req/s (the profile's), 10 queued with
-    deadlines 0.10 .. 0.19 s, b 2: the overload test and the shed follow the stage's own ratio, and with no
-    batch measured the test switches the order but sheds nothing."""
+    deadlines 0.100 .. 0.145 s (every 5 ms), b 2: the overload test and the shed follow the stage's own ratio,
+    and with no batch measured the test switches the order but sheds nothing."""
     s = sched(reactive=True)
     if observed is not None:
         s.observe_batch(2, observed)
     s.publish(downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0, service_rate=50.0, duration_scale=0.0)
     for i in range(10):
-        s.submit(i, 0.0, 0.1 + 0.01 * i, 0.0)
+        s.submit(i, 0.0, 0.1 + 0.005 * i, 0.0)
     res = s.form_batch(0.0, 0.0)
     assert res[0].tolist() == want_batch
     assert drops_of(res) == want_drops

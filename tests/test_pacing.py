@@ -62,12 +62,14 @@ def test_no_pacing_without_a_slower_path(pace: bool, path_factor: float) -> None
 
 
 def test_pacing_sheds_what_the_path_cannot_take_in_time() -> None:
-    """The shed keeps floor(rate * (max deadline - d(B))) requests: 110 at the stage's rate, 55 at half."""
+    """The shed keeps what can start by max deadline - d(B) in batches of B, B * (floor(rate * local / B) + 1):
+    rate * local = 110.2, so 7 batch starts = 112 at the stage's rate; 55.1 at half, 4 starts = 64."""
     rate = 2 * B / (A + C * B)
     local = 0.3 + 1e-4 * 999 - (A + C * B)
-    for pace, kept in ((False, math.floor(rate * local)), (True, math.floor(0.5 * rate * local))):
+    for pace, r in ((False, rate), (True, 0.5 * rate)):
+        kept = B * (math.floor(r * local / B) + 1)
         ids, dropped, codes = overloaded(linear_sched(pace), rate, 0.5 * rate)
-        assert kept == (110 if not pace else 55)
+        assert kept == (112 if not pace else 64)
         assert len(dropped) == 1000 - kept
         assert {_core.REASONS[int(c)] for c in codes} == {"shed"}
 

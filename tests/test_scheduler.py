@@ -331,6 +331,34 @@ def test_ray_serve_end_to_end_timeout_and_entry_queue_limit() -> None:
         assert res[0].tolist() == [0] and drops_of(res) == want_rejected
 
 
+@pytest.mark.parametrize(("drop", "reason"), [
+    ("ray-serve", "expired"), ("dagor", "expired"), ("clipper", "expired"), ("triton", "timeout")])
+def test_timeout_rules_are_judged_at_the_batch_start(drop: str, reason: str) -> None:
+    """A batch collected at now = 0.5 s to start at t_e = 0.6 s (a worker pre-collecting its next batch):
+    a request whose timeout passes between the two never runs in these systems, so it is dropped now.
+    Request 0: sent at 0.40 s with SLO 0.12 s (deadline 0.52 s), arrived here at 0.45 s, so for triton it
+    has waited 0.05 s at now and 0.15 s > 0.12 s at the start. Request 1 (deadline 0.65 s, arrived 0.55 s)
+    is within every timeout at the start (clipper's stage share is the whole SLO here): kept."""
+    s = sched(drop, "fcfs", 4, budget_fraction=1.0)
+    s.submit(0, 0.40, 0.52, 0.45)
+    s.submit(1, 0.50, 0.65, 0.55)
+    res = s.form_batch(0.5, 0.6)
+    assert res[0].tolist() == [1] and drops_of(res) == {0: reason}
+
+
+def test_ray_serve_drops_what_expires_before_its_pre_collected_batch() -> None:
+    """One stage, d = 0.5 s, max_batch 1, SLO 1.2 s, four requests at t = 0, no jitter: batches run at
+    0-0.5, 0.5-1.0 (on time), 1.0-1.5 (started before the deadline: late), and the fourth, collected at
+    1.0 s for a start at 1.5 s, has expired by then: dropped, never run (it used to run 1.5-2.0 s)."""
+    import pard
+
+    spec = pard.PipelineSpec(name="one", slo=1.2, stages=[
+        pard.StageSpec(name="s", profile={1: 0.5, 2: 1.0}, max_batch=1, workers=1)])
+    r = pard.simulate(spec, np.zeros(4), "ray-serve", jitter_cv=0.0)
+    assert (r.on_time, r.late, r.dropped) == (2, 1, 1)
+    assert r.invalid_rate == pytest.approx(1 / 3)  # the late one's 0.5 s of 1.5 s computed
+
+
 def test_tiered_queue_serves_high_tier_first_in_hbf_and_edf_in_lbf() -> None:
     """Tiers weighted [1, 4]: HBF pops the tier-1 (weight 4) requests first, latest deadline first;
     LBF ignores tiers (EDF over all requests)."""
@@ -366,19 +394,24 @@ def test_tiered_admission_sheds_the_low_tier_first() -> None:
 
 
 def test_reactive_overload_switches_to_hbf_and_sheds_the_unreachable() -> None:
-    """reactive: 10 queued, service rate 50 req/s, t_e 0, b 2 (d = 20 ms).
+    """reactive: 10 queued, service rate 50 req/s, t_e 0, b 2 (d = 20 ms). The test is the fluid count
+    (n > 50 * most slack); the shed keeps what can start in batches: one of 2 every 0.04 s, so
+    2 * (floor(50 s / 2) + 1) within s.
 
-    Downstream 0, deadlines 0.1 .. 1.0 s: the most slack is 1.0 - 0.02 = 0.98 s, enough for 49 requests,
-    so the queue drains in time: LBF as published.  Deadlines 0.1 .. 0.19 s: the most slack is 0.17 s =
-    8.5 requests: overloaded; HBF now (latest deadlines first) and the 2 lowest (ids 0, 1) are shed.
-    Downstream 0.05 s, deadlines 0.15 .. 0.24 s: the slack with the downstream estimate is again 0.17 s
-    (overloaded: HBF), but only what cannot leave this stage by its deadline is shed: 0.22 s = 11
-    requests, so none is.
+    Downstream 0, deadlines 0.1 .. 1.0 s: the most slack is 0.98 s, 49 > 10: LBF as published.
+    Deadlines 0.10 .. 0.19 s: 0.17 s of slack, 8.5 < 10: overloaded, HBF now (latest deadlines first); but
+    batches start at 0, 0.04 .. 0.16 s, so all 10 can start by 0.17 s: none is shed (the fluid count shed 2).
+    Deadlines 0.100 .. 0.145 s (every 5 ms): 0.125 s, 4 batch starts = 8: the 2 lowest (ids 0, 1), which in
+    HBF order start at 0.16 s, after every deadline less d, are shed.
+    Downstream 0.05 s, deadlines 0.150 .. 0.195 s: the slack with the downstream estimate is again 0.125 s
+    (overloaded: HBF), but only what cannot leave this stage by its deadline is shed: 0.175 s of slack
+    without it, 5 batch starts = 10 requests, so none is.
     """
     for downstream, deadlines, want_batch, want_drops in [
         (0.0, [0.1 * (i + 1) for i in range(10)], [0, 1], {}),
-        (0.0, [0.1 + 0.01 * i for i in range(10)], [9, 8], {0: "shed", 1: "shed"}),
-        (0.05, [0.15 + 0.01 * i for i in range(10)], [9, 8], {}),
+        (0.0, [0.1 + 0.01 * i for i in range(10)], [9, 8], {}),
+        (0.0, [0.1 + 0.005 * i for i in range(10)], [9, 8], {0: "shed", 1: "shed"}),
+        (0.05, [0.15 + 0.005 * i for i in range(10)], [9, 8], {}),
     ]:
         s = sched("pard", "adaptive", 2, reactive=True)
         s.publish(downstream_s=downstream, mu=0.5, eps=0.1, queue_delay_s=0.0, service_rate=50.0)

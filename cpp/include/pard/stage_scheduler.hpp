@@ -30,15 +30,16 @@
 //      has measured one — published duration_scale 0 — the stage's own ratio, see effective_terms.)
 //   2b. reactive (pard): the hot-path overload test, once per batch. With n queued, the published
 //      service rate R (requests/s at full batches) and the slack of the request with the most of it,
-//      s_max = max deadline - (t_e + d_k(b) + downstream): the queue needs n / R to drain; if that
-//      exceeds s_max, no order can serve all of it in time, and EDF (LBF) would spend the stage on
-//      requests that leave it with no slack. Then this batch is popped HBF at once (without waiting
-//      for the planner's mu), and the requests that cannot even leave this stage in time in that order
-//      are shed now (not while nothing is measured yet: unmeasured()), from the bottom (reason `shed`):
-//      serving from the top, the request at position p
-//      starts after p / R; with l_max = max deadline - (t_e + d_k(b)) (this stage's own finish, no
-//      downstream estimate) every request past the first floor(l_max * R) would start after its own
-//      deadline. Shedding them at once frees their DAG siblings at once; requests that are only
+//      s_max = max deadline - (t_e + d_k(b) + downstream): the queue needs about n / R to drain; if
+//      that exceeds s_max, EDF (LBF) would spend the stage on requests that leave it with no slack.
+//      Then this batch is popped HBF at once (without waiting for the planner's mu), and the requests
+//      that cannot even leave this stage in time in that order are shed now (not while nothing is
+//      measured yet: unmeasured()), from the bottom (reason `shed`): batches of B = max_batch start
+//      every B / R, so with l_max = max deadline - (t_e + d_k(b)) (this stage's own finish, no
+//      downstream estimate) at most S(l_max) = B * (floor(R * l_max / B) + 1) requests can start by
+//      then, and every request past the first S(l_max) would start after its own deadline. The test
+//      is the fluid count, the shed the batch count (up to a batch more): a wrong order switch costs
+//      little, a wrong shed loses the request. Shedding them at once frees their DAG siblings at once; requests that are only
 //      estimated to miss downstream stay for the purge and pop rule, whose estimate may shrink.
 //      When the test holds, this batch's pop rule (step 4) uses the larger of the published downstream
 //      term and overload_downstream (0 unless the policy's overload_upper: pard-upper's Σq + 2Σd): an
@@ -56,10 +57,14 @@
 //      max_batch requests or the heap is empty, applying the drop rule to each popped request:
 //        none     keep;
 //        pard     drop iff t_e + d + downstream > deadline (Eq. 3b; equal keeps)      -> infeasible
-//        clipper  deadline < now -> expired; now - arrival > slo_k -> stage-budget
-//        dagor    deadline < now -> expired
-//        triton   now - arrival > slo (the same queue timeout at every stage)          -> timeout
-//        ray-serve deadline < now (one end-to-end timeout, cancelled wherever it is)   -> expired
+//        clipper  deadline < t_e -> expired; t_e - arrival > slo_k -> stage-budget
+//        dagor    deadline < t_e -> expired
+//        triton   t_e - arrival > slo (the same queue timeout at every stage)          -> timeout
+//        ray-serve deadline < t_e (one end-to-end timeout, cancelled wherever it is)   -> expired
+//      The timeout rules are judged at t_e, the batch's start, not at now: a worker collects its next
+//      batch as its current one starts (DESIGN §3.1), and a request still waiting when its timeout
+//      passes never runs in those systems (a new user's test found ray-serve running a request whose
+//      deadline had passed 0.3 s before its batch started).
 //        nexus    the window rule below.
 //      A popped request for which is_cancelled(id) holds (a sibling DAG branch was dropped) is
 //      discarded without compute, reason `cancelled`, whatever the rule.
@@ -277,6 +282,7 @@ public:
     template <class IsCancelled = NeverCancelled>
     void form_batch(std::int64_t now_ns, std::int64_t t_e_ns, BatchResult& out,
                     IsCancelled&& is_cancelled = IsCancelled{}) {
+        if (t_e_ns < now_ns) t_e_ns = now_ns;  // a batch cannot start in the past (as purge)
         std::lock_guard<std::mutex> guard(mu_);
         out.clear();
         const PublishedTerms published = terms_.load();
@@ -328,18 +334,18 @@ public:
             case DropRule::kClipper: {
                 const double f = cfg_.budget_fraction;
                 pop_loop(out, pop_max, is_cancelled,
-                         [now_ns, f](const Request& r) { return clipper_verdict(r, now_ns, f); });
+                         [t_e_ns, f](const Request& r) { return clipper_verdict(r, t_e_ns, f); });
                 break;
             }
             case DropRule::kDagor:
             case DropRule::kRayServe:
-                pop_loop(out, pop_max, is_cancelled, [now_ns](const Request& r) {
-                    return expired(r, now_ns) ? static_cast<int>(Reason::kExpired) : -1;
+                pop_loop(out, pop_max, is_cancelled, [t_e_ns](const Request& r) {
+                    return expired(r, t_e_ns) ? static_cast<int>(Reason::kExpired) : -1;
                 });
                 break;
             case DropRule::kTriton:
-                pop_loop(out, pop_max, is_cancelled, [now_ns](const Request& r) {
-                    return queue_timed_out(r, now_ns) ? static_cast<int>(Reason::kTimeout) : -1;
+                pop_loop(out, pop_max, is_cancelled, [t_e_ns](const Request& r) {
+                    return queue_timed_out(r, t_e_ns) ? static_cast<int>(Reason::kTimeout) : -1;
                 });
                 break;
             case DropRule::kNexus:
@@ -431,19 +437,27 @@ private:
         const double n = static_cast<double>(heap_.size());
         const double slack_max_s =
             static_cast<double>(heap_.max().deadline_ns - pard_threshold(t_e_ns, d, t.downstream_ns)) * 1e-9;
-        if (n <= t.service_rate * slack_max_s) return false;
+        if (n <= t.service_rate * slack_max_s) return false;  // fluid: switching order early costs little
         if (!cfg_.policy.shed || !may_shed) return true;
         // Shed only what cannot even leave this stage in time: the downstream term is an estimate that
         // a burst inflates (and the purge and pop rule apply it anyway), this stage's own finish is not.
-        // At least one batch is always kept.
+        // At least one batch is always kept (startable(., 0) is one batch).
         const double local_s = static_cast<double>(heap_.max().deadline_ns - t_e_ns - d) * 1e-9;
         const double rate = pace ? t.path_rate : t.service_rate;  // step 2c: what this stage forwards
-        const double reach = rate * (local_s > 0.0 ? local_s : 0.0);
-        std::size_t keep = static_cast<std::size_t>(reach);
-        const auto max_b = static_cast<std::size_t>(cfg_.max_batch);
-        if (keep < max_b) keep = max_b;
+        const auto keep = static_cast<std::size_t>(startable(rate, local_s > 0.0 ? local_s : 0.0));
         while (heap_.size() > keep) discard(out.drops, heap_.pop_bottom(), Reason::kShed, is_cancelled);
         return true;
+    }
+
+    // Step 2b's shed count: how many queued requests can start within s seconds at `rate` requests/s in
+    // batches of B = max_batch. The batch that starts now holds B, and the stage starts another every
+    // B / rate seconds, so B * (floor(rate * s / B) + 1) (<= 0 when s < 0). The fluid count rate * s
+    // is short by up to a batch, because a batch's requests all start with its first: one stage,
+    // d(4) = 0.2 s, 9 queued with 0.29 s of slack at the most, would keep 5 by the fluid count where
+    // 8 finish in time (a new user's test; issue 9 item 3).
+    [[nodiscard]] double startable(double rate, double s) const noexcept {
+        const auto b = static_cast<double>(cfg_.max_batch);
+        return b * (std::floor(rate * s / b) + 1.0);
     }
 
     // Step 2c applies: pace is on and a stage below finishes fewer requests/s than this one.

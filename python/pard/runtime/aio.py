@@ -86,7 +86,8 @@ class AsyncRuntimeMixin:
         Args:
             payload: the entry stage's input (as :meth:`Runtime.submit`).
             slo: end-to-end SLO in seconds, ``(0, 1e9]``; default the pipeline's ``slo``.
-            tier: service tier (int in ``[0, 2**31)``, higher is worth more); default 0.
+            tier: service tier, as :meth:`Runtime.submit`: the index of one of the pipeline's ``tiers``
+                (its weight, not the index, says what it is worth); default 0.
             deadline: an absolute deadline on the runtime's clock (:meth:`Runtime.now`, s), e.g.
                 a client's ``now() + timeout``.  The request's deadline is the earlier of
                 ``send + slo`` and ``deadline``.  A deadline already past still submits the
