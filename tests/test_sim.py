@@ -440,3 +440,16 @@ def test_simulate_takes_a_workload_and_matches_its_tiers_by_name() -> None:
     assert by_name == {"gold": 1, "free": 2}
     with pytest.raises(pard.PardError, match=r"\['bronze'\] are not tiers of the pipeline"):
         pard.simulate(spec, Workload(arrivals_s=arr, tier=np.zeros(3, np.int32), tier_names=("bronze",)))
+
+
+def test_workers_by_stage_name_equal_the_list_form() -> None:
+    """simulate(workers={name: n}) is the list form with the other stages at the spec's workers (as Runtime
+    takes it); a name that is no stage is a PardError naming it and the stages."""
+    spec = pard.config.builtin("tm")
+    arr = np.sort(np.random.default_rng(2).uniform(0.0, 5.0, 3000))
+    listed = [2 if st.name == "vehicle_detect" else st.workers for st in spec.stages]
+    a = pard.simulate(spec, arr, "pard", workers={"vehicle_detect": 2}, seed=1)
+    b = pard.simulate(spec, arr, "pard", workers=listed, seed=1)
+    assert (a.on_time, a.dropped, a.late) == (b.on_time, b.dropped, b.late)
+    with pytest.raises(pard.PardError, match="'bogus'.*vehicle_detect"):
+        pard.simulate(spec, arr, "pard", workers={"bogus": 2})

@@ -20,7 +20,7 @@ import collections.abc
 import math
 import os
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -220,7 +220,7 @@ def simulate(
     cold_start_s: float = 10.0,
     headroom: float = 1.2,
     autoscale_on: str = "stage",
-    workers: Sequence[int] | None = None,
+    workers: Sequence[int] | Mapping[str, int] | None = None,
     exec_scale: float | Sequence[float] = 1.0,
     sync_interval_s: float = 1.0,
     lam: float | None = None,
@@ -255,7 +255,8 @@ def simulate(
             pipeline's offered rate (every request visits every stage), so that a downstream stage is
             sized for the demand an upstream stage sheds and scales with the entry, not one cold
             start after it.
-        workers: initial workers per stage (default: the spec's).
+        workers: initial workers per stage, one int per stage in order or a mapping {stage name: workers}
+            (stages it leaves out keep the spec's); default the spec's.
         exec_scale: the simulated executors' duration against the profile, a number in (0, 1000] or one
             per stage: a batch takes ``exec_scale * d_k(b)`` (times the jitter) while every policy still
             plans with the profile's ``d_k(b)``.  ``> 1``: slower than profiled (a profile measured on a
@@ -309,6 +310,12 @@ def simulate(
     adapt_window = check_bool("adapt_window", adapt_window)
     progress = check_bool("progress", progress)
     ns = len(spec.stages)
+    if isinstance(workers, collections.abc.Mapping):  # {stage name: workers}, as Runtime takes; others keep the spec's
+        names = [st.name for st in spec.stages]
+        unknown = [k for k in workers if k not in names]
+        if unknown:
+            raise PardValueError(f"workers names no stage {unknown[0]!r}; the stages are {', '.join(names)}")
+        workers = [workers.get(st.name, st.workers) for st in spec.stages]
     if workers is not None:
         if isinstance(workers, (str, bytes)) or not isinstance(workers, collections.abc.Iterable):
             raise PardTypeError(f"workers must be a sequence of one int per stage ({ns}), got "
