@@ -23,7 +23,8 @@ F64 = npt.NDArray[np.float64]
 def fluid_goodput_bound(
     send_s: F64, slo_s: F64 | float | None, capacity: F64, t0_s: float, tail_capacity: float | None = None
 ) -> float:
-    """The most requests any policy can finish within their SLO, in a fluid model of 1 s bins (requests).
+    """The most requests any policy can finish within their SLO in a fluid model of 1 s bins (requests): an
+    upper bound for every real schedule, not always a reachable one.
 
     Bin ``t`` covers ``[t0_s + t, t0_s + t + 1)`` and can serve ``capacity[t]`` requests (the
     bottleneck stage's throughput at its best batch size, times its workers).  A request sent in bin

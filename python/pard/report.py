@@ -340,7 +340,7 @@ class Report:
 
     @property
     def goodput_bound_count(self) -> float:
-        """The most requests any policy can finish on time (:func:`fluid_goodput_bound`; DESIGN §4).
+        """An upper bound on the requests any policy can finish on time (:func:`fluid_goodput_bound`; DESIGN §4).
 
         With the requests' SLOs known (``slo_s``), work may carry over to later seconds until its
         deadline; without them this is :attr:`goodput_bound_per_second`.
