@@ -43,16 +43,17 @@ def one_batch(n: int, overload_downstream_s: float) -> tuple:
 
 
 def test_overloaded_stage_drops_on_the_raised_term() -> None:
-    """1000 queued against 355.6 req/s and 0.31 s of slack: overloaded, so the bottom 890 are shed (110 =
-    floor(355.6 * (0.3999 - 0.09)) kept) and, popped HBF, only the requests due at or after 0.09 + 0.30945 s
-    (ids 995..999) pass the raised pop rule; ids 994..890 are infeasible. Published 0: the top 16 pass."""
+    """1000 queued against 355.6 req/s and 0.31 s of slack: overloaded, so the bottom 888 are shed (what can
+    start in batches of 16 within 0.3999 - 0.09 s is kept: 16 * (floor(355.6 * 0.3099 / 16) + 1) = 112) and,
+    popped HBF, only the requests due at or after 0.09 + 0.30945 s (ids 995..999) pass the raised pop rule;
+    ids 994..888 are infeasible. Published 0: the top 16 pass."""
     ids, dropped, codes = one_batch(1000, 0.30945)
     reasons = dict(zip(dropped.tolist(), (_core.REASONS[int(c)] for c in codes)))
     assert ids.tolist() == [999, 998, 997, 996, 995]
-    assert {i for i, r in reasons.items() if r == "shed"} == set(range(890))
-    assert {i for i, r in reasons.items() if r == "infeasible"} == set(range(890, 995))
+    assert {i for i, r in reasons.items() if r == "shed"} == set(range(888))
+    assert {i for i, r in reasons.items() if r == "infeasible"} == set(range(888, 995))
     ids0, dropped0, _ = one_batch(1000, 0.0)
-    assert ids0.tolist() == list(range(999, 983, -1)) and len(dropped0) == 890
+    assert ids0.tolist() == list(range(999, 983, -1)) and len(dropped0) == 888
 
 
 def test_calm_stage_ignores_the_raised_term() -> None:
@@ -95,9 +96,10 @@ def test_bad_overload_upper_raises(value: object) -> None:
 
 def test_busy_with_overload_upper_holds_on_a_burst_after_an_idle_gap() -> None:
     """lv, executors 3x their profile, 2 s bursts at 1.5x the true capacity every 10 s: downstream="busy"
-    alone budgets w from utilisations measured while idle and serves less than 0.9 of itself on the
-    true profile; with overload_upper it meets pard's bar (>= 0.9) and serves more than busy alone, and
-    every request ends in exactly one terminal state."""
+    alone budgets w from utilisations measured while idle and holds less of itself on the true profile than
+    with overload_upper (0.90 vs 0.96 today; below 0.9 before step 2b shed by the batch count); with
+    overload_upper it meets pard's bar (>= 0.9) and serves more than busy alone, and every request ends in
+    exactly one terminal state."""
     spec = resolve_pipeline("lv")
     data = spec.to_dict()
     for st in data["stages"]:
@@ -116,6 +118,7 @@ def test_busy_with_overload_upper_holds_on_a_burst_after_an_idle_gap() -> None:
     for wrong, right in runs.values():
         for r in (wrong, right):
             assert r.submitted == arr.size == r.on_time + r.late + r.dropped + r.rejected + r.failed
-    assert runs["busy"][0].on_time < 0.9 * runs["busy"][1].on_time
-    assert runs["both"][0].on_time >= 0.9 * runs["both"][1].on_time
+    held = {nm: wrong.on_time / right.on_time for nm, (wrong, right) in runs.items()}
+    assert held["busy"] < held["both"]
+    assert held["both"] >= 0.9
     assert runs["both"][0].on_time > runs["busy"][0].on_time

@@ -96,8 +96,10 @@ def test_chain_trace_clipper_stage_budget() -> None:
 
 
 def test_chain_trace_clipper_expired() -> None:
-    """clipper++: r2 with a 35 ms SLO is past its deadline (37 ms) when stage 1 takes it at 50 ms."""
-    st = [stage([10], successors=[1], budget_fraction=0.5), stage([20], budget_fraction=0.5)]
+    """clipper++: r2 (sent at 2 ms, SLO 35 ms: deadline 37 ms; stage 0's share the whole SLO) runs at stage
+    0 in 20-30 ms; stage 1 collects it at 30 ms, as r1's batch (30-50 ms) starts, for a start at 50 ms, past
+    its deadline: expired there, never run (judged at 30 ms it was kept and ran late)."""
+    st = [stage([10], successors=[1], budget_fraction=1.0), stage([20], budget_fraction=0.5)]
     sim = make(st, _core.Policy(order="fcfs", drop="clipper"), [0.0, 0.001, 0.002], [0.05, 0.05, 0.035])
     run_all(sim)
     o = sim.outcomes()
