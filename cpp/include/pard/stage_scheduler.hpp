@@ -39,8 +39,9 @@
 //      downstream estimate) at most S(l_max) = B * (floor(R * l_max / B) + 1) requests can start by
 //      then, and every request past the first S(l_max) would start after its own deadline. The test
 //      is the fluid count, the shed the batch count (up to a batch more): a wrong order switch costs
-//      little, a wrong shed loses the request. Shedding them at once frees their DAG siblings at once; requests that are only
-//      estimated to miss downstream stay for the purge and pop rule, whose estimate may shrink.
+//      little, a wrong shed loses the request. Shedding them at once frees their DAG siblings at once;
+//      requests that are only estimated to miss downstream stay for the purge and pop rule, whose
+//      estimate may shrink.
 //      When the test holds, this batch's pop rule (step 4) uses the larger of the published downstream
 //      term and overload_downstream (0 unless the policy's overload_upper: pard-upper's Σq + 2Σd): an
 //      overloaded stage forwards at its full rate, so the stages below are about to be busy whatever
@@ -226,30 +227,6 @@ public:
     // the README's NumPy example, 100x faster than declared, shed 80 % of a 1 000-request burst).
     [[nodiscard]] PublishedTerms effective_terms() const noexcept { return effective(terms_.load()); }
 
-    // True while neither the planner nor this stage has measured a batch: the published duration_scale
-    // is 0 and no batch has been observed. Then step 2b does not shed (its only evidence that the queue
-    // is unreachable would be the profile: a burst that finds the first batch forming would be cut to
-    // what the profile says, before one batch has shown the real speed); the order switch still holds.
-    [[nodiscard]] bool unmeasured(const PublishedTerms& published) const noexcept {
-        return published.duration_scale == 0.0 && profiled_sum_ns_.load(std::memory_order_relaxed) == 0;
-    }
-
-private:
-    [[nodiscard]] PublishedTerms effective(PublishedTerms t) const noexcept {
-        if (t.duration_scale > 0.0) return t;
-        const double s = own_duration_scale();
-        t.duration_scale = s;
-        if (s != 1.0) {
-            t.downstream_ns = scaled(t.downstream_ns, s);
-            t.overload_downstream_ns = scaled(t.overload_downstream_ns, s);
-            t.service_rate /= s;
-            t.path_rate /= s;
-        }
-        return t;
-    }
-
-public:
-
     // The order the next batch is popped in: fcfs, lbf or hbf (never adaptive).
     [[nodiscard]] Order current_order() const noexcept { return order_.load(std::memory_order_relaxed); }
 
@@ -375,6 +352,27 @@ public:
     }
 
 private:
+    // True while neither the planner nor this stage has measured a batch: the published duration_scale
+    // is 0 and no batch has been observed. Then step 2b does not shed (its only evidence that the queue
+    // is unreachable would be the profile: a burst that finds the first batch forming would be cut to
+    // what the profile says, before one batch has shown the real speed); the order switch still holds.
+    [[nodiscard]] bool unmeasured(const PublishedTerms& published) const noexcept {
+        return published.duration_scale == 0.0 && profiled_sum_ns_.load(std::memory_order_relaxed) == 0;
+    }
+
+    [[nodiscard]] PublishedTerms effective(PublishedTerms t) const noexcept {
+        if (t.duration_scale > 0.0) return t;
+        const double s = own_duration_scale();
+        t.duration_scale = s;
+        if (s != 1.0) {
+            t.downstream_ns = scaled(t.downstream_ns, s);
+            t.overload_downstream_ns = scaled(t.overload_downstream_ns, s);
+            t.service_rate /= s;
+            t.path_rate /= s;
+        }
+        return t;
+    }
+
     // Step 2 (mu_ held): drop the heap's min while even a batch of one starting at t_e_ns misses.
     template <class IsCancelled>
     void purge_low_end(const PublishedTerms& t, std::int64_t t_e_ns, std::vector<Drop>& drops,
