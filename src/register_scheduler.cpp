@@ -71,7 +71,7 @@ void register_scheduler(py::module_& m) {
     py::class_<Policy>(m, "Policy", "A policy value: order x drop rule x parameters (DESIGN 3.6).")
         .def(py::init([](const std::string& order, const std::string& drop, double thr_s, double alpha,
                          bool tiered, bool reactive, std::int64_t max_queue, bool max_queue_entry_only, bool shed,
-                         bool pace) {
+                         bool pace, const std::string& overload_below) {
                  Policy p;
                  p.order = parse_order(order);
                  p.drop = parse_drop(drop);
@@ -79,6 +79,7 @@ void register_scheduler(py::module_& m) {
                  p.reactive = reactive;
                  p.shed = shed;
                  p.pace = pace;
+                 p.overload_below = parse_below(overload_below);
                  p.max_queue = max_queue;
                  p.max_queue_entry_only = max_queue_entry_only;
                  if (!std::isfinite(thr_s) || thr_s < 0.0) {
@@ -92,7 +93,7 @@ void register_scheduler(py::module_& m) {
              py::kw_only(), py::arg("order"), py::arg("drop"), py::arg("dagor_threshold_s") = 0.02,
              py::arg("dagor_alpha") = 0.4, py::arg("tiered") = false, py::arg("reactive") = false,
              py::arg("max_queue") = 0, py::arg("max_queue_entry_only") = false, py::arg("shed") = true,
-             py::arg("pace") = false)
+             py::arg("pace") = false, py::arg("overload_below") = "none")
         .def_property_readonly("order", [](const Policy& p) { return std::string(order_name(p.order)); })
         .def_property_readonly("drop", [](const Policy& p) { return std::string(drop_name(p.drop)); })
         .def_property_readonly("dagor_threshold_s", [](const Policy& p) { return to_s(p.dagor_threshold_ns); })
@@ -101,12 +102,13 @@ void register_scheduler(py::module_& m) {
         .def_property_readonly("reactive", [](const Policy& p) { return p.reactive; })
         .def_property_readonly("shed", [](const Policy& p) { return p.shed; })
         .def_property_readonly("pace", [](const Policy& p) { return p.pace; })
+        .def_property_readonly("overload_below", [](const Policy& p) { return std::string(below_name(p.overload_below)); })
         .def_property_readonly("max_queue", [](const Policy& p) { return p.max_queue; })
         .def_property_readonly("max_queue_entry_only", [](const Policy& p) { return p.max_queue_entry_only; })
         .def("__eq__", [](const Policy& a, const Policy& b) {
             return a.order == b.order && a.drop == b.drop && a.dagor_threshold_ns == b.dagor_threshold_ns &&
                    a.dagor_alpha == b.dagor_alpha && a.tiered == b.tiered && a.reactive == b.reactive && a.shed == b.shed &&
-                   a.pace == b.pace &&
+                   a.pace == b.pace && a.overload_below == b.overload_below &&
                    a.max_queue == b.max_queue && a.max_queue_entry_only == b.max_queue_entry_only;
         })
         .def("__repr__", [](const Policy& p) {
@@ -114,7 +116,8 @@ void register_scheduler(py::module_& m) {
                    "', dagor_threshold_s=" + std::to_string(to_s(p.dagor_threshold_ns)) +
                    ", dagor_alpha=" + std::to_string(p.dagor_alpha) + ", tiered=" + (p.tiered ? "True" : "False") +
                    ", reactive=" + (p.reactive ? "True" : "False") + ", shed=" + (p.shed ? "True" : "False") +
-                   ", pace=" + (p.pace ? "True" : "False") + ", max_queue=" + std::to_string(p.max_queue) +
+                   ", pace=" + (p.pace ? "True" : "False") + ", overload_below='" + below_name(p.overload_below) +
+                   "', max_queue=" + std::to_string(p.max_queue) +
                    ", max_queue_entry_only=" + (p.max_queue_entry_only ? "True" : "False") + ")";
         });
 
@@ -248,8 +251,18 @@ void register_scheduler(py::module_& m) {
         .def_property_readonly("current_order", [](const StageScheduler& s) { return std::string(order_name(s.current_order())); })
         .def_property_readonly("stage", [](const StageScheduler& s) { return s.config().stage; })
         .def_property_readonly("max_batch", [](const StageScheduler& s) { return s.config().max_batch; })
-        .def("queued", &StageScheduler::queued);
+        .def("queued", &StageScheduler::queued)
+        .def("set_below", [](StageScheduler& s, const std::vector<StageScheduler*>& below) {
+                 s.set_below(std::vector<const StageScheduler*>(below.begin(), below.end()));
+             },
+             py::arg("below"), py::keep_alive<1, 2>(),
+             "The stages below this one, read by the pop rule under Policy.overload_below (set once, before "
+             "any batch forms; the list is kept alive with this scheduler).")
+        .def_property_readonly("overloaded_now", &StageScheduler::overloaded_now);
 
+    m.def("stages_below", &stages_below, py::arg("successors"),
+          "For each stage of a pipeline given by its successor lists, every stage reachable from it (itself "
+          "excluded), ascending.");
 }
 
 }  // namespace pard::bind

@@ -76,11 +76,12 @@ class Policy:
     def __init__(self, *, order: str, drop: str, dagor_threshold_s: float = 0.02,
                  dagor_alpha: float = 0.4, tiered: bool = False, reactive: bool = False,
                  max_queue: int = 0, max_queue_entry_only: bool = False, shed: bool = True,
-                 pace: bool = False) -> None: ...
+                 pace: bool = False, overload_below: str = "none") -> None: ...
     # order: "fcfs" | "lbf" | "hbf" | "adaptive"
     # drop: "none" | "pard" | "clipper" | "nexus" | "dagor" | "triton" | "ray-serve"
     # tiered: one heap per tier (served / shed by weight); reactive: the hot-path overload test;
     # max_queue: reject at that many queued (0 = none), at entry stages only with max_queue_entry_only
+    # overload_below: "none" | "overloaded" | "backlog" (what a stage reads of the stages below it)
     @property
     def order(self) -> str: ...
     @property
@@ -97,6 +98,8 @@ class Policy:
     def shed(self) -> bool: ...
     @property
     def pace(self) -> bool: ...
+    @property
+    def overload_below(self) -> str: ...
     @property
     def max_queue(self) -> int: ...
     @property
@@ -139,6 +142,12 @@ class StageScheduler:
     @property
     def max_batch(self) -> int: ...
     def queued(self) -> int: ...                 # heap + ring, best effort under concurrency
+    def set_below(self, below: list[StageScheduler]) -> None: ...  # Policy.overload_below reads them
+    @property
+    def overloaded_now(self) -> bool: ...        # the reactive overload test held at the last batch
+
+
+def stages_below(successors: list[list[int]]) -> list[list[int]]: ...  # every stage reachable, ascending
 
 
 # ---- register_sim.cpp: discrete-event simulator over the same StageSchedulers -----------

@@ -39,6 +39,7 @@ KNOWN_POLICY_FIELDS = frozenset({
     "idle_batch", "spread_z", "spread_scope", "pace", "queue_z", "queue_last",
     "contended_z", "contended_path",
     "overload_upper",
+    "overload_below",  # read by the C++ stage scheduler alone (Policy.overload_below), not the planner
     "prior_terms",  # computed by the Python planner before the first interval (Planner.prior_terms)
     "pace_autoscaled",  # resolved before the planner is built (PolicySpec.for_autoscaling in simulate)
 })

@@ -73,6 +73,9 @@ SpreadScope = Literal["path", "own", "sink"]
 #: whose downstream work splits into two or more paths, where sibling branches that overload on their own
 #: drop different requests, each wasting the other's compute); at every stage with a stage below it.
 Pace = Literal["none", "forks", "all"]
+#: What a stage's pop rule reads of the stages below it on the hot path (``PolicySpec.overload_below``):
+#: nothing; whether one found itself overloaded at its last batch; whether one holds a full batch queued.
+BelowSignal = Literal["none", "overloaded", "backlog"]
 
 
 def paces(mode: str, paths: Sequence[Sequence[int]]) -> bool:
@@ -152,6 +155,12 @@ class PolicySpec:
             published term: an overloaded stage forwards at its full rate, so the stages below are about to
             be busy whatever utilisation the planner measured (``downstream="busy"`` lags a burst that
             follows an idle gap by up to one sync). The purge keeps the published term.
+        overload_below: with ``overload_upper``, the pop rule also budgets ``overload_downstream_s`` while a
+            stage below signals, now, that it is backed up: ``"overloaded"`` (its own hot-path overload test
+            held at its last batch) or ``"backlog"`` (it holds a full batch queued); ``"none"``: never. The
+            planner's queueing and utilisation terms average over its window, so a burst piling up at a
+            downstream bottleneck reaches the stages above a sync late; this signal is read per batch in C++
+            (stage_scheduler.hpp, step 2b).
         prior_terms: before the planner's first interval, publish the terms of an idle interval (the
             profile's durations, no queueing, the stages' service rates), so that a run or a burst that
             starts before the first sync is not served without any downstream estimate or overload test.
@@ -191,6 +200,7 @@ class PolicySpec:
     idle_batch: bool = False
     prior_terms: bool = False
     overload_upper: bool = False
+    overload_below: BelowSignal = "none"
     spread_z: float = 0.0
     spread_scope: SpreadScope = "path"
     queue_z: float = 0.0
@@ -208,7 +218,7 @@ class PolicySpec:
             raise PardValueError(f"PolicySpec.name must be a non-empty str, got {self.name!r}")
         for field, choices in (("order", get_args(Order)), ("drop", get_args(Drop)),
                                ("downstream", tuple(DOWNSTREAM_MODES)), ("spread_scope", get_args(SpreadScope)),
-                               ("pace", get_args(Pace))):
+                               ("pace", get_args(Pace)), ("overload_below", get_args(BelowSignal))):
             value = getattr(self, field)
             if not isinstance(value, str) or value not in choices:
                 raise PardValueError(f"PolicySpec.{field} must be one of {', '.join(map(repr, choices))}, "
@@ -252,6 +262,7 @@ class PolicySpec:
             reactive=self.reactive,
             shed=self.shed,
             pace=self.pace != "none",
+            overload_below=self.overload_below,
             max_queue=self.max_queue,
             max_queue_entry_only=self.max_queue_entry_only,
         )

@@ -140,8 +140,16 @@ public:
         if (n == 0 || n > 64) throw std::invalid_argument("LivePipeline: 1..64 stages, got " + std::to_string(n));
         if (history_ < 1) throw std::invalid_argument("LivePipeline: history must be >= 1");
         if (entries_.empty() || exits_.empty()) throw std::invalid_argument("LivePipeline: no entry or exit stage");
+        std::vector<std::vector<int>> succ;
         for (const auto& s : specs_) {
             if (s.sched == nullptr) throw std::invalid_argument("LivePipeline: a stage without a scheduler");
+            succ.push_back(s.successors);
+        }
+        const auto below = stages_below(succ);  // each scheduler reads the stages below it (overload_below)
+        for (std::size_t k = 0; k < n; ++k) {
+            std::vector<const StageScheduler*> v;
+            for (int j : below[k]) v.push_back(specs_[static_cast<std::size_t>(j)].sched);
+            specs_[k].sched->set_below(std::move(v));
         }
         join_index_.assign(n, -1);
         for (std::size_t k = 0; k < n; ++k) {

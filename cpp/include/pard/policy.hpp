@@ -42,6 +42,27 @@ inline constexpr int kNumReasons = 9;
 inline constexpr const char* kReasonNames[kNumReasons] = {
     "infeasible", "expired", "stage-budget", "window", "overload", "cancelled", "rejected", "timeout", "shed"};
 
+// What a stage reads of the stages below it on the hot path (stage_scheduler.hpp, step 2b's pop rule):
+// nothing; whether any of them found itself overloaded at its last batch (its own step 2b test);
+// whether any of them holds at least a full batch queued (an arrival there waits a whole batch).
+enum class BelowSignal : std::uint8_t { kNone = 0, kOverloaded = 1, kBacklog = 2 };
+
+inline const char* below_name(BelowSignal b) noexcept {
+    switch (b) {
+        case BelowSignal::kNone: return "none";
+        case BelowSignal::kOverloaded: return "overloaded";
+        case BelowSignal::kBacklog: return "backlog";
+    }
+    return "?";
+}
+
+inline BelowSignal parse_below(const std::string& s) {
+    if (s == "none") return BelowSignal::kNone;
+    if (s == "overloaded") return BelowSignal::kOverloaded;
+    if (s == "backlog") return BelowSignal::kBacklog;
+    throw std::invalid_argument("Policy: overload_below='" + s + "' is not one of 'none', 'overloaded', 'backlog'");
+}
+
 inline const char* order_name(Order o) noexcept {
     switch (o) {
         case Order::kFcfs: return "fcfs";
@@ -99,6 +120,10 @@ struct Policy {
     // published path_rate): smaller batches here, so every request dropped for the path's lack of
     // capacity is dropped here, before any stage below spends on it (stage_scheduler.hpp, step 2c).
     bool pace = false;
+    // reactive: the pop rule also takes the overload downstream term (published overload_downstream)
+    // while a stage below signals this (BelowSignal): a downstream stage that is backed up now is
+    // seen within a batch, not at the planner's next sync (stage_scheduler.hpp, step 2b).
+    BelowSignal overload_below = BelowSignal::kNone;
     // Queue bound (0 = none): a request that finds this many queued is rejected (Triton's
     // max_queue_size at every stage; Ray Serve's max_queued_requests, at entry stages only).
     std::int64_t max_queue = 0;

@@ -408,6 +408,18 @@ private:
         }
     }
 
+    // Each scheduler learns the stages below it (StageScheduler::set_below; Policy::overload_below).
+    void link_below() {
+        std::vector<std::vector<int>> succ;
+        for (const auto& c : cfg_.stages) succ.push_back(c.successors);
+        const auto below = stages_below(succ);
+        for (std::size_t i = 0; i < stages_.size(); ++i) {
+            std::vector<const StageScheduler*> v;
+            for (int j : below[i]) v.push_back(stages_[static_cast<std::size_t>(j)].sched.get());
+            stages_[i].sched->set_below(std::move(v));
+        }
+    }
+
     void build() {
         const std::size_t k = cfg_.stages.size();
         stages_.resize(k);
@@ -442,6 +454,7 @@ private:
             if (s.sink) ++n_sinks_;
         }
         for (const auto& c : cfg_.stages) for (int j : c.successors) ++stages_[static_cast<std::size_t>(j)].n_pred;
+        link_below();
         for (std::size_t i = 0; i < k; ++i) {
             if (stages_[i].n_pred > 255) {
                 throw std::invalid_argument("Simulator: stages[" + std::to_string(i) + "] joins more than 255 branches");

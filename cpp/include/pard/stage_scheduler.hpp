@@ -46,6 +46,12 @@
 //      term and overload_downstream (0 unless the policy's overload_upper: pard-upper's Σq + 2Σd): an
 //      overloaded stage forwards at its full rate, so the stages below are about to be busy whatever
 //      the planner measured over its window. The purge (step 2) keeps the published term.
+//      With the policy's overload_below, the pop rule takes that term also while a stage below this
+//      one signals, now, that it is backed up (BelowSignal: its own step 2b test held at its last batch,
+//      or it holds a full batch queued): the planner's queueing and utilisation terms average over
+//      its window, so a burst that piles up at a downstream bottleneck is seen by the stages above only
+//      a sync later; the stages below are read here, once per batch, through relaxed atomics
+//      (set_below wires them, once, before any batch forms).
 //   2c. pace (pard, with 2b firing): when the published path_rate P (the least service rate among the
 //      stages below) is under this stage's R, the batch is the smallest whose throughput b/d_k(b)
 //      reaches P / R of the full batch's, and 2b's shedding uses P for R. An
@@ -195,6 +201,15 @@ public:
 
     [[nodiscard]] PublishedTerms terms() const noexcept { return terms_.load(); }
 
+    // The stages below this one (every stage reachable through its successors), read by step 2b's pop
+    // rule under Policy::overload_below. Set once by the pipeline that owns them all (stages_below),
+    // before any thread forms a batch; the pointers must outlive this scheduler's use.
+    void set_below(std::vector<const StageScheduler*> below) { below_ = std::move(below); }
+
+    // Whether this stage's hot-path overload test (step 2b) held at its last batch formation (false
+    // after one that found nothing queued). Any thread; best effort, a relaxed load.
+    [[nodiscard]] bool overloaded_now() const noexcept { return overloaded_.load(std::memory_order_relaxed); }
+
     // Any worker thread, once a batch of b requests has run for measured_ns: adds it to the stage's own
     // measured and profiled sums, the d_k(b) correction used until the planner publishes one
     // (effective_terms). Lock-free: two relaxed additions per batch. The simulator calls it at the
@@ -280,6 +295,7 @@ public:
         std::size_t b = queued_now < max_b ? queued_now : max_b;  // step 3
         if (b == 0) {
             heap_size_.store(0, std::memory_order_relaxed);
+            overloaded_.store(false, std::memory_order_relaxed);
             return;
         }
         std::int64_t d = scaled(prof.duration_ns(static_cast<std::int64_t>(b)), scale);
@@ -289,6 +305,7 @@ public:
         const bool overloaded = rule == DropRule::kPard && cfg_.policy.reactive && !cfg_.policy.keyed_by_arrival() &&
                                 t.service_rate > 0.0 &&
                                 react_to_overload(t, t_e_ns, d, pace, !unmeasured(published), out, is_cancelled);  // 2b
+        overloaded_.store(overloaded, std::memory_order_relaxed);
         if (overloaded) {
             pop_max = true;
             b = heap_.size() < max_b ? heap_.size() : max_b;
@@ -302,7 +319,7 @@ public:
                 pop_loop(out, pop_max, is_cancelled, [](const Request&) { return -1; });
                 break;
             case DropRule::kPard: {
-                const std::int64_t thr = pard_threshold(t_e_ns, d, pop_downstream_ns(t, overloaded));
+                const std::int64_t thr = pard_threshold(t_e_ns, d, pop_downstream_ns(t, overloaded || below_signals()));
                 pop_loop(out, pop_max, is_cancelled, [thr](const Request& r) {
                     return pard_drops(r, thr) ? static_cast<int>(Reason::kInfeasible) : -1;
                 }, limit);
@@ -425,6 +442,19 @@ private:
     // when this batch's overload test held (step 2b).
     [[nodiscard]] static std::int64_t pop_downstream_ns(const PublishedTerms& t, bool overloaded) noexcept {
         return overloaded && t.overload_downstream_ns > t.downstream_ns ? t.overload_downstream_ns : t.downstream_ns;
+    }
+
+    // Step 2b's cross-stage signal (Policy::overload_below): a stage below is backed up now.
+    [[nodiscard]] bool below_signals() const noexcept {
+        const BelowSignal how = cfg_.policy.overload_below;
+        if (how == BelowSignal::kNone) return false;
+        for (const StageScheduler* s : below_) {
+            if (how == BelowSignal::kOverloaded ? s->overloaded_now()
+                                                : s->queued() >= static_cast<std::size_t>(s->cfg_.max_batch)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     // Step 2b: true when the queue cannot drain within the largest slack at the published service
@@ -672,6 +702,8 @@ private:
     std::vector<std::size_t> tier_order_;           // tiers, lowest weight first
     double tier_total_ = 0.0;
     std::atomic<std::size_t> heap_size_{0};
+    std::atomic<bool> overloaded_{false};           // step 2b's test at the last batch (overloaded_now)
+    std::vector<const StageScheduler*> below_;      // set_below: the stages below, for below_signals
     std::atomic<std::int64_t> measured_sum_ns_{0};  // observe_batch: measured batch ns, ever
     std::atomic<std::int64_t> profiled_sum_ns_{0};  // ... and the profile's d_k(b) for the same batches
     std::vector<Request> local_;              // submit_local's buffer (single-threaded owners)
@@ -682,5 +714,29 @@ private:
     std::mutex publish_mu_;  // serialises publishers (hysteresis step + snapshot store)
     SnapshotCell terms_;
 };
+
+// For each stage k of a pipeline given by its successor lists, every stage reachable from k (k
+// excluded), ascending: what StageScheduler::set_below takes. Throws std::invalid_argument on a
+// successor index out of range; terminates on a cycle too (the pipelines refuse cycles elsewhere).
+inline std::vector<std::vector<int>> stages_below(const std::vector<std::vector<int>>& successors) {
+    const std::size_t n = successors.size();
+    std::vector<std::vector<int>> below(n);
+    for (std::size_t k = 0; k < n; ++k) {
+        std::vector<char> seen(n, 0);
+        std::vector<int> todo(successors[k].begin(), successors[k].end());
+        while (!todo.empty()) {
+            const int j = todo.back();
+            todo.pop_back();
+            if (j < 0 || static_cast<std::size_t>(j) >= n) {
+                throw std::invalid_argument("stages_below: successor " + std::to_string(j) + " is out of range");
+            }
+            if (seen[static_cast<std::size_t>(j)] || static_cast<std::size_t>(j) == k) continue;
+            seen[static_cast<std::size_t>(j)] = 1;
+            for (int x : successors[static_cast<std::size_t>(j)]) todo.push_back(x);
+        }
+        for (std::size_t j = 0; j < n; ++j) if (seen[j]) below[k].push_back(static_cast<int>(j));
+    }
+    return below;
+}
 
 }  // namespace pard
