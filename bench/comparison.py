@@ -17,6 +17,13 @@ Usage::
 
     PYTHONPATH=python python bench/comparison.py --duration 300 --jobs 2 --markdown bench/comparison.md
 
+Lever experiments: ``--variant downstream=busy,overload_upper=true`` runs ``pard`` with those PolicySpec fields
+replaced (the name stays ``pard``), and ``--reuse ROWS`` takes every other policy's figures from a rows file of
+an earlier run with the same duration and seed (only ``pard`` is simulated), e.g.::
+
+    PYTHONPATH=python python bench/comparison.py --rows base.jsonl            # once: every policy
+    PYTHONPATH=python python bench/comparison.py --reuse base.jsonl --variant overload_below=backlog
+
 Prints (and optionally writes) a markdown table, one row per scenario, and a summary: the median and
 worst of pard - best baseline, the rows where pard trails a baseline by more than 0.3 points, where it
 trails pard-paper, where it is below 0.90 of the bound, and where its invalid rate exceeds nexus's; for the
@@ -107,8 +114,34 @@ def crowd_run_ratio(report: Any, duration: float) -> float:
     return float(np.count_nonzero(report.state[sel] == 1) / bound) if bound else float("nan")
 
 
+def parse_variant(text: str | None) -> Any:
+    """``pard``'s PolicySpec with the fields of ``text`` (``field=value,...``; true/false, numbers, else
+    strings) replaced; ``pard`` itself when ``text`` is empty.  Raises pard's ValueError / TypeError for a
+    field or value PolicySpec refuses."""
+    import dataclasses
+
+    from pard.policies import POLICIES
+
+    base = POLICIES["pard"]
+    if not text:
+        return base
+    fields: dict[str, Any] = {}
+    for item in text.split(","):
+        name, _, raw = item.partition("=")
+        value: Any = raw.strip()
+        if value.lower() in ("true", "false"):
+            value = value.lower() == "true"
+        else:
+            try:
+                value = float(value) if "." in value or "e" in value.lower() else int(value)
+            except ValueError:
+                pass
+        fields[name.strip()] = value
+    return dataclasses.replace(base, **fields)
+
+
 def run_scenario(key: tuple[str, str, str, float, str], duration: float, start: float, seed: int,
-                 policies: list[str]) -> dict[str, Any]:
+                 policies: list[Any]) -> dict[str, Any]:
     from pard import compare
 
     pipeline, trace, bottleneck, load, dyn = key
@@ -254,11 +287,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=None,
                     help="comma-separated filter: a scenario runs when every term names one of its fields")
     ap.add_argument("--policies", default=",".join(POLICIES), help="comma-separated policies (pard and nexus needed)")
+    ap.add_argument("--variant", default=None,
+                    help="field=value,... : run pard with these PolicySpec fields replaced (a lever experiment)")
+    ap.add_argument("--reuse", type=Path, default=None,
+                    help="take every policy but pard from this rows file (same duration and seed); simulate pard only")
     ap.add_argument("--rows", type=Path, default=None,
                     help="append each finished scenario to this JSON-lines file and skip scenarios already in it "
                          "(resume a long grid)")
     args = ap.parse_args(argv)
     policies = args.policies.split(",")
+    pard_spec = parse_variant(args.variant)
+    reused: dict[tuple[Any, ...], dict[str, Any]] = {}
+    if args.reuse:
+        for line in args.reuse.read_text().splitlines():
+            r = json.loads(line)
+            reused[_key(r)] = r
+    run_policies: list[Any] = [pard_spec] if args.reuse else [pard_spec if p == "pard" else p for p in policies]
     keys = list(itertools.product(PIPELINES, TRACES, BOTTLENECKS, LOADS, DYNAMICS))
     if args.only:
         want = set(args.only.split(","))
@@ -270,10 +314,15 @@ def main(argv: list[str] | None = None) -> int:
             r = json.loads(line)
             done[_key(r)] = r
     todo = [k for k in keys if k not in done]
+    missing = [k for k in todo if args.reuse and k not in reused]
+    if missing:
+        ap.error(f"--reuse {args.reuse} has no row for {'/'.join(map(str, missing[0]))} ({len(missing)} missing)")
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(run_scenario, k, args.duration, args.start, args.seed, policies) for k in todo]
+        futures = [pool.submit(run_scenario, k, args.duration, args.start, args.seed, run_policies) for k in todo]
         for fut in as_completed(futures):
             r = fut.result()
+            if args.reuse:  # the other policies' figures from the earlier run, pard's from this one
+                r = {**reused[_key(r)], "policies": {**reused[_key(r)]["policies"], "pard": r["policies"]["pard"]}}
             done[_key(r)] = r
             if args.rows:
                 with args.rows.open("a") as fh:
