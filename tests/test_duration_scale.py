@@ -42,8 +42,9 @@ def batches(rng: np.random.Generator, count: int, k: float, cv: float = CV) -> d
 def test_planner_d_is_k_times_the_profile_after_the_first_interval(k: float) -> None:
     """Executors k times the profile, 20 batches per stage in the first 1 s interval: every published
     scale is within 10 % of k (the ratio of sums of 20 jittered batches has a CV of about 2 %), and the
-    entry's downstream term is k times the uncorrected planner's on the same statistics (w = sum d:
-    downstream = 2 * sum_i k d_i(b_i))."""
+    entry's downstream term (sum d_i + sum rho_i d_i, rho_i the measured busy share, the same on and off)
+    is k times the uncorrected planner's on the same statistics; its overload term (pard-upper's w = sum d,
+    no queueing here) is 2 * sum_i d_i(b_i)."""
     rng = np.random.default_rng(1)
     stats = [batches(rng, 20, k) for _ in range(3)]
     with warnings.catch_warnings():
@@ -54,7 +55,10 @@ def test_planner_d_is_k_times_the_profile_after_the_first_interval(k: float) -> 
     for t in on:
         assert t.duration_scale == pytest.approx(k, rel=0.1)
     assert on[0].downstream_s == pytest.approx(k * off[0].downstream_s, rel=0.1)
-    assert off[0].downstream_s == pytest.approx(2 * sum(0.010 + 0.002 * off[i].batch_size for i in (1, 2)), rel=1e-9)
+    assert on[0].overload_downstream_s == pytest.approx(k * off[0].overload_downstream_s, rel=0.1)
+    sum_d = sum(0.010 + 0.002 * off[i].batch_size for i in (1, 2))
+    assert off[0].overload_downstream_s == pytest.approx(2 * sum_d, rel=1e-9)
+    assert sum_d < off[0].downstream_s <= 2 * sum_d * (1 + 1e-12)  # 0 < rho_i <= 1 (3x fills the interval)
 
 
 def test_count_weighted_then_running_ratio_closed_form() -> None:
@@ -102,7 +106,8 @@ def test_the_ratio_survives_an_idle_stretch_longer_than_the_window() -> None:
 
 def test_idle_stage_is_estimated_at_batch_one() -> None:
     """After full batches of 16 and then a window with no batch, pard budgets the idle downstream stage at
-    d(1) (2 * d(1) = 24 ms with w = sum d), pard-paper keeps its last batch size (d(16) = 42 ms)."""
+    d(1) = 12 ms (idle, so no batch wait: rho = 0; 2 * d(1) = 24 ms in its overload term, w = sum d),
+    pard-upper keeps its last batch size (2 * d(16) = 84 ms)."""
     full = {"batch_size": np.full(5, 16), "batch_duration_s": np.full(5, 0.042)}
     got = {}
     for name in ("pard", "pard-upper"):
@@ -110,9 +115,10 @@ def test_idle_stage_is_estimated_at_batch_one() -> None:
         p.update(1.0, [full, full], [1, 1])
         for t in range(2, 6):
             terms = p.update(float(t), [{}, {}], [1, 1])
-        got[name] = terms[0].downstream_s
-    assert got["pard"] == pytest.approx(2 * 0.012)
-    assert got["pard-upper"] == pytest.approx(2 * 0.042)
+        got[name] = terms[0]
+    assert got["pard"].downstream_s == pytest.approx(0.012)
+    assert got["pard"].overload_downstream_s == pytest.approx(2 * 0.012)
+    assert got["pard-upper"].downstream_s == pytest.approx(2 * 0.042)
 
 
 def test_a_stage_far_from_its_profile_warns_once() -> None:
@@ -209,7 +215,7 @@ def test_spread_margin_closed_form(scope: str) -> None:
     flat = [PlannerStage(name=f"s{k}", batch_sizes=(1, 16), durations_s=(d, d), max_batch=16,
                          paths=((1,),) if k == 0 else (), entry=(k == 0)) for k in range(2)]
     st = {"batch_size": np.full(40, 8), "batch_duration_s": np.tile([0.7 * d, 1.3 * d], 20)}
-    pol = dataclasses.replace(POLICIES["pard"], name="v", spread_z=2.0, spread_scope=scope)
+    pol = dataclasses.replace(POLICIES["pard"], name="v", downstream="upper", spread_z=2.0, spread_scope=scope)
     terms = Planner(flat, policy=pol).update(1.0, [st, st], [1, 1])
     margin0 = {"path": 2 * 0.3 * d * np.sqrt(2), "own": 2 * 0.3 * d, "sink": 0.0}[scope]
     assert terms[1].downstream_s == pytest.approx(2 * 0.3 * d, rel=1e-6)

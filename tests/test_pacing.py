@@ -177,6 +177,10 @@ def test_pard_paces_forks_on_fixed_pools_only() -> None:
         return r.on_time, r.late, r.dropped
 
     assert outcome("pard", autoscale=True, cold_start_s=2.0) == outcome(unpaced, autoscale=True, cold_start_s=2.0)
-    assert outcome(keep, autoscale=True, cold_start_s=2.0) != outcome(unpaced, autoscale=True, cold_start_s=2.0)
+    # that pace_autoscaled keeps pacing under the autoscaler, shown where pacing bites in this run: with
+    # pard-upper's budget (w = sum d); pard's own (busy) leaves the fork unpaced here either way
+    upper = dict(downstream="upper", overload_upper=False)
+    assert (outcome(dataclasses.replace(keep, **upper), autoscale=True, cold_start_s=2.0)  # type: ignore[arg-type]
+            != outcome(dataclasses.replace(unpaced, **upper), autoscale=True, cold_start_s=2.0))  # type: ignore[arg-type]
     assert outcome("pard") == outcome(dataclasses.replace(pard_spec, name="pard+pace"))
     assert outcome("pard") != outcome(unpaced)

@@ -7,7 +7,7 @@ import pytest
 from pard.policies import DOWNSTREAM_MODES, POLICIES, PolicySpec, get_policy, policy_names
 
 EXPECTED = {
-    "pard": ("adaptive", "pard", "upper", False),
+    "pard": ("adaptive", "pard", "busy", False),
     "pard-paper": ("adaptive", "pard", "full", False),
     "triton": ("fcfs", "triton", "none", False),
     "ray-serve": ("fcfs", "ray-serve", "none", False),

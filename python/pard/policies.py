@@ -19,9 +19,14 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
 * ``reactive`` (+ ``shed``) -- overload detected on the hot path at every batch (queued work against what
   the stage can finish within the queued requests' slack); the order switches to HBF and the requests
   it cannot reach in time are shed at once, instead of at the next sync;
-* ``downstream="upper"`` -- the downstream batch wait budgeted at its tail, one whole batch per downstream
-  stage (``w = sum d_i``), instead of the 0.1-quantile of per-batch waits, which is 0 whenever workers
-  idle between batches (requests admitted upstream then die downstream);
+* ``downstream="busy"`` -- the downstream batch wait budgeted from what the stages below really do:
+  ``w = sum rho_i d_i``, ``rho_i`` stage ``i``'s measured utilisation (:mod:`pard.utilisation`), instead of
+  the 0.1-quantile of per-batch waits, which is 0 whenever workers idle between batches (requests admitted
+  upstream then die downstream); a whole batch per stage (``pard-upper``'s ``w = sum d_i``) only where the
+  stage is always busy, so a stage above a partly idle path is not over-budgeted;
+* ``overload_upper`` -- while a stage's hot-path overload test holds, its pop rule budgets ``w = sum d_i``:
+  an overloaded stage forwards at its full rate, so the stages below are about to be busy before the
+  planner has measured it (``"busy"`` alone lags a burst that follows an idle gap by up to a sync);
 * ``correct_durations`` -- every ``d_k(b)`` scaled online by the measured / profiled batch duration ratio;
 * ``coherent_branches`` -- parallel DAG branches switch order together (the most loaded one's load factor);
 * ``idle_batch`` -- a stage that ran no batch in the window is estimated at batch size 1 (an idle stage
@@ -37,15 +42,14 @@ Built, tested and measured but *not* in ``pard`` (bench/RESULTS.md, issue 9, say
 "tail"`` (the batch-wait quantile over per-request samples, with a policy ``lam``), ``tune_lam`` (the
 quantile tuned online from outcomes, within ``[LAM_MIN, LAM_MAX]``), ``rate_admission`` (a persistently
 overloaded downstream stage's excess shed at the entry, lowest tier first; :mod:`pard.admission`),
-``downstream="busy"`` (``w = sum rho_i d_i``, :mod:`pard.utilisation`; it loses 16-27 % when a burst
-follows an idle gap with a wrong profile), ``pace="all"`` (at every stage it starves a batching
+``downstream="upper"`` (``w = sum d_i`` at every batch: ``pard`` until the seventh round; it over-budgets the
+stages below an entry bottleneck, which are never full), ``pace="all"`` (at every stage it starves a batching
 bottleneck in a chain) and ``pace_autoscaled`` (pacing while a per-stage autoscaler sizes the stages: more
 goodput, but up to 39 % more workers, so less goodput per provisioned worker), ``spread_z`` (the execution-time spread budgeted at ``z`` standard deviations, ``spread_scope``), ``queue_z``
 and ``queue_last`` (downstream queueing delays budgeted at mean + z sd, or at the last interval's mean)
 and ``contended_z`` (a stage's own execution spread weighted by its utilisation, ``contended_path``), and
-``overload_upper`` (an overloaded stage's pop rule budgets ``w = sum d_i`` whatever the planner measured: it
-wins back ``downstream="busy"``'s loss on a burst after an idle gap, but with "busy" it is not a clear gain
-over ``pard`` on both seeds of the grid).
+``overload_below`` (the pop rule also takes the overload term while a stage *below* is backed up now: a wash
+on the grid).
 """
 
 from __future__ import annotations
@@ -284,11 +288,11 @@ class PolicySpec:
 
 def _specs() -> dict[str, PolicySpec]:
     specs = [
-        PolicySpec("pard", "adaptive", "pard", "upper", tiered=True, reactive=True, pace="forks", correct_durations=True,
+        PolicySpec("pard", "adaptive", "pard", "busy", tiered=True, reactive=True, pace="forks", correct_durations=True,
                    coherent_branches=True, idle_batch=True, mu_at_capacity=True, coherent_paths=True,
-                   prior_terms=True,
+                   prior_terms=True, overload_upper=True,
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "
-                               "tail-aware estimate corrected online (DESIGN 3.7)"),
+                               "utilisation-aware downstream estimate corrected online (DESIGN 3.7)"),
         PolicySpec("pard-paper", "adaptive", "pard", "full",
                    description="PARD as the paper writes it: lambda-quantile batch waits, adaptive order"),
         PolicySpec("naive", "fcfs", "none", "none", description="never drops; FCFS"),
