@@ -2,7 +2,7 @@
 sum q_i + 2 sum d_i) while a stage *below* it signals, now, that it is backed up -- its own hot-path
 overload test held at its last batch ("overloaded"), or it holds a full batch queued ("backlog")
 (stage_scheduler.hpp step 2b). The stages below come from the successor lists (``_core.stages_below``),
-wired once by the simulator and the live pipeline.
+wired once by the simulator and the live pipeline. ``pard`` reads "overloaded"; every other named policy none.
 
 Expectations are hand-computed from a linear profile d(b) = A + C b (as tests/test_overload_upper.py),
 and ``stages_below`` is checked against a brute-force reachability on random DAGs."""
@@ -151,7 +151,8 @@ def test_bad_values_are_refused() -> None:
         dataclasses.replace(POLICIES["pard"], overload_below="sometimes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="overload_below='sometimes'"):
         _core.Policy(order="adaptive", drop="pard", overload_below="sometimes")
-    assert POLICIES["pard"].core().overload_below == "none"
+    assert POLICIES["pard"].core().overload_below == "overloaded"  # pard reads the stages below (DESIGN §3.7)
+    assert all(POLICIES[n].core().overload_below == "none" for n in POLICIES if n != "pard")
     assert dataclasses.replace(POLICIES["pard"], overload_below="backlog").core().overload_below == "backlog"
 
 

@@ -27,6 +27,9 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
 * ``overload_upper`` -- while a stage's hot-path overload test holds, its pop rule budgets ``w = sum d_i``:
   an overloaded stage forwards at its full rate, so the stages below are about to be busy before the
   planner has measured it (``"busy"`` alone lags a burst that follows an idle gap by up to a sync);
+* ``overload_below="overloaded"`` -- the same while a stage *below* found itself overloaded at its last
+  batch, read on the hot path (a burst piling up at a downstream bottleneck reaches the stages above a
+  sync late through the planner's averages);
 * ``correct_durations`` -- every ``d_k(b)`` scaled online by the measured / profiled batch duration ratio;
 * ``coherent_branches`` -- parallel DAG branches switch order together (the most loaded one's load factor);
 * ``idle_batch`` -- a stage that ran no batch in the window is estimated at batch size 1 (an idle stage
@@ -48,8 +51,7 @@ bottleneck in a chain) and ``pace_autoscaled`` (pacing while a per-stage autosca
 goodput, but up to 39 % more workers, so less goodput per provisioned worker), ``spread_z`` (the execution-time spread budgeted at ``z`` standard deviations, ``spread_scope``), ``queue_z``
 and ``queue_last`` (downstream queueing delays budgeted at mean + z sd, or at the last interval's mean)
 and ``contended_z`` (a stage's own execution spread weighted by its utilisation, ``contended_path``), and
-``overload_below`` (the pop rule also takes the overload term while a stage *below* is backed up now: a wash
-on the grid).
+``overload_below="backlog"`` (a stage below holding a full batch queued: it loses on the grid).
 """
 
 from __future__ import annotations
@@ -290,7 +292,7 @@ def _specs() -> dict[str, PolicySpec]:
     specs = [
         PolicySpec("pard", "adaptive", "pard", "busy", tiered=True, reactive=True, pace="forks", correct_durations=True,
                    coherent_branches=True, idle_batch=True, mu_at_capacity=True, coherent_paths=True,
-                   prior_terms=True, overload_upper=True,
+                   prior_terms=True, overload_upper=True, overload_below="overloaded",
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "
                                "utilisation-aware downstream estimate corrected online (DESIGN 3.7)"),
         PolicySpec("pard-paper", "adaptive", "pard", "full",
