@@ -166,7 +166,8 @@ class PolicySpec:
             held at its last batch) or ``"backlog"`` (it holds a full batch queued); ``"none"``: never. The
             planner's queueing and utilisation terms average over its window, so a burst piling up at a
             downstream bottleneck reaches the stages above a sync late; this signal is read per batch in C++
-            (stage_scheduler.hpp, step 2b).
+            (stage_scheduler.hpp, step 2b), from the stages of the same process: on Ray (:mod:`pard.ray`) each
+            stage actor sees only its own test, as with ``"none"``.
         prior_terms: before the planner's first interval, publish the terms of an idle interval (the
             profile's durations, no queueing, the stages' service rates), so that a run or a burst that
             starts before the first sync is not served without any downstream estimate or overload test.
