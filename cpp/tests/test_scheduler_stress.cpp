@@ -2,7 +2,11 @@
 // submitting threads push N requests (default 10^7; 10^6 in a TSan build, whose slowdown makes 10^7
 // take minutes: CMakeLists.txt adds a second TSan run at 10^7; argv[1] overrides) into a small ring, 4 workers form batches with the
 // cancelled predicate, a canceller thread cancels random in-flight requests and a publisher flips
-// the order between LBF and HBF. Every request must end in exactly one terminal state:
+// the order between LBF and HBF. The stage reads a stage below it (Policy::overload_below) that a
+// further thread floods and drains, so that stage's overload flag and queue length change while the
+// workers read them (the cross-stage reads run under TSan; the overload term published here is 0, so
+// the rule's outcomes, and the oracle below, do not depend on them). Every request must end in exactly
+// one terminal state:
 //   rejected   submit() returned false (full ring: back-pressure; the submitter records it),
 //   served     taken into a batch,
 //   dropped    with reason infeasible (its deadline is below t_e + d(1)) or cancelled.
@@ -79,6 +83,8 @@ struct Shared {
     std::atomic<std::uint64_t> accounted{0};
     std::atomic<std::uint64_t> submitted_so_far{0};  // an upper bound on ids the canceller may pick
     std::atomic<std::uint64_t> submitters_left{kSubmitters};
+    std::atomic<std::uint64_t> below_overloaded{0};  // below_driver's formations that found it overloaded
+    std::atomic<std::uint64_t> below_calm{0};        // ... and calm
 
     // Sets id's terminal state once; a second terminal state for one id is the bug this test hunts.
     void finish(std::uint64_t id, State s) {
@@ -96,7 +102,32 @@ StageConfig stage_config() {
     c.policy.drop = DropRule::kPard;
     c.policy.order = Order::kAdaptive;
     c.ring_capacity = 1024;  // small: some submits meet a full ring and are rejected
+    c.policy.overload_below = BelowSignal::kOverloaded;  // reads the stage below (below_driver)
     return c;
+}
+
+// The stage below: reactive pard, published 100 req/s, so a burst of 512 requests due in 100 ms fails
+// its overload test (and is shed) while a trickle of 4 passes it.
+StageConfig below_config() {
+    StageConfig c = stage_config();
+    c.stage = 1;
+    c.policy.reactive = true;
+    c.policy.overload_below = BelowSignal::kNone;
+    return c;
+}
+
+void below_driver(StageScheduler& below, Shared& sh) {
+    BatchResult out;
+    std::uint64_t id = 0;
+    for (int k = 0; sh.submitters_left.load(std::memory_order_acquire) > 0; ++k) {
+        const int burst = (k % 2 == 0) ? 512 : 4;
+        for (int i = 0; i < burst; ++i) below.submit(Request{id++, 0, 100 * kMs, 0, 0, 0});
+        for (int i = 0; i < 4; ++i) {
+            below.form_batch(0, 0, out);
+            (below.overloaded_now() ? sh.below_overloaded : sh.below_calm).fetch_add(1, std::memory_order_relaxed);
+        }
+        std::this_thread::yield();
+    }
 }
 
 void submitter(StageScheduler& s, Shared& sh, std::uint64_t p) {
@@ -181,6 +212,11 @@ int main(int argc, char** argv) {
     const std::uint64_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : kDefaultRequests;
     CHECK(n >= kSubmitters);
     StageScheduler s(stage_config());
+    StageScheduler below(below_config());
+    PublishedTerms bt;
+    bt.service_rate = 100.0;
+    below.publish(bt);
+    s.set_below({&below});
     Shared sh(n);
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> threads;
@@ -188,6 +224,7 @@ int main(int argc, char** argv) {
     for (int w = 0; w < kWorkers; ++w) threads.emplace_back(worker, std::ref(s), std::ref(sh));
     threads.emplace_back(canceller, std::ref(sh));
     threads.emplace_back(publisher, std::ref(s), std::ref(sh));
+    threads.emplace_back(below_driver, std::ref(below), std::ref(sh));
     for (auto& t : threads) t.join();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
@@ -210,6 +247,7 @@ int main(int argc, char** argv) {
     CHECK(sh.accounted.load() == n);
     CHECK(count[kRejected] + count[kServed] + count[kDropInfeasible] + count[kDropCancelled] == n);
     CHECK(s.queued() == 0);
+    CHECK(sh.below_overloaded.load() > 0 && sh.below_calm.load() > 0);  // the flag the workers read did flip
     std::printf("requests %llu (%s) in %.2f s: served %llu, infeasible %llu, cancelled %llu (%llu cancelled "
                 "in flight), rejected %llu\n",
                 static_cast<unsigned long long>(n), kTsan ? "TSan build" : "non-TSan build", secs,
