@@ -220,3 +220,20 @@ def test_spread_margin_closed_form(scope: str) -> None:
     margin0 = {"path": 2 * 0.3 * d * np.sqrt(2), "own": 2 * 0.3 * d, "sink": 0.0}[scope]
     assert terms[1].downstream_s == pytest.approx(2 * 0.3 * d, rel=1e-6)
     assert terms[0].downstream_s == pytest.approx(2 * d + margin0, rel=1e-6)
+
+
+def test_syncs_before_any_batch_publish_none_measured_yet() -> None:
+    """Three syncs in which no stage runs a batch publish duration_scale 0 ("none measured yet": each stage
+    then corrects by its own ratio, StageScheduler::effective_terms), not the prior's 1; the first sync
+    with a batch anywhere publishes the measured ratio (3x) at every stage (the C++ planner's equality:
+    tests/test_planner_native.py)."""
+    rng = np.random.default_rng(4)
+    p = Planner(chain(2), policy="pard")
+    idle: list[dict[str, np.ndarray]] = [{}, {}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PardWarning)
+        for t in (1.0, 2.0, 3.0):
+            terms = p.update(t, idle, [1, 1])
+            assert [x.duration_scale for x in terms] == [0.0, 0.0]
+        terms = p.update(4.0, [batches(rng, 20, 3.0), {}], [1, 1])
+    assert [x.duration_scale for x in terms] == pytest.approx([3.0, 3.0], rel=0.1)

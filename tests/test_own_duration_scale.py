@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import time
 import warnings
 
 import numpy as np
@@ -164,3 +165,31 @@ def test_live_readme_example_serves_a_burst_its_profile_calls_unreachable() -> N
     assert sum(ends.values()) == 1000
     assert r.on_time + r.late + r.dropped + r.rejected + r.failed == r.submitted == 1000
     assert r.on_time >= 900, dict(ends)
+
+
+def test_live_burst_after_idle_syncs_is_not_shed_on_the_profiles_word() -> None:
+    """The same burst, sent after the planner has synced 5 times with no batch anywhere (a server that
+    waits for its first request: `pard serve`, a new user's test, 102 of 200 shed). A sync that measured
+    nothing publishes duration_scale 0 ("none measured yet"), not the profile's 1, so the stage still
+    corrects by its own ratio and sheds nothing before its first batch: no request is shed, and every
+    request ends exactly once."""
+    w1 = np.random.default_rng(0).standard_normal((64, 32)).astype(np.float32)
+    w2 = np.random.default_rng(1).standard_normal((32, 10)).astype(np.float32)
+    stages = {"detect": pard.ArrayExecutor(lambda x: np.maximum(x @ w1, 0)),
+              "classify": pard.ArrayExecutor(lambda x: x @ w2)}
+    ends: collections.Counter[str] = collections.Counter()
+    with pard.Runtime(demo_spec(), stages, policy="pard", sync_interval_s=0.05) as rt:
+        deadline = time.monotonic() + 30.0
+        while rt.overhead()["planner_calls"] < 5 and time.monotonic() < deadline:  # idle syncs: nothing submitted yet
+            time.sleep(0.02)
+        assert rt.overhead()["planner_calls"] >= 5
+        futures = [rt.submit(np.ones(64, np.float32), slo=0.15) for _ in range(1000)]
+        for f in futures:
+            try:
+                f.result(timeout=30)
+                ends["served"] += 1
+            except pard.Dropped as d:
+                ends[d.reason] += 1
+    r = rt.report()
+    assert sum(ends.values()) == 1000 == r.submitted == r.on_time + r.late + r.dropped + r.rejected + r.failed
+    assert ends["shed"] == 0, dict(ends)

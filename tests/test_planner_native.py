@@ -122,6 +122,32 @@ def test_native_planner_terms_equal_python_planner_bit_for_bit(policy: PolicySpe
         assert fast.lam == ref.lam and fast.window_s == ref.window_s
 
 
+@pytest.mark.filterwarnings("ignore::pard.errors.PardWarning")
+def test_native_planner_equals_python_through_idle_syncs_then_batches() -> None:
+    """Syncs in which no stage has run a batch yet (duration_scale published as 0, "none measured yet"),
+    then random ones: pard's terms from the C++ planner equal the Python planner's at every sync."""
+    st = planner_stages(config.builtin("lv"))
+    rng = np.random.default_rng(5)
+    kw = dict(policy=get_policy("pard"), samples=2_000, seed=4)
+    ref, fast = Planner(st, **kw), native_planner(Planner(st, **kw))
+    assert fast is not None
+    idle = [{k: np.zeros(0, np.int64) for k in KEYS_NS} | {"dropped": 0, "late": 0} for _ in st]
+    for i in range(8):
+        t_ns = (i + 1) * 10**9
+        stats = idle if i < 3 else random_interval(rng, st, t_ns, burst=1.0)
+        workers = [1] * len(st)
+        want = ref.update(t_ns * 1e-9, as_seconds(stats), workers)
+        got = fast.update_ns(t_ns * 1e-9, stats, workers)
+        assert [w.duration_scale for w in want] == [g[6] for g in got]
+        assert all(w.duration_scale == 0.0 for w in want) == (i < 3)
+        for w, g in zip(want, got):
+            kwp = w.publish_kwargs()
+            late = ("path_rate", "overload_downstream_s")
+            expect = (*(v for f, v in kwp.items() if f not in late), w.in_rate, kwp["path_rate"], w.demand_rate,
+                      kwp["overload_downstream_s"])
+            assert np.array_equal(np.array(expect), np.array(g)), (i, expect, g)
+
+
 def test_native_recorder_equals_python_recorder() -> None:
     """RunRecorder fed in C++ (SimRecorder, then absorb) reports the same sums, bins and workers as
     RunRecorder.record fed the same statistics, including samples before the origin."""

@@ -117,6 +117,12 @@ class DurationScale:
         return self.scale
 
     @property
+    def measured(self) -> bool:
+        """True once any stage has run a batch: until then every ratio is the prior 1 (the profile's word),
+        and the planner publishes ``duration_scale = 0`` ("none measured yet") instead."""
+        return bool(self._count.sum() > 0)
+
+    @property
     def half_life_s(self) -> float:
         """The running ratio's half-life (s)."""
         return self._half_life

@@ -461,6 +461,8 @@ class Planner:
             demand[below] = np.maximum(demand[below], min(rate_i[k], service[k]))
         mu_l, eps_l, q_l, rate_l, b_l = mu_i.tolist(), eps_i.tolist(), q_i.tolist(), rate_i.tolist(), b_i.tolist()
         service_l, scale_l, demand_l, admit_l = service.tolist(), scale_i.tolist(), demand.tolist(), admit.tolist()
+        if correct and not self._scale.measured:  # no batch anywhere yet: publish "none measured yet" (0), so
+            scale_l = [0.0] * n                   # each stage corrects by its own ratio (as before the first sync)
         z = self._policy.spread_z
         sig2 = own2 = None
         if spread:  # each stage's batch-duration variance (s^2); which of them count: PolicySpec.spread_scope

@@ -451,6 +451,9 @@ private:
         totals_.clear();
         out_.assign(n_, SyncTerms{});
         std::vector<double> gq, gd, gw;
+        // DurationScale.measured: no stage has run a batch yet, so every ratio is the prior's 1
+        bool unmeasured = c_.correct_durations;
+        for (std::int64_t c : ds_count_) unmeasured = unmeasured && c == 0;
         for (std::size_t k = 0; k < n_; ++k) {
             double best = 0.0;
             double hi = 0.0;  // overload_upper's term
@@ -491,7 +494,7 @@ private:
             t.queue_delay_s = q_[k];
             t.admit_fraction = 1.0;
             t.service_rate = service_[k];
-            t.duration_scale = scale_[k];
+            t.duration_scale = unmeasured ? 0.0 : scale_[k];  // planner.py: no batch anywhere yet -> 0
             t.in_rate = rate_[k];
             t.path_rate = path_rate(k);
             t.demand_rate = rate_[k];
