@@ -379,11 +379,29 @@ def test_round_trip_files(spec: PipelineSpec) -> None:
 @settings(max_examples=40, deadline=None)
 @given(spec=specs())
 def test_capacity_is_min_over_stages(spec: PipelineSpec) -> None:
-    """The pipeline bound equals the smallest workers*b/d(b) computed by hand."""
-    by_hand = [s.workers * s.max_batch / s.duration(s.max_batch) for s in spec.stages]
+    """The pipeline bound equals the smallest over stages of the best workers*b/d(b), by brute force over
+    every batch size 1..max_batch; each stage's batch_limit is the largest b reaching that best."""
+    best = [max(s.workers * b / s.duration(b) for b in range(1, s.max_batch + 1)) for s in spec.stages]
     cap = spec.capacity()
-    assert cap.pipeline == pytest.approx(min(by_hand))
+    assert cap.pipeline == pytest.approx(min(best))
     assert math.isclose(cap.stages[cap.bottleneck], cap.pipeline)
+    for s, top in zip(spec.stages, best):
+        at = [b for b in range(1, s.max_batch + 1) if math.isclose(s.workers * b / s.duration(b), top, rel_tol=1e-12)]
+        assert s.batch_limit == max(at)
+
+
+def test_batch_limit_stops_where_a_bigger_batch_is_slower_per_request() -> None:
+    """A CPU profile measured here: d(8) = 7.1 ms, d(16) = 24.1 ms, so a batch of 16 finishes 663 req/s
+    and one of 8 1127: the stage forms batches of at most 8, and its capacity is 8 / 7.1 ms. A profile
+    whose throughput grows with the batch keeps max_batch (every built-in one does)."""
+    cpu = StageSpec(name="detect", profile={1: 0.00176, 2: 0.00215, 4: 0.00362, 8: 0.0071, 16: 0.0241},
+                    max_batch=16)
+    assert cpu.batch_limit == 8
+    assert cpu.throughput() == pytest.approx(8 / 0.0071)
+    gpu = StageSpec(name="detect", profile={1: 0.004, 8: 0.012, 16: 0.02}, max_batch=16)
+    assert gpu.batch_limit == 16
+    for name in ("tm", "lv", "ga", "da"):
+        assert all(st.batch_limit == st.max_batch for st in config.builtin(name).stages)
 
 
 @settings(max_examples=60, deadline=None)

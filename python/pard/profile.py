@@ -1,4 +1,5 @@
-"""A stage's latency profile ``d(b)`` and its peak throughput: the one home of both rules (DESIGN §2).
+"""A stage's latency profile ``d(b)``, its best batch size and peak throughput: the one home of these
+rules (DESIGN §2, §3.1).
 
 A profile is a set of measured points ``(b_i, d_i)``: batch sizes (ints >= 1, strictly increasing)
 and durations in seconds (> 0, non-decreasing).  :func:`duration` evaluates ``d(b)`` the way the C++
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["duration", "peak_throughput", "points"]
+__all__ = ["best_batch", "duration", "peak_throughput", "points"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -55,12 +56,25 @@ def duration(batch_sizes: F64, durations_s: F64, batch: float | npt.ArrayLike) -
     return out if out.ndim else float(out)
 
 
-def peak_throughput(profile: Mapping[int, float], max_batch: int) -> float:
-    """One worker's best throughput ``max_b b / d(b)`` over batch sizes ``1 .. max_batch`` (req/s).
+def best_batch(profile: Mapping[int, float], max_batch: int) -> int:
+    """The batch size in ``1 .. max_batch`` with the highest throughput ``b / d(b)`` (ties: the largest).
 
+    This is the largest batch a stage forms (DESIGN §3.1): a batch past it finishes fewer requests per
+    second, so a stage that formed it on a long queue would drain the queue more slowly and, once behind,
+    stay behind (a CPU profile measured here ran a batch of 16 in 3.4x a batch of 8's time). For a profile
+    whose throughput grows with the batch, as a GPU's does (every built-in one), it is ``max_batch``.
     ``d`` is piecewise linear between the profiled points, where ``b / d(b)`` is monotone, so the
     profiled points up to ``max_batch`` and ``max_batch`` itself are the only candidates.
     """
     bs, ds = points(profile)
-    cands = np.asarray([b for b in bs if b <= max_batch] + [float(max_batch)])
-    return float(np.max(cands / duration(bs, ds, cands)))
+    cands = [int(b) for b in bs if b <= max_batch] + [int(max_batch)]
+    thr = np.asarray(cands, dtype=np.float64) / duration(bs, ds, np.asarray(cands, dtype=np.float64))
+    best = float(np.max(thr))
+    return max(b for b, t in zip(cands, thr.tolist()) if t == best)
+
+
+def peak_throughput(profile: Mapping[int, float], max_batch: int) -> float:
+    """One worker's best throughput ``max_b b / d(b)`` over batch sizes ``1 .. max_batch`` (req/s): at
+    :func:`best_batch`."""
+    b = best_batch(profile, max_batch)
+    return float(b / duration(*points(profile), b))

@@ -356,7 +356,7 @@ def simulate(
     t0, nb = report_bins(arr)
     initial = [float(st.workers if workers is None else workers[k]) for k, st in enumerate(spec.stages)]
     recorder = RunRecorder(spec, origin_s=t0, workers=initial)
-    per_worker = np.array([st.max_batch / st.duration(st.max_batch) for st in spec.stages])
+    per_worker = np.array([st.batch_limit / st.duration(st.batch_limit) for st in spec.stages])  # best batch
     end_arrivals = float(arr[-1]) if n else 0.0
     bar = _Progress(progress, end_arrivals - t0, f"{pol.name} on {spec.name}")
 

@@ -20,22 +20,24 @@ __all__ = ["budget_fractions", "planner_stages", "core_profile", "core_stages", 
 
 
 def budget_fractions(spec: PipelineSpec) -> list[float]:
-    """Each stage's share of the SLO for clipper++ / nexus: ``d_k(max batch) / longest path duration``.
+    """Each stage's share of the SLO for clipper++ / nexus: ``d_k(B_k) / longest path duration``, ``B_k``
+    the largest batch the stage forms (``StageSpec.batch_limit``).
 
-    The longest entry-to-exit path at max batch sizes is the denominator, so along that path the
+    The longest entry-to-exit path at those batch sizes is the denominator, so along that path the
     shares sum to 1 (DESIGN §3.6, ``slo_k = slo * d_k / sum d``).
     """
     total = spec.longest_path_duration()
-    return [st.duration(st.max_batch) / total for st in spec.stages]
+    return [st.duration(st.batch_limit) / total for st in spec.stages]
 
 
 def planner_stages(spec: PipelineSpec) -> list[PlannerStage]:
-    """The planner's view of ``spec``: profiles, max batches, downstream paths as stage indices."""
+    """The planner's view of ``spec``: profiles, the largest batch each stage forms (``batch_limit``),
+    downstream paths as stage indices."""
     index = {st.name: k for k, st in enumerate(spec.stages)}
     entries = set(spec.entry_stages())
     return [
         PlannerStage.from_profile(
-            st.name, st.profile, st.max_batch,
+            st.name, st.profile, st.batch_limit,
             paths=[[index[n] for n in path] for path in spec.downstream_paths(st.name)],
             entry=st.name in entries,
         )
@@ -56,7 +58,7 @@ def core_stages(spec: PipelineSpec, workers: Sequence[int] | None = None) -> lis
     return [{
         "name": st.name,
         "profile": core_profile(st),
-        "max_batch": int(st.max_batch),
+        "max_batch": int(st.batch_limit),  # the largest batch it forms
         "workers": int(st.workers if workers is None else workers[k]),
         "successors": [index[s] for s in st.successors],
         "budget_fraction": float(fractions[k]),
@@ -70,7 +72,7 @@ def stage_scheduler(spec: PipelineSpec, k: int, policy: PolicySpec, ring_capacit
     (which still builds its own inline; keep the two in step, or make it call this)."""
     st = spec.stages[k]
     shares = budget_fractions(spec) if fractions is None else fractions
-    return _core.StageScheduler(stage=k, profile=core_profile(st), max_batch=int(st.max_batch),
+    return _core.StageScheduler(stage=k, profile=core_profile(st), max_batch=int(st.batch_limit),
                                 policy=policy.core(), budget_fraction=float(shares[k]),
                                 ring_capacity=int(ring_capacity),
                                 tier_weights=[float(w) for w in spec.tiers.values()],

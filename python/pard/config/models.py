@@ -220,13 +220,20 @@ class StageSpec(_Spec):
             raise PardValueError(f"batch size must be an int >= 1, got {batch!r}")
         return float(_profile.duration(*_profile.points(self.profile), batch))
 
+    @property
+    def batch_limit(self) -> int:
+        """The largest batch this stage forms: its best batch size in ``1 .. max_batch``, the one with the
+        highest throughput ``b / d(b)`` on its profile (:func:`pard.profile.best_batch`; ``max_batch``
+        itself for a profile whose throughput grows with the batch, as every built-in one's does)."""
+        return _profile.best_batch(self.profile, self.max_batch)
+
     def throughput(self, batch: int | None = None) -> float:
         """Requests per second this stage sustains with every worker running batches of ``batch``.
 
-        ``workers * b / d(b)``; ``batch`` defaults to ``max_batch``.  Raises ValueError as
-        :meth:`duration`.
+        ``workers * b / d(b)``; ``batch`` defaults to :attr:`batch_limit` (the stage's best throughput).
+        Raises ValueError as :meth:`duration`.
         """
-        b = self.max_batch if batch is None else batch
+        b = self.batch_limit if batch is None else batch
         return self.workers * b / self.duration(b)
 
     def to_dict(self) -> dict[str, Any]:
@@ -245,10 +252,10 @@ class StageSpec(_Spec):
 
 @dataclass(frozen=True)
 class Capacity:
-    """Throughput bounds of a pipeline at every stage's max batch size, in requests per second.
+    """Throughput bounds of a pipeline at every stage's best batch size, in requests per second.
 
     Attributes:
-        stages: stage name -> ``workers * max_batch / d(max_batch)`` (req/s).
+        stages: stage name -> ``workers * B / d(B)``, ``B`` the stage's ``batch_limit`` (req/s).
         pipeline: the pipeline's bound: every request visits every stage, so the minimum over stages.
         bottleneck: the name of the stage that sets ``pipeline`` (the first one, on ties).
     """
@@ -475,12 +482,12 @@ class PipelineSpec(_Spec):
     def longest_path_duration(self, batch: Mapping[str, int] | None = None) -> float:
         """Largest sum of stage durations over the entry-to-exit paths, seconds.
 
-        Each stage runs at ``batch[stage]`` (default: its ``max_batch``).  This is the pipeline's
-        execution time for one request that never queues or waits.
+        Each stage runs at ``batch[stage]`` (default: its :attr:`StageSpec.batch_limit`, the largest batch
+        it forms).  This is the pipeline's execution time for one request that never queues or waits.
         """
         def d(n: str) -> float:
             st = self.stage(n)
-            return st.duration(batch.get(n, st.max_batch) if batch else st.max_batch)
+            return st.duration(batch.get(n, st.batch_limit) if batch else st.batch_limit)
 
         return max(
             d(e) + sum(d(s) for s in path)
@@ -491,9 +498,10 @@ class PipelineSpec(_Spec):
     # ---- capacity --------------------------------------------------------------------------
 
     def capacity(self) -> Capacity:
-        """Each stage's and the pipeline's throughput bound at max batch size, req/s.
+        """Each stage's and the pipeline's throughput bound at each stage's best batch size, req/s.
 
-        Stage ``k``: ``workers_k * max_batch_k / d_k(max_batch_k)``.  Every request visits every
+        Stage ``k``: ``workers_k * B_k / d_k(B_k)``, ``B_k`` its :attr:`StageSpec.batch_limit` (its
+        ``max_batch`` unless a smaller batch has a higher throughput on its profile).  Every request visits every
         stage, so the pipeline bound is the minimum over stages (DAG included).
         """
         stages = {st.name: st.throughput() for st in self.stages}

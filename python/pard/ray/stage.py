@@ -103,7 +103,7 @@ class StageActor:
         order = spec.topological_order()
         self._sched = stage_scheduler(spec, index, policy, ring_capacity)
         self._prof = core_profile(st)
-        name, max_batch = st.name, st.max_batch
+        name, max_batch = st.name, st.batch_limit  # the largest batch it forms
         entry = not spec.predecessors(st.name)
         preds = [names.index(p) for p in sorted(spec.predecessors(st.name), key=order.index)]
         self._k = int(index)

@@ -148,7 +148,7 @@ def queue_sizes(spec: PipelineSpec, counts: Sequence[int], max_queue_size: Any) 
         q = given.get(st.name)
         if q is None:
             cap = w * peak_throughput(st.profile, st.max_batch)
-            q = max(w * st.max_batch, math.ceil(QUEUE_SLOS * spec.slo * cap))
+            q = max(w * st.batch_limit, math.ceil(QUEUE_SLOS * spec.slo * cap))
         elif isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 1:
             raise PardValueError(f"max_queue_size for stage {st.name!r} must be an int >= 1, got {show(q)}")
         out.append(int(q))
@@ -180,7 +180,7 @@ def build_stages(spec: PipelineSpec, policy: PolicySpec, executors: Mapping[str,
     order = spec.topological_order()
     stages = []
     for k, st in enumerate(spec.stages):
-        sched = _core.StageScheduler(stage=k, profile=core_profile(st), max_batch=int(st.max_batch),
+        sched = _core.StageScheduler(stage=k, profile=core_profile(st), max_batch=int(st.batch_limit),
                                      policy=core_policy, budget_fraction=float(fractions[k]),
                                      ring_capacity=int(ring_capacity),
                                      tier_weights=[float(w) for w in spec.tiers.values()],

@@ -53,7 +53,7 @@ class Stage:
         self.sched = sched
         self.executor = executor
         self.workers = workers
-        self.max_batch = int(spec.max_batch)
+        self.max_batch = int(spec.batch_limit)  # the largest batch it forms
         #: the queue bound: a request arriving while this many live requests are queued is refused
         self.max_queue = max_queue
         #: workers x best b / d(b) (req/s): how fast the queue drains, for ``retry_after_s``
