@@ -11,7 +11,7 @@ pytest.importorskip("starlette")
 from pard.errors import ConfigError  # noqa: E402
 from pard.serve.config import ServeConfigError, load_serve_config, parse_serve_config  # noqa: E402
 
-from _serve import config  # noqa: E402
+from _serve import PIPELINE, config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,8 +28,9 @@ def test_example_file_loads_and_builds_its_executors() -> None:
 
 def test_triton_queue_fields_map_onto_slo_and_tiers() -> None:
     """default_timeout_microseconds is the default SLO; priority level p of N is tier N - p; 0 is the default level."""
-    cfg = parse_serve_config(config(queue={"default_timeout_microseconds": 250_000, "priority_levels": 3,
-                                            "default_priority_level": 2}))
+    tiered = dict(PIPELINE, tiers={"free": 1.0, "paid": 2.0, "premium": 4.0})
+    cfg = parse_serve_config(config(pipeline=tiered, queue={"default_timeout_microseconds": 250_000,
+                                                            "priority_levels": 3, "default_priority_level": 2}))
     spec = cfg.pipeline_spec()
     assert cfg.default_slo_s(spec) == pytest.approx(0.25)
     assert [cfg.tier_of(p) for p in (1, 2, 3)] == [2, 1, 0]
@@ -54,6 +55,7 @@ def test_relative_pipeline_paths_resolve_against_the_file(tmp_path: Path) -> Non
     ({"server": {"drain_timeout_s": -1}}, "server.drain_timeout_s", "-1"),
     ({"queue": {"max_queue_size": -3}}, "queue.max_queue_size", "-3"),
     ({"queue": {"priority_levels": 2, "default_priority_level": 5}}, "queue.default_priority_level", "5"),
+    ({"queue": {"priority_levels": 2, "default_priority_level": 1}}, "queue.priority_levels", "2"),  # no tiers
     ({"polcy": "pard"}, "polcy", "pard"),
     ({"stages": {"detect": {"executor": "no colon"}}}, "stages.detect.executor", "no colon"),
     ({"stages": {"detect": {"executor": "pard.serve.factories:sleep_profile"}}}, "stages", "classify"),

@@ -182,6 +182,12 @@ class ServeConfig(_Strict):
         if q.priority_levels and q.default_priority_level > q.priority_levels:
             raise ServeConfigError(f"queue.default_priority_level: {q.default_priority_level} exceeds "
                                    f"queue.priority_levels {q.priority_levels}")
+        codes = max(len(spec.tiers), 1)  # tier_of maps level p of N to tier N - p: N codes needed
+        if q.priority_levels > codes:
+            tiers = f"declares tiers {list(spec.tiers)!r}" if spec.tiers else "declares no tiers (one code, 0)"
+            raise ServeConfigError(f"queue.priority_levels: {q.priority_levels} levels map onto tiers 0..."
+                                   f"{q.priority_levels - 1}, but pipeline {spec.name!r} {tiers}: declare "
+                                   f"`tiers` in the pipeline, or set priority_levels to at most {codes}")
         if q.default_timeout_microseconds and not q.default_timeout_microseconds * 1e-6 <= 1e9:
             raise ServeConfigError(f"queue.default_timeout_microseconds: {q.default_timeout_microseconds} "
                                    f"is above 1e9 s")
