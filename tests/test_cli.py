@@ -46,6 +46,7 @@ def test_defaults() -> None:
         (["--load", "-1"], "--load"),
         (["--load", "abc"], "--load"),
         (["--jitter", "-0.5"], "--jitter"),
+        (["--slo", "1e300"], "--slo must be a finite number in (0, 1e+09] seconds, got '1e300'"),  # before the run
         (["--seed", "x"], "--seed"),
         (["--seed", str(2**70)], "--seed must be an integer in 0..2**64-1"),
         (["--scaling", "stretch"], "stretch"),

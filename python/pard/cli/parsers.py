@@ -18,7 +18,7 @@ from ..errors import PardError, UsageError
 from ..policies import POLICIES
 from ..workloads import BUILTIN_TRACES, TRACE_FORMATS, UNITS
 
-__all__ = ["load_spec", "restate", "add_command", "positive", "non_negative", "seed", "policies", "cores", "spell", "console", "check_output", "make_output_dir",
+__all__ = ["load_spec", "restate", "add_command", "positive", "non_negative", "slo_seconds", "seed", "policies", "cores", "spell", "console", "check_output", "make_output_dir",
            "check_plot_suffix", "machine_cores", "clean", "add_pipeline", "add_models", "models_arg", "DEFAULT_POLICIES", "PIPE_WIDTH",
            "BUILTIN_NAMES", "BUILTIN_TRACES", "TRACE_FORMATS", "UNITS"]
 
@@ -48,6 +48,13 @@ def _number(option: str, ok: Callable[[float], bool], rule: str) -> Callable[[st
 def positive(option: str) -> Callable[[str], float]:
     """A parser of a finite number > 0 for ``option``."""
     return _number(option, lambda v: v > 0, "> 0")
+
+
+def slo_seconds(text: str) -> float:
+    """``--slo``: a number of seconds in (0, MAX_SLO_S], the bound every spec's SLO has."""
+    from ..config.models import MAX_SLO_S
+
+    return _number("--slo", lambda v: 0 < v <= MAX_SLO_S, f"in (0, {MAX_SLO_S:g}] seconds")(text)
 
 
 def non_negative(option: str) -> Callable[[str], float]:

@@ -16,7 +16,7 @@ from ..plotting import plot_reports
 from ..report import comparison_dict, comparison_table
 from ..sim import compare
 from ..workloads import BUILTIN_TRACES, TRACE_FORMATS, UNITS, load_trace, resolve_file_format
-from .parsers import (add_command, DEFAULT_POLICIES, add_pipeline, check_output, check_plot_suffix, load_spec, non_negative,
+from .parsers import (add_command, DEFAULT_POLICIES, add_pipeline, check_output, check_plot_suffix, load_spec, non_negative, slo_seconds,
                       policies, positive)
 from .parsers import seed as seed_arg
 from .parsers import spell
@@ -53,7 +53,8 @@ def register(subparsers: Any) -> None:
                         "or an exact replay for --trace-format csv")
     p.add_argument("--policies", type=policies, default=policies(DEFAULT_POLICIES),
                    help=f"comma-separated policies; default {DEFAULT_POLICIES}")
-    p.add_argument("--slo", type=positive("--slo"), default=None, help="end-to-end SLO in seconds; default the pipeline's")
+    p.add_argument("--slo", type=slo_seconds, default=None,
+                   help="end-to-end SLO in seconds, in (0, 1e9]; default the pipeline's")
     p.add_argument("--start", type=non_negative("--start"), default=0.0,
                    help="skip this many seconds of the trace; default 0")
     p.add_argument("--duration", type=positive("--duration"), default=None,
