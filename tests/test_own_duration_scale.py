@@ -143,24 +143,33 @@ def test_simulated_burst_before_the_first_sync_on_executors_20x_faster() -> None
     assert before.on_time < 500
 
 
+def readme_stages() -> dict[str, pard.ArrayExecutor]:
+    """The README example's NumPy stages: a batch of 8 in well under 1 ms against a declared 12 ms."""
+    w1 = np.random.default_rng(0).standard_normal((64, 32)).astype(np.float32)
+    w2 = np.random.default_rng(1).standard_normal((32, 10)).astype(np.float32)
+    return {"detect": pard.ArrayExecutor(lambda x: np.maximum(x @ w1, 0)),
+            "classify": pard.ArrayExecutor(lambda x: x @ w2)}
+
+
+def burst(rt: pard.Runtime, n: int = 1000) -> collections.Counter[str]:
+    """Submit n requests at once (SLO 0.15 s) and count how each ended: "served" or the drop reason."""
+    ends: collections.Counter[str] = collections.Counter()
+    for f in [rt.submit(np.ones(64, np.float32), slo=0.15) for _ in range(n)]:
+        try:
+            f.result(timeout=30)
+            ends["served"] += 1
+        except pard.Dropped as d:
+            ends[d.reason] += 1
+    return ends
+
+
 def test_live_readme_example_serves_a_burst_its_profile_calls_unreachable() -> None:
     """The README's embedded runtime: 1 000 requests at once, SLO 0.15 s, NumPy stages that run a batch of 8
     in well under 1 ms against a declared 12 ms. Real capacity (> 8 000 req/s) serves the burst in a small
     part of its budget, so pard serves at least 90 % on time (before the own-ratio correction it shed 65-90 %
     at detect); every request ends exactly once."""
-    w1 = np.random.default_rng(0).standard_normal((64, 32)).astype(np.float32)
-    w2 = np.random.default_rng(1).standard_normal((32, 10)).astype(np.float32)
-    stages = {"detect": pard.ArrayExecutor(lambda x: np.maximum(x @ w1, 0)),
-              "classify": pard.ArrayExecutor(lambda x: x @ w2)}
-    ends: collections.Counter[str] = collections.Counter()
-    with pard.Runtime(demo_spec(), stages, policy="pard") as rt:
-        futures = [rt.submit(np.ones(64, np.float32), slo=0.15) for _ in range(1000)]
-        for f in futures:
-            try:
-                f.result(timeout=30)
-                ends["served"] += 1
-            except pard.Dropped as d:
-                ends[d.reason] += 1
+    with pard.Runtime(demo_spec(), readme_stages(), policy="pard") as rt:
+        ends = burst(rt)
     r = rt.report()
     assert sum(ends.values()) == 1000
     assert r.on_time + r.late + r.dropped + r.rejected + r.failed == r.submitted == 1000
@@ -173,23 +182,12 @@ def test_live_burst_after_idle_syncs_is_not_shed_on_the_profiles_word() -> None:
     nothing publishes duration_scale 0 ("none measured yet"), not the profile's 1, so the stage still
     corrects by its own ratio and sheds nothing before its first batch: no request is shed, and every
     request ends exactly once."""
-    w1 = np.random.default_rng(0).standard_normal((64, 32)).astype(np.float32)
-    w2 = np.random.default_rng(1).standard_normal((32, 10)).astype(np.float32)
-    stages = {"detect": pard.ArrayExecutor(lambda x: np.maximum(x @ w1, 0)),
-              "classify": pard.ArrayExecutor(lambda x: x @ w2)}
-    ends: collections.Counter[str] = collections.Counter()
-    with pard.Runtime(demo_spec(), stages, policy="pard", sync_interval_s=0.05) as rt:
+    with pard.Runtime(demo_spec(), readme_stages(), policy="pard", sync_interval_s=0.05) as rt:
         deadline = time.monotonic() + 30.0
         while rt.overhead()["planner_calls"] < 5 and time.monotonic() < deadline:  # idle syncs: nothing submitted yet
             time.sleep(0.02)
         assert rt.overhead()["planner_calls"] >= 5
-        futures = [rt.submit(np.ones(64, np.float32), slo=0.15) for _ in range(1000)]
-        for f in futures:
-            try:
-                f.result(timeout=30)
-                ends["served"] += 1
-            except pard.Dropped as d:
-                ends[d.reason] += 1
+        ends = burst(rt)
     r = rt.report()
     assert sum(ends.values()) == 1000 == r.submitted == r.on_time + r.late + r.dropped + r.rejected + r.failed
     assert ends["shed"] == 0, dict(ends)
