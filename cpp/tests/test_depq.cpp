@@ -290,6 +290,35 @@ void slab_copy_move_clear() {
     CHECK(b.min().id == 1 && b.max().id == 1);
 }
 
+// rekey: the same elements under a new order (the stage queue's switch to the coherent rank and back),
+// checked against a std::multiset oracle for each order, with pops from both ends in between.
+void rekey_keeps_every_element(unsigned seed) {
+    std::mt19937_64 rng(seed);
+    const pard::StageKeyLess by_deadline{false, false}, by_rank{false, true};
+    pard::MinMaxHeap<pard::Request, pard::StageKeyLess> heap(by_deadline);
+    std::vector<pard::Request> all, scratch;
+    for (std::uint64_t id = 0; id < 3000; ++id) {
+        all.push_back(pard::Request{id, 0, static_cast<std::int64_t>(rng() % 500), 0, 0, 0});
+        heap.push(all.back());
+    }
+    bool ranked = false;
+    for (int round = 0; round < 6; ++round) {
+        ranked = !ranked;
+        heap.rekey(ranked ? by_rank : by_deadline, scratch);
+        CHECK(heap.check_invariants());
+        const pard::StageKeyLess less = ranked ? by_rank : by_deadline;
+        std::multiset<pard::Request, pard::StageKeyLess> oracle(heap.begin(), heap.end(), less);
+        CHECK(oracle.size() == heap.size());
+        for (int k = 0; k < 100; ++k) {  // pops in the new order match the oracle's ends
+            const pard::Request lo = heap.pop_min(), hi = heap.pop_max();
+            CHECK(lo.id == oracle.begin()->id && hi.id == std::prev(oracle.end())->id);
+            oracle.erase(oracle.begin());
+            oracle.erase(std::prev(oracle.end()));
+        }
+    }
+    CHECK(heap.size() == all.size() - 6 * 200);
+}
+
 }  // namespace
 
 int main() {
@@ -305,6 +334,8 @@ int main() {
     slab_random_ops_vs_multiset(pard::StageKeyLess{true}, 8, 30000, 20);
     slab_random_ops_vs_multiset(pard::StageKeyLess{false}, 9, 30000, 20);
     slab_copy_move_clear();
+    slab_random_ops_vs_multiset(pard::StageKeyLess{false, true}, 10, 30000, 20);  // the coherent rank
+    rekey_keeps_every_element(11);
     std::puts("test_depq: ok");
     return 0;
 }

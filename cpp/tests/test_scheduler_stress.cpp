@@ -2,7 +2,8 @@
 // submitting threads push N requests (default 10^7; 10^6 in a TSan build, whose slowdown makes 10^7
 // take minutes: CMakeLists.txt adds a second TSan run at 10^7; argv[1] overrides) into a small ring, 4 workers form batches with the
 // cancelled predicate, a canceller thread cancels random in-flight requests and a publisher flips
-// the order between LBF and HBF. The stage reads a stage below it (Policy::overload_below) that a
+// the order between LBF and HBF; the stage is a parallel DAG branch under Policy::coherent_rank, so each
+// flip also re-keys its queue between deadline and rank while submitters fill it. The stage reads a stage below it (Policy::overload_below) that a
 // further thread floods and drains, so that stage's overload flag and queue length change while the
 // workers read them (the cross-stage reads run under TSan; the overload term published here is 0, so
 // the rule's outcomes, and the oracle below, do not depend on them). Every request must end in exactly
@@ -103,6 +104,7 @@ StageConfig stage_config() {
     c.policy.order = Order::kAdaptive;
     c.ring_capacity = 1024;  // small: some submits meet a full ring and are rejected
     c.policy.overload_below = BelowSignal::kOverloaded;  // reads the stage below (below_driver)
+    c.policy.coherent_rank = true;  // on a parallel branch (set_parallel): every HBF/LBF flip re-keys the queue
     return c;
 }
 
@@ -217,6 +219,7 @@ int main(int argc, char** argv) {
     bt.service_rate = 100.0;
     below.publish(bt);
     s.set_below({&below});
+    s.set_parallel(true);
     Shared sh(n);
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> threads;

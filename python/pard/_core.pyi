@@ -76,12 +76,13 @@ class Policy:
     def __init__(self, *, order: str, drop: str, dagor_threshold_s: float = 0.02,
                  dagor_alpha: float = 0.4, tiered: bool = False, reactive: bool = False,
                  max_queue: int = 0, max_queue_entry_only: bool = False, shed: bool = True,
-                 pace: bool = False, overload_below: str = "none") -> None: ...
+                 pace: bool = False, overload_below: str = "none", coherent_rank: bool = False) -> None: ...
     # order: "fcfs" | "lbf" | "hbf" | "adaptive"
     # drop: "none" | "pard" | "clipper" | "nexus" | "dagor" | "triton" | "ray-serve"
     # tiered: one heap per tier (served / shed by weight); reactive: the hot-path overload test;
     # max_queue: reject at that many queued (0 = none), at entry stages only with max_queue_entry_only
     # overload_below: "none" | "overloaded" | "backlog" (what a stage reads of the stages below it)
+    # coherent_rank: on a parallel DAG branch, in HBF, serve / shed by a rank of the request id
     @property
     def order(self) -> str: ...
     @property
@@ -100,6 +101,8 @@ class Policy:
     def pace(self) -> bool: ...
     @property
     def overload_below(self) -> str: ...
+    @property
+    def coherent_rank(self) -> bool: ...
     @property
     def max_queue(self) -> int: ...
     @property
@@ -145,9 +148,14 @@ class StageScheduler:
     def set_below(self, below: list[StageScheduler]) -> None: ...  # Policy.overload_below reads them
     @property
     def overloaded_now(self) -> bool: ...        # the reactive overload test held at the last batch
+    @property
+    def parallel(self) -> bool: ...              # on a parallel DAG branch (Policy.coherent_rank applies)
+    @parallel.setter
+    def parallel(self, value: bool) -> None: ...
 
 
 def stages_below(successors: list[list[int]]) -> list[list[int]]: ...  # every stage reachable, ascending
+def parallel_branches(successors: list[list[int]]) -> list[bool]: ...  # some other stage neither above nor below
 
 
 # ---- register_sim.cpp: discrete-event simulator over the same StageSchedulers -----------

@@ -40,6 +40,7 @@ KNOWN_POLICY_FIELDS = frozenset({
     "contended_z", "contended_path",
     "overload_upper",
     "overload_below",  # read by the C++ stage scheduler alone (Policy.overload_below), not the planner
+    "coherent_rank",  # read by the C++ stage scheduler alone (Policy.coherent_rank), not the planner
     "prior_terms",  # computed by the Python planner before the first interval (Planner.prior_terms)
     "pace_autoscaled",  # resolved before the planner is built (PolicySpec.for_autoscaling in simulate)
 })

@@ -32,6 +32,8 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
   sync late through the planner's averages);
 * ``correct_durations`` -- every ``d_k(b)`` scaled online by the measured / profiled batch duration ratio;
 * ``coherent_branches`` -- parallel DAG branches switch order together (the most loaded one's load factor);
+* ``coherent_rank`` -- in overload (HBF) parallel DAG branches serve and shed by one rank that every branch
+  computes alike from the request id, so that they keep the same requests rather than each its own newest;
 * ``idle_batch`` -- a stage that ran no batch in the window is estimated at batch size 1 (an idle stage
   starts a request at once), not at the size of its last batch, which may be a drained backlog's;
 * ``mu_at_capacity`` -- the load factor against full batches: a busy stage batches just enough to keep
@@ -137,6 +139,13 @@ class PolicySpec:
         rate_admission_s: with ``rate_admission``, how long (s) a downstream stage must stay short, with
             fixed workers, before its entry sheds (:mod:`pard.admission`); 0 = the per-sync rule.
         coherent_branches: parallel DAG branches take the order of the most loaded one (``pard``).
+        coherent_rank: a stage on a parallel DAG branch (``pard._core.parallel_branches``: some other stage is
+            neither above nor below it), while its order is HBF, serves the highest and sheds the lowest of
+            a pseudo-random rank of the request id, the same on every branch, instead of the latest and
+            earliest deadlines (``pard``). Overloaded sibling branches that each serve their own newest
+            requests serve different ones, and each copy one branch serves that the other drops is wasted
+            at the join; by one shared rank the slower branch's kept requests lie inside the faster's
+            (stage_scheduler.hpp, ``sync_rank``; bench/RESULTS.md, issue 9, eighth round).
         mu_at_capacity: the load factor against the stage's throughput at full batches, not at its
             current batch size (the planner's module doc says why).
         coherent_paths: a stage takes the largest load factor of itself and its downstream stages.
@@ -208,6 +217,7 @@ class PolicySpec:
     prior_terms: bool = False
     overload_upper: bool = False
     overload_below: BelowSignal = "none"
+    coherent_rank: bool = False
     spread_z: float = 0.0
     spread_scope: SpreadScope = "path"
     queue_z: float = 0.0
@@ -233,7 +243,7 @@ class PolicySpec:
         for field in ("instant", "tiered", "reactive", "shed", "correct_durations", "tune_lam", "rate_admission",
                       "coherent_branches", "mu_at_capacity", "coherent_paths", "idle_batch",
                       "max_queue_entry_only", "queue_last", "contended_path", "prior_terms", "overload_upper",
-                      "pace_autoscaled"):
+                      "pace_autoscaled", "coherent_rank"):
             if not isinstance(getattr(self, field), bool):
                 raise PardTypeError(f"PolicySpec.{field} must be True or False, got {getattr(self, field)!r}")
         if isinstance(self.max_queue, bool) or not isinstance(self.max_queue, int):
@@ -270,6 +280,7 @@ class PolicySpec:
             shed=self.shed,
             pace=self.pace != "none",
             overload_below=self.overload_below,
+            coherent_rank=self.coherent_rank,
             max_queue=self.max_queue,
             max_queue_entry_only=self.max_queue_entry_only,
         )
@@ -293,7 +304,7 @@ def _specs() -> dict[str, PolicySpec]:
     specs = [
         PolicySpec("pard", "adaptive", "pard", "busy", tiered=True, reactive=True, pace="forks", correct_durations=True,
                    coherent_branches=True, idle_batch=True, mu_at_capacity=True, coherent_paths=True,
-                   prior_terms=True, overload_upper=True, overload_below="overloaded",
+                   prior_terms=True, overload_upper=True, overload_below="overloaded", coherent_rank=True,
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "
                                "utilisation-aware downstream estimate corrected online (DESIGN 3.7)"),
         PolicySpec("pard-paper", "adaptive", "pard", "full",

@@ -72,8 +72,11 @@ def stage_scheduler(spec: PipelineSpec, k: int, policy: PolicySpec, ring_capacit
     (which still builds its own inline; keep the two in step, or make it call this)."""
     st = spec.stages[k]
     shares = budget_fractions(spec) if fractions is None else fractions
-    return _core.StageScheduler(stage=k, profile=core_profile(st), max_batch=int(st.batch_limit),
-                                policy=policy.core(), budget_fraction=float(shares[k]),
-                                ring_capacity=int(ring_capacity),
-                                tier_weights=[float(w) for w in spec.tiers.values()],
-                                entry=not spec.predecessors(st.name))
+    sched = _core.StageScheduler(stage=k, profile=core_profile(st), max_batch=int(st.batch_limit),
+                                 policy=policy.core(), budget_fraction=float(shares[k]),
+                                 ring_capacity=int(ring_capacity),
+                                 tier_weights=[float(w) for w in spec.tiers.values()],
+                                 entry=not spec.predecessors(st.name))
+    index = {s.name: j for j, s in enumerate(spec.stages)}  # a stage actor has no pipeline to set it
+    sched.parallel = bool(_core.parallel_branches([[index[n] for n in s.successors] for s in spec.stages])[k])
+    return sched

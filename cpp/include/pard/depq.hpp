@@ -395,6 +395,14 @@ public:
         rebuild();
     }
 
+    // Re-orders the contents under a new order in O(n) (`scratch` holds a copy meanwhile, so a reused
+    // one does not allocate): how a stage switches its queue key (stage_scheduler.hpp, coherent rank).
+    void rekey(Less less, std::vector<T>& scratch) {
+        scratch.assign(begin(), end());
+        less_ = std::move(less);
+        assign(scratch.begin(), scratch.end());
+    }
+
     // ---- read-only view (heap order: unspecified, not sorted) -----------------------------
     [[nodiscard]] const_iterator begin() const noexcept { return const_iterator(this, 0); }
     [[nodiscard]] const_iterator end() const noexcept { return const_iterator(this, size()); }

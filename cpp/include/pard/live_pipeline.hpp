@@ -151,6 +151,8 @@ public:
             for (int j : below[k]) v.push_back(specs_[static_cast<std::size_t>(j)].sched);
             specs_[k].sched->set_below(std::move(v));
         }
+        const auto parallel = parallel_branches(succ);  // Policy::coherent_rank's stages
+        for (std::size_t k = 0; k < n; ++k) specs_[k].sched->set_parallel(parallel[k] != 0);
         join_index_.assign(n, -1);
         for (std::size_t k = 0; k < n; ++k) {
             if (specs_[k].preds.size() > 1) join_index_[k] = n_joins_++;

@@ -418,6 +418,8 @@ private:
             for (int j : below[i]) v.push_back(stages_[static_cast<std::size_t>(j)].sched.get());
             stages_[i].sched->set_below(std::move(v));
         }
+        const auto parallel = parallel_branches(succ);  // Policy::coherent_rank's stages
+        for (std::size_t i = 0; i < stages_.size(); ++i) stages_[i].sched->set_parallel(parallel[i] != 0);
     }
 
     void build() {

@@ -82,6 +82,13 @@
 //      no full window: the infeasible scanned requests are dropped (reason `window`), the first b
 //      feasible ones (in order) form the batch and any further feasible ones go back to the queue.
 //
+// Coherent rank (Policy::coherent_rank, pard): on a stage that lies on one of several parallel DAG
+//   branches (set_parallel, from parallel_branches), while the order is HBF the queue is keyed by a
+//   pseudo-random rank of the request id (StageKeyLess::rank) instead of the deadline: step 4 pops the top
+//   ranks and step 2b sheds the bottom ones, so overloaded sibling branches serve and shed the same
+//   requests (sync_rank says why). Steps 2 and 2b then read the latest deadline queued from a running
+//   maximum (latest_deadline); the purge takes the low ranks while they are infeasible, and any other
+//   infeasible request is dropped when popped.
 // Adaptive order (§3.3) lives in publish(): mu > 1 + eps -> HBF; mu < 1 - eps -> LBF; otherwise the
 // order is kept (hysteresis). It starts in LBF.
 #pragma once
@@ -91,6 +98,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -127,13 +135,30 @@ struct BatchResult {
 };
 
 // The stage queue's strict weak order, chosen once by the policy: (arrival, id) or (deadline, id).
+// A third key, the coherent rank (Policy::coherent_rank), orders by a fixed pseudo-random rank of the
+// request's id that every stage computes alike (ties by id).
 struct StageKeyLess {
     bool by_arrival = false;
+    bool by_rank = false;
+    // SplitMix64's finaliser of the id, halved into a non-negative int64: uniform, and the same for
+    // every copy of a request on every stage and every process.
+    static constexpr std::int64_t rank(std::uint64_t id) noexcept {
+        std::uint64_t x = id + 0x9e3779b97f4a7c15ULL;
+        x = (x ^ (x >> 30U)) * 0xbf58476d1ce4e5b9ULL;
+        x = (x ^ (x >> 27U)) * 0x94d049bb133111ebULL;
+        return static_cast<std::int64_t>((x ^ (x >> 31U)) >> 1U);
+    }
     bool operator()(const Request& a, const Request& b) const noexcept {
+        if (by_rank) {
+            const std::int64_t ra = rank(a.id), rb = rank(b.id);
+            return ra < rb || (ra == rb && a.id < b.id);
+        }
         return by_arrival ? ByArrival{}(a, b) : ByDeadline{}(a, b);
     }
     // The same order as a split key, so the DEPQ sifts 16-byte nodes (pard/depq.hpp).
-    std::int64_t primary(const Request& r) const noexcept { return by_arrival ? r.arrival_ns : r.deadline_ns; }
+    std::int64_t primary(const Request& r) const noexcept {
+        return by_rank ? rank(r.id) : (by_arrival ? r.arrival_ns : r.deadline_ns);
+    }
     static std::uint64_t tiebreak(const Request& r) noexcept { return r.id; }
 };
 
@@ -206,6 +231,12 @@ public:
     // before any thread forms a batch; the pointers must outlive this scheduler's use.
     void set_below(std::vector<const StageScheduler*> below) { below_ = std::move(below); }
 
+    // Whether this stage lies on one of several parallel DAG branches that join later
+    // (parallel_branches): where Policy::coherent_rank applies. Set once by the pipeline that owns the
+    // stages, before any thread forms a batch.
+    void set_parallel(bool parallel) noexcept { parallel_ = parallel; }
+    [[nodiscard]] bool parallel() const noexcept { return parallel_; }
+
     // Whether this stage's hot-path overload test (step 2b) held at its last batch formation (false
     // after one that found nothing queued). Any thread; best effort, a relaxed load.
     [[nodiscard]] bool overloaded_now() const noexcept { return overloaded_.load(std::memory_order_relaxed); }
@@ -264,6 +295,7 @@ public:
     template <class IsCancelled = NeverCancelled>
     void drain(std::vector<Drop>& drops, IsCancelled&& is_cancelled = IsCancelled{}) {
         std::lock_guard<std::mutex> guard(mu_);
+        sync_rank();
         const PublishedTerms t = effective_terms();
         drain_locked(t, drops, is_cancelled);
         heap_size_.store(heap_.size(), std::memory_order_relaxed);
@@ -277,6 +309,7 @@ public:
         if (t_e_ns < now_ns) t_e_ns = now_ns;  // a batch cannot start in the past (as purge)
         std::lock_guard<std::mutex> guard(mu_);
         out.clear();
+        sync_rank();
         const PublishedTerms published = terms_.load();
         const PublishedTerms t = effective(published);
         const DropRule rule = cfg_.policy.drop;
@@ -299,7 +332,7 @@ public:
             return;
         }
         std::int64_t d = scaled(prof.duration_ns(static_cast<std::int64_t>(b)), scale);
-        bool pop_max = current_order() == Order::kHbf;
+        bool pop_max = ranked_ || current_order() == Order::kHbf;  // by rank: the top ranks first
         std::size_t limit = max_b;  // step 2c lowers it
         const bool pace = paced(t);
         const bool overloaded = rule == DropRule::kPard && cfg_.policy.reactive && !cfg_.policy.keyed_by_arrival() &&
@@ -362,6 +395,7 @@ public:
         if (cfg_.policy.drop != DropRule::kPard) return;
         if (t_e_ns < now_ns) t_e_ns = now_ns;
         std::lock_guard<std::mutex> guard(mu_);
+        sync_rank();
         const PublishedTerms t = effective_terms();
         drain_locked(t, drops, is_cancelled);
         purge_low_end(t, t_e_ns, drops, is_cancelled);
@@ -463,14 +497,14 @@ private:
     bool react_to_overload(const PublishedTerms& t, std::int64_t t_e_ns, std::int64_t d, bool pace, bool may_shed,
                            BatchResult& out, IsCancelled& is_cancelled) {
         const double n = static_cast<double>(heap_.size());
-        const double slack_max_s =
-            static_cast<double>(heap_.max().deadline_ns - pard_threshold(t_e_ns, d, t.downstream_ns)) * 1e-9;
+        const std::int64_t latest = latest_deadline();
+        const double slack_max_s = static_cast<double>(latest - pard_threshold(t_e_ns, d, t.downstream_ns)) * 1e-9;
         if (n <= t.service_rate * slack_max_s) return false;  // fluid: switching order early costs little
         if (!cfg_.policy.shed || !may_shed) return true;
         // Shed only what cannot even leave this stage in time: the downstream term is an estimate that
         // a burst inflates (and the purge and pop rule apply it anyway), this stage's own finish is not.
         // At least one batch is always kept (startable(., 0) is one batch).
-        const double local_s = static_cast<double>(heap_.max().deadline_ns - t_e_ns - d) * 1e-9;
+        const double local_s = static_cast<double>(latest - t_e_ns - d) * 1e-9;
         const double rate = pace ? t.path_rate : t.service_rate;  // step 2c: what this stage forwards
         const auto keep = static_cast<std::size_t>(startable(rate, local_s > 0.0 ? local_s : 0.0));
         while (heap_.size() > keep) discard(out.drops, heap_.pop_bottom(), Reason::kShed, is_cancelled);
@@ -512,6 +546,27 @@ private:
         return b;
     }
 
+    // Coherent rank (mu_ held): a stage on a parallel DAG branch (set_parallel) under a policy with
+    // coherent_rank keys its queue by StageKeyLess::rank while its order is HBF (overload), and by
+    // deadline otherwise; a switch re-keys the queue in O(n), at most once per published order change.
+    // Why: overloaded sibling branches that each serve their own newest requests serve different ones,
+    // and every copy one branch serves that its sibling drops is compute wasted at the join. Served by
+    // one shared rank, the branches keep the same requests: the slower branch's kept set lies inside
+    // the faster's, and shedding (pop_bottom) takes the same low ranks on every branch.
+    void sync_rank() {
+        const bool want = parallel_ && cfg_.policy.coherent_rank && current_order() == Order::kHbf;
+        if (want == ranked_) return;
+        ranked_ = want;
+        heap_.rekey(StageKeyLess{cfg_.policy.keyed_by_arrival(), want}, rekey_scratch_);
+    }
+
+    // The latest deadline queued (heap not empty): the heap's max under the deadline key; under the
+    // rank key the latest pushed since the heap was last empty (an upper bound once that request has
+    // left: the overload test then fires a little later and sheds a little less).
+    [[nodiscard]] std::int64_t latest_deadline() const noexcept {
+        return ranked_ ? latest_pushed_ : heap_.max().deadline_ns;
+    }
+
     template <class IsCancelled>
     void drain_locked(const PublishedTerms& t, std::vector<Drop>& drops, IsCancelled& is_cancelled) {
         const DropRule rule = cfg_.policy.drop;
@@ -521,6 +576,7 @@ private:
         const auto limit = static_cast<std::size_t>(cfg_.policy.max_queue);
         const bool by_tier = throttled && heap_.tiers() > 1;
         if (by_tier) update_tier_fractions(t.admit_fraction);
+        if (heap_.empty()) latest_pushed_ = std::numeric_limits<std::int64_t>::min();
         const auto admit = [&](const Request& r) {
             if (by_tier) {
                 note_tier(r.tier);
@@ -535,6 +591,7 @@ private:
                 discard(drops, r, Reason::kOverload, is_cancelled);
             } else {
                 heap_.push(r);
+                if (r.deadline_ns > latest_pushed_) latest_pushed_ = r.deadline_ns;
             }
         };
         if (!local_.empty()) {  // submit_local's buffer first (only the simulator fills it)
@@ -703,6 +760,10 @@ private:
     double tier_total_ = 0.0;
     std::atomic<std::size_t> heap_size_{0};
     std::atomic<bool> overloaded_{false};           // step 2b's test at the last batch (overloaded_now)
+    bool parallel_ = false;                         // set_parallel: on a parallel DAG branch
+    bool ranked_ = false;                           // the queue is keyed by rank now (sync_rank; mu_)
+    std::int64_t latest_pushed_ = std::numeric_limits<std::int64_t>::min();  // latest_deadline (mu_)
+    std::vector<Request> rekey_scratch_;
     std::vector<const StageScheduler*> below_;      // set_below: the stages below, for below_signals
     std::atomic<std::int64_t> measured_sum_ns_{0};  // observe_batch: measured batch ns, ever
     std::atomic<std::int64_t> profiled_sum_ns_{0};  // ... and the profile's d_k(b) for the same batches
@@ -737,6 +798,29 @@ inline std::vector<std::vector<int>> stages_below(const std::vector<std::vector<
         for (std::size_t j = 0; j < n; ++j) if (seen[j]) below[k].push_back(static_cast<int>(j));
     }
     return below;
+}
+
+// For each stage of a pipeline given by its successor lists, whether it lies on one of several parallel
+// branches: some other stage is neither above nor below it. Every request visits every stage and ends
+// when all its exits have finished, so two such stages hold copies of the same requests, and each copy
+// one serves that the other drops is wasted, whether the branches meet at a join or at the exits. What
+// StageScheduler::set_parallel takes (Policy::coherent_rank).
+inline std::vector<char> parallel_branches(const std::vector<std::vector<int>>& successors) {
+    const auto below = stages_below(successors);
+    const std::size_t n = successors.size();
+    std::vector<std::vector<char>> related(n, std::vector<char>(n, 0));  // above, below or itself
+    for (std::size_t k = 0; k < n; ++k) {
+        related[k][k] = 1;
+        for (int j : below[k]) {
+            related[k][static_cast<std::size_t>(j)] = 1;
+            related[static_cast<std::size_t>(j)][k] = 1;
+        }
+    }
+    std::vector<char> out(n, 0);
+    for (std::size_t k = 0; k < n; ++k) {
+        for (std::size_t j = 0; j < n && !out[k]; ++j) out[k] = related[k][j] ? 0 : 1;
+    }
+    return out;
 }
 
 }  // namespace pard

@@ -86,6 +86,12 @@ public:
         for (auto& h : heaps_) size_ -= h.drain_min_while(pred, out);
     }
 
+    // Re-orders every tier's heap under a new order, O(n) (MinMaxHeap::rekey).
+    void rekey(Less less, std::vector<Request>& scratch) {
+        less_ = less;
+        for (auto& h : heaps_) h.rekey(less, scratch);
+    }
+
 private:
     [[nodiscard]] std::size_t index(std::int32_t tier) const noexcept {
         return (tier < 0 || static_cast<std::size_t>(tier) >= heaps_.size()) ? 0 : static_cast<std::size_t>(tier);
