@@ -48,6 +48,26 @@ def test_simulated_requests_per_second_lv(benchmark: Any, policy: str, scale: in
     assert report.submitted == arr.size
 
 
+@pytest.mark.parametrize("coherent", [False, True])
+def test_simulated_requests_per_second_da_branches_overloaded(benchmark: Any, coherent: bool) -> None:
+    """Requests simulated per wall second on da with both branches short (load 2x their capacity), pard with
+    and without the coherent rank on its branch stages (the baseline: coherent_rank=False, same run). The rank
+    key and the re-keying on each order switch are the cost; the goodput each reaches is printed."""
+    import dataclasses
+
+    from pard.policies import POLICIES
+
+    spec = config.builtin("da").with_workers({"person_detect": 8, "pose": 2, "face_detect": 1})
+    arr = poisson(2.0 * spec.capacity().pipeline, 60.0, seed=3)
+    pol = dataclasses.replace(POLICIES["pard"], coherent_rank=coherent)
+    report = benchmark.pedantic(simulate, args=(spec, arr, pol), rounds=3, iterations=1)
+    rate = _rate(benchmark, arr.size)
+    benchmark.extra_info.update(requests=int(arr.size), simulated_req_per_s=rate, goodput_ratio=report.goodput_ratio)
+    print(f"\nda, branches at 2x, coherent_rank={coherent}: {arr.size} requests, {rate:,.0f} simulated req/s, "
+          f"goodput / bound {report.goodput_ratio:.4f}")
+    assert report.submitted == arr.size
+
+
 @pytest.mark.parametrize("load", [0.3, 0.7])
 def test_vs_simpy_naive_lv(benchmark: Any, load: float) -> None:
     """pard's simulate() vs the SimPy model of the same naive lv chain: speed ratio and mean latency (2 %)."""

@@ -1,4 +1,4 @@
-"""Policy.coherent_rank: on a parallel DAG branch, while its order is HBF, a stage serves and sheds by a
+"""Policy.coherent_rank: on a parallel DAG branch, in overload, a stage serves and sheds by a
 pseudo-random rank of the request id that every stage computes alike (stage_scheduler.hpp, sync_rank), so
 that overloaded sibling branches keep the same requests instead of each serving its own newest.
 
@@ -95,6 +95,34 @@ def test_the_order_switch_rekeys_the_queue_without_losing_a_request() -> None:
     assert third == [r for r in ids if r not in first and r not in second][:B]
     rest = [r for batch in drain(s) for r in batch]
     assert sorted(first + second + third + rest) == sorted(ids)
+
+
+def test_a_branch_that_finds_itself_overloaded_ranks_until_the_planner_says_calm() -> None:
+    """Before the planner has published HBF (a run's first second, a burst after a calm sync), a branch whose
+    own hot-path overload test fires ranks from its next batch on, and keeps the rank until a publish leaves
+    the order calm; then the deadline order returns for one batch (whose test fires again)."""
+    ids = [int(x) for x in np.random.default_rng(6).choice(1 << 30, size=100, replace=False)]
+    pol = _core.Policy(order="adaptive", drop="pard", tiered=True, reactive=True, coherent_rank=True)
+    s = _core.StageScheduler(stage=1, profile=PROFILE, max_batch=B, policy=pol, budget_fraction=1.0,
+                             tier_weights=[1.0])
+    s.parallel = True
+    calm = dict(downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0, service_rate=5.0, duration_scale=0.0)
+    s.publish(**calm)  # 5 req/s: 100 queued with ~10 s of slack at most cannot drain (n > R s_max); no shed
+    fill(s, ids)       # (nothing measured yet: duration_scale 0 and no batch observed)
+    left = list(ids)
+
+    def take(expect: list[int]) -> None:
+        got = s.form_batch(0.0, 0.0)[0].tolist()
+        assert got == expect
+        for r in got:
+            left.remove(r)
+
+    take([r for r in ids if r in left][::-1][:B])          # overloaded, not ranked yet: the latest deadlines
+    take(sorted(left, key=rank, reverse=True)[:B])          # ranked from the next batch
+    take(sorted(left, key=rank, reverse=True)[:B])          # and kept (no publish since)
+    s.publish(**calm)                                       # the planner: calm
+    take([r for r in ids if r in left][::-1][:B])           # deadline order for one batch, whose test fires
+    take(sorted(left, key=rank, reverse=True)[:B])          # ranked again
 
 
 @settings(max_examples=60, deadline=None)

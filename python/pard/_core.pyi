@@ -82,7 +82,7 @@ class Policy:
     # tiered: one heap per tier (served / shed by weight); reactive: the hot-path overload test;
     # max_queue: reject at that many queued (0 = none), at entry stages only with max_queue_entry_only
     # overload_below: "none" | "overloaded" | "backlog" (what a stage reads of the stages below it)
-    # coherent_rank: on a parallel DAG branch, in HBF, serve / shed by a rank of the request id
+    # coherent_rank: on a parallel DAG branch, in overload, serve / shed by a rank of the request id
     @property
     def order(self) -> str: ...
     @property

@@ -32,7 +32,7 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
   sync late through the planner's averages);
 * ``correct_durations`` -- every ``d_k(b)`` scaled online by the measured / profiled batch duration ratio;
 * ``coherent_branches`` -- parallel DAG branches switch order together (the most loaded one's load factor);
-* ``coherent_rank`` -- in overload (HBF) parallel DAG branches serve and shed by one rank that every branch
+* ``coherent_rank`` -- in overload parallel DAG branches serve and shed by one rank that every branch
   computes alike from the request id, so that they keep the same requests rather than each its own newest;
 * ``idle_batch`` -- a stage that ran no batch in the window is estimated at batch size 1 (an idle stage
   starts a request at once), not at the size of its last batch, which may be a drained backlog's;
@@ -140,7 +140,8 @@ class PolicySpec:
             fixed workers, before its entry sheds (:mod:`pard.admission`); 0 = the per-sync rule.
         coherent_branches: parallel DAG branches take the order of the most loaded one (``pard``).
         coherent_rank: a stage on a parallel DAG branch (``pard._core.parallel_branches``: some other stage is
-            neither above nor below it), while its order is HBF, serves the highest and sheds the lowest of
+            neither above nor below it), in overload (the published order is HBF, or its own hot-path
+            overload test fired since the planner last published a calm order), serves the highest and sheds the lowest of
             a pseudo-random rank of the request id, the same on every branch, instead of the latest and
             earliest deadlines (``pard``). Overloaded sibling branches that each serve their own newest
             requests serve different ones, and each copy one branch serves that the other drops is wasted

@@ -124,7 +124,8 @@ struct Policy {
     // while a stage below signals this (BelowSignal): a downstream stage that is backed up now is
     // seen within a batch, not at the planner's next sync (stage_scheduler.hpp, step 2b).
     BelowSignal overload_below = BelowSignal::kNone;
-    // On a parallel DAG branch (StageScheduler::set_parallel), while the order is HBF, serve and shed by a
+    // On a parallel DAG branch (StageScheduler::set_parallel), in overload (HBF published, or the stage's
+    // own overload test fired since the last calm publish), serve and shed by a
     // rank every branch computes alike from the request's id, so that overloaded sibling branches keep
     // the same requests (stage_scheduler.hpp, sync_rank).
     bool coherent_rank = false;

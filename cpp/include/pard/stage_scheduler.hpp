@@ -83,7 +83,7 @@
 //      feasible ones (in order) form the batch and any further feasible ones go back to the queue.
 //
 // Coherent rank (Policy::coherent_rank, pard): on a stage that lies on one of several parallel DAG
-//   branches (set_parallel, from parallel_branches), while the order is HBF the queue is keyed by a
+//   branches (set_parallel, from parallel_branches), in overload the queue is keyed by a
 //   pseudo-random rank of the request id (StageKeyLess::rank) instead of the deadline: step 4 pops the top
 //   ranks and step 2b sheds the bottom ones, so overloaded sibling branches serve and shed the same
 //   requests (sync_rank says why). Steps 2 and 2b then read the latest deadline queued from a running
@@ -221,6 +221,7 @@ public:
             }
             order_.store(next, std::memory_order_relaxed);
         }
+        if (order_.load(std::memory_order_relaxed) != Order::kHbf) calm_publishes_.fetch_add(1, std::memory_order_relaxed);
         terms_.store(t);
     }
 
@@ -547,16 +548,25 @@ private:
     }
 
     // Coherent rank (mu_ held): a stage on a parallel DAG branch (set_parallel) under a policy with
-    // coherent_rank keys its queue by StageKeyLess::rank while its order is HBF (overload), and by
-    // deadline otherwise; a switch re-keys the queue in O(n), at most once per published order change.
+    // coherent_rank keys its queue by StageKeyLess::rank in overload, and by deadline otherwise. In
+    // overload means: the published order is HBF, or the stage's own step 2b test fired at a batch since
+    // the planner last published a calm order (not HBF). The second form covers the time before the
+    // planner has seen a burst (up to a sync: a live run's first second, a burst after calm), when
+    // step 2b alone pops HBF by deadline, which is as incoherent as the paper's HBF (bench/live_dag.py:
+    // join efficiency 0.91 without it, 0.995 with it). A switch re-keys the queue in O(n), at most about
+    // twice per sync.
     // Why: overloaded sibling branches that each serve their own newest requests serve different ones,
     // and every copy one branch serves that its sibling drops is compute wasted at the join. Served by
     // one shared rank, the branches keep the same requests: the slower branch's kept set lies inside
     // the faster's, and shedding (pop_bottom) takes the same low ranks on every branch.
     void sync_rank() {
-        const bool want = parallel_ && cfg_.policy.coherent_rank && current_order() == Order::kHbf;
+        if (!parallel_ || !cfg_.policy.coherent_rank) return;
+        const std::uint64_t calm = calm_publishes_.load(std::memory_order_relaxed);
+        const bool hbf = current_order() == Order::kHbf;
+        const bool want = ranked_ ? (hbf || calm == ranked_at_calm_) : (hbf || overloaded_.load(std::memory_order_relaxed));
         if (want == ranked_) return;
         ranked_ = want;
+        ranked_at_calm_ = calm;
         heap_.rekey(StageKeyLess{cfg_.policy.keyed_by_arrival(), want}, rekey_scratch_);
     }
 
@@ -762,6 +772,8 @@ private:
     std::atomic<bool> overloaded_{false};           // step 2b's test at the last batch (overloaded_now)
     bool parallel_ = false;                         // set_parallel: on a parallel DAG branch
     bool ranked_ = false;                           // the queue is keyed by rank now (sync_rank; mu_)
+    std::uint64_t ranked_at_calm_ = 0;              // calm_publishes_ when ranked_ last changed (mu_)
+    std::atomic<std::uint64_t> calm_publishes_{0};  // publishes that left the order other than HBF
     std::int64_t latest_pushed_ = std::numeric_limits<std::int64_t>::min();  // latest_deadline (mu_)
     std::vector<Request> rekey_scratch_;
     std::vector<const StageScheduler*> below_;      // set_below: the stages below, for below_signals
