@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pard
+from _graphs import closure, random_dags
 from pard import _core
 from pard.policies import POLICIES
 
@@ -143,25 +144,15 @@ def test_siblings_keep_the_same_requests(ids: list[int], rnd, slow_batches: int,
 
 def incomparable(successors: list[list[int]]) -> list[bool]:
     """Brute force: stage k is on a parallel branch iff some other stage is neither above nor below it."""
+    reach = closure(successors)
     n = len(successors)
-    reach = [[False] * n for _ in range(n)]
-    for k in range(n):
-        for j in successors[k]:
-            reach[k][j] = True
-    for m in range(n):
-        for i in range(n):
-            if reach[i][m]:
-                for j in range(n):
-                    reach[i][j] = reach[i][j] or reach[m][j]
     return [any(j != k and not reach[k][j] and not reach[j][k] for j in range(n)) for k in range(n)]
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(1, 9).flatmap(lambda n: st.lists(
-    st.lists(st.integers(0, n - 1), max_size=4, unique=True), min_size=n, max_size=n)))
-def test_parallel_branches_is_incomparability(edges: list[list[int]]) -> None:
-    """On random DAGs (edges kept only from lower to higher index)."""
-    succ = [[j for j in out if j > k] for k, out in enumerate(edges)]
+@given(random_dags)
+def test_parallel_branches_is_incomparability(succ: list[list[int]]) -> None:
+    """On random DAGs."""
     assert _core.parallel_branches(succ) == incomparable(succ)
 
 
