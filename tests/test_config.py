@@ -181,6 +181,8 @@ def test_with_workers_revalidates() -> None:
         spec.with_workers({"b": 0})
     with pytest.raises(KeyError):
         spec.with_workers({"zz": 2})
+    with pytest.raises(pard.PardError, match=r"has no stage 'zz' \(stages: \['a', 'b', 'c'\]\)"):
+        spec.with_workers({"zz": 2})  # a PardError too, naming the value and the stages
 
 
 # ---- capacity and built-ins ---------------------------------------------------------------

@@ -14,6 +14,7 @@ __all__ = [
     "PardValueError",
     "PardTypeError",
     "ConfigError",
+    "UnknownStageError",
     "TraceError",
     "UsageError",
     "TooManyArrivalsError",
@@ -40,6 +41,14 @@ class PardTypeError(PardError, TypeError):
 
 class ConfigError(PardValueError):
     """A pipeline or stage specification is invalid (names the field and the value)."""
+
+
+class UnknownStageError(PardError, KeyError):
+    """A stage name the pipeline does not have (names it and lists the stages); a KeyError too, so code that
+    looked names up with ``except KeyError`` keeps working."""
+
+    def __str__(self) -> str:  # KeyError's own str() would quote the whole message
+        return str(self.args[0]) if self.args else ""
 
 
 class TraceError(PardValueError):

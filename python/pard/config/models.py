@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Literal, Union
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from .. import profile as _profile
-from ..errors import ConfigError, PardValueError, PardWarning
+from ..errors import ConfigError, PardValueError, PardWarning, UnknownStageError
 from .graph import MAX_PATHS, count_paths, downstream_paths, find_cycle
 from .writers import save
 
@@ -400,7 +400,7 @@ class PipelineSpec(_Spec):
         """A copy with the workers of the named stages replaced (validated).
 
         Raises:
-            KeyError: an unknown stage name.  ConfigError: a count < 1.
+            UnknownStageError (a KeyError): an unknown stage name.  ConfigError: a count < 1.
         """
         for name in workers:
             self.index(name)
@@ -418,14 +418,15 @@ class PipelineSpec(_Spec):
         return [st.name for st in self.stages]
 
     def index(self, name: str) -> int:
-        """Position of stage ``name`` in :attr:`stages`.  Raises KeyError if there is none."""
+        """Position of stage ``name`` in :attr:`stages`.  Raises UnknownStageError (a KeyError) if there is
+        none."""
         for i, st in enumerate(self.stages):
             if st.name == name:
                 return i
-        raise KeyError(f"pipeline {self.name!r} has no stage {name!r} (stages: {self.stage_names})")
+        raise UnknownStageError(f"pipeline {self.name!r} has no stage {name!r} (stages: {self.stage_names})")
 
     def stage(self, name: str) -> StageSpec:
-        """The stage called ``name``.  Raises KeyError if there is none."""
+        """The stage called ``name``.  Raises UnknownStageError (a KeyError) if there is none."""
         return self.stages[self.index(name)]
 
     def predecessors(self, name: str) -> list[str]:
