@@ -355,8 +355,11 @@ def specs(draw: st.DrawFn) -> PipelineSpec:
             }
         )
     tiers = draw(st.dictionaries(names, st.floats(1e-3, 1e3), max_size=3))
-    # an SLO a lone request can meet (>= every stage's d(1) summed), so no unreachable-SLO warning
+    # an SLO a lone request can meet (>= every stage's d(1) summed) and no stage's full batch exceeds, so no
+    # unreachable-SLO warning
     floor = sum(min(st_["profile"].values()) for st_ in stages)
+    full = [StageSpec(**st_) for st_ in stages]
+    floor = max(floor, *(x.duration(x.batch_limit) for x in full))
     return PipelineSpec(
         name=draw(names), slo=draw(durations) + floor, stages=stages, tiers=tiers, description=draw(texts)
     )
@@ -445,6 +448,18 @@ def test_unreachable_slo_warns_naming_path_latency() -> None:
         for name in config.BUILTIN_NAMES:
             config.builtin(name)
     assert config.min_latency_path(PipelineSpec(name="p", slo=1.0, stages=stages)) == (pytest.approx(0.25), ["a", "b"])
+
+
+def test_a_full_batch_over_the_slo_warns_naming_the_stage() -> None:
+    """A lone request can make the SLO, but the stage's full batch alone takes longer (d(256) = 0.74 s at SLO
+    0.3 s): no batch that full can be on time, and capacity() is taken there. Found by a new user, whose
+    nexus run then collapsed (its window looks for a run of full-batch size)."""
+    from pard.errors import PardWarning
+
+    stages = [StageSpec(name="det", profile={1: 0.010, 8: 0.030}, max_batch=256)]
+    assert stages[0].duration(256) == pytest.approx(0.010 + 255 * 0.020 / 7)  # the last segment, extended
+    with pytest.warns(PardWarning, match=r"full batch alone takes longer than the SLO 0.3 s at det \(d\(256\) = 0.7386 s\)"):
+        PipelineSpec(name="p", slo=0.3, stages=stages)
 
 
 @pytest.mark.parametrize("text, line, column", [

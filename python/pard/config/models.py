@@ -72,13 +72,24 @@ def min_latency_path(spec: "PipelineSpec") -> tuple[float, list[str]]:
 
 
 def warn_unreachable_slo(spec: "PipelineSpec", slo: float) -> None:
-    """Warn (:class:`pard.errors.PardWarning`) when no request can ever finish within ``slo`` seconds."""
+    """Warn (:class:`pard.errors.PardWarning`) when no request can ever finish within ``slo`` seconds, or
+    when a stage's largest batch (``batch_limit``, where ``capacity()`` and the goodput bound are taken)
+    alone takes longer than ``slo``: no batch that full can be on time, so the capacity is out of reach."""
     t, path = min_latency_path(spec)
     if t > slo:
         warnings.warn(
             f"pipeline {spec.name!r}: SLO {slo:g} s can never be met: a lone request needs at least "
             f"{t:.4g} s (sum of d(1) along {' -> '.join(path)}); every request will be late or dropped",
             PardWarning, stacklevel=2)
+        return
+    slow = [(st.name, st.batch_limit, st.duration(st.batch_limit)) for st in spec.stages
+            if st.duration(st.batch_limit) > slo]
+    if slow:
+        names = ", ".join(f"{n} (d({b}) = {d:.4g} s)" for n, b, d in slow)
+        warnings.warn(
+            f"pipeline {spec.name!r}: a full batch alone takes longer than the SLO {slo:g} s at {names}: such a "
+            f"batch can never be on time, and capacity() and the goodput bound, taken at that batch size, are out "
+            f"of reach; lower max_batch there", PardWarning, stacklevel=2)
 
 
 def _refuse_bools(field: str, value: Any) -> Any:
