@@ -262,8 +262,9 @@ void register_scheduler(py::module_& m) {
              "any batch forms; the list is kept alive with this scheduler).")
         .def_property_readonly("overloaded_now", &StageScheduler::overloaded_now)
         .def_property("parallel", &StageScheduler::parallel, &StageScheduler::set_parallel,
-                      "Whether this stage lies on one of several parallel DAG branches that join later, where "
-                      "Policy.coherent_rank applies (set once, before any batch forms; parallel_branches).");
+                      "Whether this stage lies on one of several parallel DAG branches (some other stage is neither "
+                      "above nor below it), where Policy.coherent_rank applies (set once, before any batch forms; "
+                      "parallel_branches).");
 
     m.def("stages_below", &stages_below, py::arg("successors"),
           "For each stage of a pipeline given by its successor lists, every stage reachable from it (itself "
@@ -273,7 +274,7 @@ void register_scheduler(py::module_& m) {
               return std::vector<bool>(v.begin(), v.end());
           }, py::arg("successors"),
           "For each stage of a pipeline given by its successor lists, whether it lies on one of several "
-          "parallel branches that join later (what StageScheduler.parallel takes).");
+          "parallel branches: some other stage is neither above nor below it (what StageScheduler.parallel takes).");
 }
 
 }  // namespace pard::bind

@@ -125,9 +125,9 @@ struct Policy {
     // seen within a batch, not at the planner's next sync (stage_scheduler.hpp, step 2b).
     BelowSignal overload_below = BelowSignal::kNone;
     // On a parallel DAG branch (StageScheduler::set_parallel), in overload (HBF published, or the stage's
-    // own overload test fired since the last calm publish), serve and shed by a
-    // rank every branch computes alike from the request's id, so that overloaded sibling branches keep
-    // the same requests (stage_scheduler.hpp, sync_rank).
+    // own overload test fired since the last calm publish), serve and shed by a rank every branch computes
+    // alike from the request's id, so that overloaded sibling branches keep the same requests
+    // (stage_scheduler.hpp, sync_rank).
     bool coherent_rank = false;
     // Queue bound (0 = none): a request that finds this many queued is rejected (Triton's
     // max_queue_size at every stage; Ray Serve's max_queued_requests, at entry stages only).

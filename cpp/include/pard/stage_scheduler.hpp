@@ -232,9 +232,9 @@ public:
     // before any thread forms a batch; the pointers must outlive this scheduler's use.
     void set_below(std::vector<const StageScheduler*> below) { below_ = std::move(below); }
 
-    // Whether this stage lies on one of several parallel DAG branches that join later
-    // (parallel_branches): where Policy::coherent_rank applies. Set once by the pipeline that owns the
-    // stages, before any thread forms a batch.
+    // Whether this stage lies on one of several parallel DAG branches: some other stage is neither above
+    // nor below it (parallel_branches). Where Policy::coherent_rank applies. Set once by the pipeline
+    // that owns the stages, before any thread forms a batch.
     void set_parallel(bool parallel) noexcept { parallel_ = parallel; }
     [[nodiscard]] bool parallel() const noexcept { return parallel_; }
 
