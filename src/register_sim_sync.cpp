@@ -112,7 +112,7 @@ void register_sim_sync(py::module_& m) {
                          std::int64_t samples, double cv_history_s, std::int64_t min_cv_intervals,
                          std::vector<double> constants, py::object generator, bool idle_batch, double half_life_s,
                          double prior_batches, double contended_z, std::vector<std::vector<int>> pace_below,
-                         bool overload_upper) {
+                         bool overload_upper, bool mu_at_capacity_entry) {
                  SyncPlannerConfig c;
                  c.paths = std::move(paths);
                  c.parallel = std::move(parallel);
@@ -130,6 +130,7 @@ void register_sim_sync(py::module_& m) {
                  c.correct_durations = correct_durations;
                  c.tune_lam = tune_lam;
                  c.mu_at_capacity = mu_at_capacity;
+                 c.mu_at_capacity_entry = mu_at_capacity_entry;
                  c.adapt_window = adapt_window;
                  c.lam = lam;
                  c.window_s = window_s;
@@ -171,7 +172,8 @@ void register_sim_sync(py::module_& m) {
              py::arg("samples"), py::arg("cv_history_s"), py::arg("min_cv_intervals"), py::arg("constants"),
              py::arg("generator"), py::arg("idle_batch") = false, py::arg("half_life_s") = 2.5,
              py::arg("prior_batches") = 8.0, py::arg("contended_z") = 0.0,
-             py::arg("pace_below") = std::vector<std::vector<int>>{}, py::arg("overload_upper") = false)
+             py::arg("pace_below") = std::vector<std::vector<int>>{}, py::arg("overload_upper") = false,
+             py::arg("mu_at_capacity_entry") = true)
         .def("update_ns", [](PySyncPlanner& p, double now_s, const py::list& stats, const std::vector<int>& workers) {
                  std::vector<StageStats> st;
                  for (const auto& d : stats) st.push_back(stats_from_dict(d.cast<py::dict>()));

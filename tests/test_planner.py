@@ -365,6 +365,23 @@ def test_mu_at_capacity_measures_load_against_full_batches() -> None:
     assert paper[0].mu == pytest.approx(1.0) and cap[0].mu == pytest.approx(0.25)
 
 
+def test_mu_at_capacity_entry_false_keeps_the_papers_mu_at_entry_stages_only() -> None:
+    """The same stage twice in a chain, each serving 100 req/s in batches of 1 (d(1) = 10 ms, d(8) = 20 ms):
+    with ``mu_at_capacity_entry=False`` the entry keeps the paper's mu, 100 / (1 / 0.01) = 1.0, and the
+    stage below takes it against full batches, 100 / (8 / 0.02) = 0.25; with the default (True) both take
+    0.25.  ``pard`` sets it False."""
+    stages = [PlannerStage("a", (1, 8), (0.01, 0.02), 8, ((1,),), True),
+              PlannerStage("b", (1, 8), (0.01, 0.02), 8, (), False)]
+    stats = [{"arrival_s": np.full(100, 0.5), "batch_size": np.ones(100)} for _ in stages]
+    split = Planner(stages, policy=_paper_with(mu_at_capacity=True, mu_at_capacity_entry=False), window_s=1.0,
+                    adapt_window=False).update(1.0, stats, [1, 1])
+    both = Planner(stages, policy=_paper_with(mu_at_capacity=True), window_s=1.0, adapt_window=False).update(
+        1.0, stats, [1, 1])
+    assert [t.mu for t in split] == pytest.approx([1.0, 0.25])
+    assert [t.mu for t in both] == pytest.approx([0.25, 0.25])
+    assert POLICIES["pard"].mu_at_capacity and not POLICIES["pard"].mu_at_capacity_entry
+
+
 def test_correct_durations_scales_d_by_measured_over_profiled() -> None:
     """Batches that ran twice their profiled time double every d term and publish duration_scale 2;
     without the lever the scale stays 1."""

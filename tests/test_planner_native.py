@@ -77,6 +77,7 @@ def variants() -> list[PolicySpec]:
     extra = [dataclasses.replace(base, name=f"x-{i}", **kw) for i, kw in enumerate([
         {"downstream": "tail", "tune_lam": True, "lam": 0.9},
         {"mu_at_capacity": True, "coherent_paths": True, "correct_durations": True, "idle_batch": True},
+        {"mu_at_capacity": True, "mu_at_capacity_entry": False, "coherent_paths": True},
         {"downstream": "upper", "coherent_branches": True, "instant": True},
         {"downstream": "busy"},
         {"correct_durations": True, "contended_z": 0.5},

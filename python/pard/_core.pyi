@@ -293,7 +293,8 @@ class SyncPlanner:
                  window_s: float, samples: int, cv_history_s: float, min_cv_intervals: int,
                  constants: list[float], generator: Any, idle_batch: bool = False, half_life_s: float = 2.5,
                  prior_batches: float = 8.0, contended_z: float = 0.0,
-                 pace_below: list[list[int]] = ..., overload_upper: bool = False) -> None: ...
+                 pace_below: list[list[int]] = ..., overload_upper: bool = False,
+                 mu_at_capacity_entry: bool = True) -> None: ...
     # mode: none, sf, lower, upper, full, tail or busy (PolicySpec.downstream)
     # per stage: (downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate,
     # path_rate, demand_rate, overload_downstream_s)

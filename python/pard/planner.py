@@ -44,6 +44,14 @@ What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.Poli
   ordinary noise and the order flips to HBF, which starves the oldest requests a FCFS/LBF stage would
   still have served in time.  Against full batches ``mu > 1`` means the input exceeds what any batching
   can serve.
+* ``mu_at_capacity_entry=False`` (with ``mu_at_capacity``): an entry stage keeps the paper's ``mu`` at its
+  current batch size; only the stages below take it against full batches.  What HBF starves is the oldest
+  requests, and what starving them wastes is the compute already spent on them: none at an entry, every
+  stage above at a stage below.  So an entry that is merely busy (a burst of a second or two in a trace
+  whose mean load is well below capacity) flips to HBF and admits requests with the slack to get through
+  the stages below, where LBF would admit the thinnest-slack ones and leave them to die downstream; a
+  stage below flips only when its input exceeds what full batches can serve (bench/RESULTS.md, issue 9,
+  ninth round: +0.3 … +1.6 points on the real trace at a 1 s rate envelope, load 0.8, fixed workers).
 * ``coherent_paths``: a stage publishes the largest load factor among itself and its downstream stages,
   so the stages before an overloaded one serve it HBF too: the requests they pass on are the ones with
   the budget to get through it, and the lowest-budget ones, which it would purge after they were paid for
@@ -432,7 +440,8 @@ class Planner:
             if self._busy or contended:
                 rho_i = utilisation(m_dm, wt, dts, w_arr)
             if self._policy.mu_at_capacity:  # load against what the stage can do at full batches
-                mu_i = np.where(service > 0, rate_i / service, np.where(rate_i > 0, np.inf, 0.0))
+                cap_mu = np.where(service > 0, rate_i / service, np.where(rate_i > 0, np.inf, 0.0))
+                mu_i = cap_mu if self._policy.mu_at_capacity_entry else np.where(self._entry, mu_i, cap_mu)
 
         # 3b. pard's online levers: the quantile from outcomes, the entry's admitted share from rates
         if self._policy.tune_lam and left_entry > 0:

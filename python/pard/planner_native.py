@@ -39,6 +39,7 @@ KNOWN_POLICY_FIELDS = frozenset({
     "idle_batch", "spread_z", "spread_scope", "pace", "queue_z", "queue_last",
     "contended_z", "contended_path",
     "overload_upper",
+    "mu_at_capacity_entry",
     "overload_below",  # read by the C++ stage scheduler alone (Policy.overload_below), not the planner
     "coherent_rank",  # read by the C++ stage scheduler alone (Policy.coherent_rank), not the planner
     "prior_terms",  # computed by the Python planner before the first interval (Planner.prior_terms)
@@ -76,6 +77,7 @@ def native_planner(planner: Planner) -> Any:
         generator=p._rng, idle_batch=pol.idle_batch, half_life_s=p.durations.half_life_s,
         prior_batches=p.durations.prior_batches, contended_z=pol.contended_z,
         pace_below=[list(x) for x in p._pace_below], overload_upper=pol.overload_upper,
+        mu_at_capacity_entry=pol.mu_at_capacity_entry,
     )
 
 

@@ -38,6 +38,8 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
   starts a request at once), not at the size of its last batch, which may be a drained backlog's;
 * ``mu_at_capacity`` -- the load factor against full batches: a busy stage batches just enough to keep
   up, so the paper's load factor at the current batch size sits near 1 and flips the order on noise;
+  ``mu_at_capacity_entry=False`` keeps the paper's load factor at the entry stages, where the oldest
+  requests HBF starves have had no compute spent on them yet;
 * ``coherent_paths`` -- a stage takes its downstream stages' largest load factor (the stages before an
   overloaded one serve HBF too);
 * ``prior_terms`` -- before the first sync, the terms of an idle interval are published, so a run that
@@ -149,6 +151,10 @@ class PolicySpec:
             (stage_scheduler.hpp, ``sync_rank``; bench/RESULTS.md, issue 9, eighth round).
         mu_at_capacity: the load factor against the stage's throughput at full batches, not at its
             current batch size (the planner's module doc says why).
+        mu_at_capacity_entry: with ``mu_at_capacity``, whether entry stages take it too (True) or keep the
+            paper's load factor at their current batch size (False, ``pard``): an entry that is merely busy
+            then serves HBF, and the oldest requests it starves have cost nothing yet, while a stage below
+            would waste what the stages above spent on them (:mod:`pard.planner`'s module doc).
         coherent_paths: a stage takes the largest load factor of itself and its downstream stages.
         spread_z: budget the execution-time spread: each stage's estimate adds ``z * sqrt(sum sigma_i^2)``
             over itself and its downstream path, ``sigma_i`` the standard deviation of stage ``i``'s measured
@@ -213,6 +219,7 @@ class PolicySpec:
     rate_admission_s: float = 30.0
     coherent_branches: bool = False
     mu_at_capacity: bool = False
+    mu_at_capacity_entry: bool = True
     coherent_paths: bool = False
     idle_batch: bool = False
     prior_terms: bool = False
@@ -244,7 +251,7 @@ class PolicySpec:
         for field in ("instant", "tiered", "reactive", "shed", "correct_durations", "tune_lam", "rate_admission",
                       "coherent_branches", "mu_at_capacity", "coherent_paths", "idle_batch",
                       "max_queue_entry_only", "queue_last", "contended_path", "prior_terms", "overload_upper",
-                      "pace_autoscaled", "coherent_rank"):
+                      "pace_autoscaled", "coherent_rank", "mu_at_capacity_entry"):
             if not isinstance(getattr(self, field), bool):
                 raise PardTypeError(f"PolicySpec.{field} must be True or False, got {getattr(self, field)!r}")
         if isinstance(self.max_queue, bool) or not isinstance(self.max_queue, int):
@@ -304,7 +311,8 @@ class PolicySpec:
 def _specs() -> dict[str, PolicySpec]:
     specs = [
         PolicySpec("pard", "adaptive", "pard", "busy", tiered=True, reactive=True, pace="forks", correct_durations=True,
-                   coherent_branches=True, idle_batch=True, mu_at_capacity=True, coherent_paths=True,
+                   coherent_branches=True, idle_batch=True, mu_at_capacity=True, mu_at_capacity_entry=False,
+                   coherent_paths=True,
                    prior_terms=True, overload_upper=True, overload_below="overloaded", coherent_rank=True,
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "
                                "utilisation-aware downstream estimate corrected online (DESIGN 3.7)"),

@@ -48,6 +48,7 @@ struct SyncPlannerConfig {
     bool correct_durations = false;
     bool tune_lam = false;
     bool mu_at_capacity = false;
+    bool mu_at_capacity_entry = true;  // PolicySpec.mu_at_capacity_entry: false keeps the paper's mu at entries
     bool adapt_window = true;
     double lam = 0.1;
     double window_s = 5.0;
@@ -369,7 +370,7 @@ private:
             mu_[k] = throughput > 0 ? rate_[k] / throughput : (rate_[k] > 0 ? inf : 0.0);
             const double d_full = c_.full_d[k] * scale_[k];
             service_[k] = w * c_.max_batch[k] / d_full;
-            if (c_.mu_at_capacity) mu_[k] = service_[k] > 0 ? rate_[k] / service_[k] : (rate_[k] > 0 ? inf : 0.0);
+            if (c_.mu_at_capacity && (c_.mu_at_capacity_entry || !c_.entry[k])) mu_[k] = service_[k] > 0 ? rate_[k] / service_[k] : (rate_[k] > 0 ? inf : 0.0);
             if (c_.mode == DownstreamMode::kBusy || contended()) rho_[k] = utilisation(k, w, wdts);
         }
     }
