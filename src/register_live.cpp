@@ -135,6 +135,7 @@ public:
             if (d.kind == EndKind::kCancel) {
                 f.state.store(LiveFuture::kCancelled);
             } else if (d.kind == EndKind::kOutput) {
+                f.ostate = static_cast<int>(d.state);  // on time or late: outcome_state
                 f.value = std::move(d.value);
                 f.state.store(LiveFuture::kResult);
             } else {
@@ -310,6 +311,10 @@ PyMethodDef fast_submit_def = {
 void register_live(py::module_& m) {
     py::class_<LiveFuture>(m, "LiveFuture", "A request's future (pard.RequestFuture): resolved in C++ by the live pipeline.")
         .def_property_readonly("request_id", &LiveFuture::request_id)
+        .def_property_readonly("outcome_state", [](const LiveFuture& f) {
+            const int s = f.state.load();
+            return s == LiveFuture::kPending ? 0 : s == LiveFuture::kCancelled ? static_cast<int>(Outcome::kDropped) : f.ostate;
+        }, "The request's outcome (an index into pard.outcomes.STATES) once done; 0 (pending) before.")
         .def("done", [](const LiveFuture& f) { return f.state.load() != LiveFuture::kPending; })
         .def("cancelled", [](const LiveFuture& f) { return f.state.load() == LiveFuture::kCancelled; })
         .def("running", [](const LiveFuture&) { return false; })

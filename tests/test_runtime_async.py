@@ -178,3 +178,27 @@ def test_retry_after_is_the_backlog_over_peak_throughput() -> None:
         rt.close()
     assert all(f.done() for f in futs)
     assert np.isclose(retry_after_s(rt), 0.01)  # nothing queued: one batch of size 1 at the entry
+
+
+def test_infer_outcome_tells_on_time_from_late() -> None:
+    """``naive`` never drops: a request whose 10 ms SLO its 30 ms of stage time overruns finishes late, one
+    with 5 s finishes on time; ``infer_outcome`` says which, agreeing with ``counts()``, and so does the
+    future's ``outcome_state`` (an index into pard.outcomes.STATES)."""
+    from pard.outcomes import LATE, ON_TIME
+
+    def slow(xs: list[Any]) -> list[Any]:
+        time.sleep(0.015)
+        return list(xs)
+
+    async def main() -> None:
+        async with pard.Runtime(_chain(), {"a": slow, "b": slow}, policy="naive") as rt:
+            assert await rt.infer_outcome(7, slo=5.0) == (7, "on_time")
+            assert await rt.infer_outcome(8, slo=0.01) == (8, "late")
+            assert (rt.counts()["on_time"], rt.counts()["late"]) == (1, 1)
+            fut = rt.submit(9, slo=0.01)
+            assert fut.outcome_state == 0 or fut.done()  # pending until it ends
+            assert fut.result(timeout=10) == 9 and fut.outcome_state == LATE
+            on_time = rt.submit(10)
+            assert on_time.result(timeout=10) == 10 and on_time.outcome_state == ON_TIME
+
+    asyncio.run(main())

@@ -28,6 +28,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Dropped, ExecutorError, PardError, Rejected
+from ..outcomes import STATES
 from .live import wrap_future
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -106,11 +107,23 @@ class AsyncRuntimeMixin:
             ValueError / TypeError / RuntimeError: bad arguments or a closed runtime, as
                 :meth:`Runtime.submit` (counted nowhere); :class:`DeadlineError` for a bad ``deadline``.
         """
+        return (await self.infer_outcome(payload, slo, tier, deadline))[0]
+
+    async def infer_outcome(self, payload: Any, slo: float | None = None, tier: int | None = None,
+                            deadline: float | None = None) -> tuple[Any, str]:
+        """As :meth:`infer`, and says whether the pipeline finished the request in time:
+        ``(output, "on_time")`` or ``(output, "late")`` (the runtime's verdict, the one ``counts()``
+        records: its finish against its deadline).  A server that answers after the event loop has
+        caught up can compare its own answer time with the deadline (``pard serve`` does).
+
+        Raises: as :meth:`infer`.
+        """
         rt: Runtime = self  # type: ignore[assignment]
         slo_s = self._effective_slo(rt, slo, deadline)
         fut = rt.submit(payload, slo=slo_s, tier=0 if tier is None else tier)
         try:
-            return await wrap_future(fut)
+            out = await wrap_future(fut)
+            return out, STATES[fut.outcome_state]
         except asyncio.CancelledError:
             fut.cancel()  # wrap_future already forwards the cancellation; explicit for clarity
             raise

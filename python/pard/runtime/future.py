@@ -35,8 +35,9 @@ from ..errors import PardWarning
 __all__ = ["RequestFuture"]
 
 #: A request's future (``pard.RequestFuture``): ``result(timeout=None)``, ``exception(timeout=None)``,
-#: ``done()``, ``cancelled()``, ``running()``, ``cancel()``, ``add_done_callback(fn)``, ``request_id``;
-#: a ``concurrent.futures.Future`` (module docstring).
+#: ``done()``, ``cancelled()``, ``running()``, ``cancel()``, ``add_done_callback(fn)``, ``request_id``,
+#: ``outcome_state`` (an index into ``pard.outcomes.STATES`` once done, 0 before); a
+#: ``concurrent.futures.Future`` (module docstring).
 RequestFuture = _core.LiveFuture
 
 _BUILD_LOCK = threading.Lock()  # taken only by the first protocol access of a future

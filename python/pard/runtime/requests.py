@@ -63,6 +63,8 @@ class RequestFuture(Future):  # type: ignore[type-arg]
     """
 
     request_id: int
+    #: the request's outcome once done (an index into pard.outcomes.STATES); PENDING before
+    outcome_state: int = PENDING
 
     def __init__(self, ledger: Ledger, req: Request) -> None:
         super().__init__()
@@ -221,6 +223,7 @@ class Ledger:
         r.outputs = None
         if fut is None:
             return True
+        fut.outcome_state = state
         try:
             if exc is not None:
                 fut.set_exception(exc)
