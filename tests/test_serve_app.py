@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
@@ -321,3 +321,85 @@ def test_only_version_1_is_served() -> None:
         assert app.state.service.runtime.counts()["submitted"] == 0
 
     _run(config(), body)
+
+
+def test_an_answer_ready_only_after_its_deadline_is_late_though_the_pipeline_finished_in_time() -> None:
+    """The pipeline finishes a request in ~0.05 s of its 0.3 s SLO; when the event loop then takes 0.4 s
+    more to produce the answer (here: encoding blocks it, as 1 500 requests at once did on 2 cores), the
+    client gets it after its deadline: answered 200 with ``X-Pard-Outcome: late`` and counted late,
+    where the runtime alone counts it on time.  A request answered at once is on time."""
+    import time as _time
+
+    async def body(c: httpx.AsyncClient, app: Any) -> None:
+        svc = app.state.service
+        r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
+        assert r.status_code == 200 and r.headers["x-pard-outcome"] == "on_time"
+        encode = svc._encode
+        svc._encode = lambda req, result: (_time.sleep(0.4), encode(req, result))[1]
+        r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
+        assert r.status_code == 200 and r.headers["x-pard-outcome"] == "late"
+        assert svc.runtime.counts()["on_time"] == 2  # the pipeline finished both in time
+        rep = svc.report()["outcomes"]
+        assert (rep["on_time"], rep["late"]) == (1, 1)
+        m = _metrics((await c.get("/metrics")).text)
+        assert m[("pard_requests_total", (("outcome", "late"), ("pipeline", "duo")))] == 1.0
+
+    _run(config(), body)
+
+
+def test_the_slo_counts_from_when_the_route_received_the_request() -> None:
+    """``arrived_s`` 0.35 s ago with a 0.3 s SLO: the deadline has passed before the pipeline sees the
+    request, so a stage drops it (503); 0.1 s ago it has 0.2 s left, enough for ~0.05 s of work (200)."""
+    async def body(c: httpx.AsyncClient, app: Any) -> None:
+        svc = app.state.service
+        raw = json.dumps(v2_body([1, 2, 3, 4])).encode()
+        late = await svc.infer("duo", raw, {}, arrived_s=svc.arrival() - 0.35)
+        assert late.status == 503 and json.loads(late.body)["reason"] in ("infeasible", "expired", "shed")
+        ok = await svc.infer("duo", raw, {}, arrived_s=svc.arrival() - 0.1)
+        assert ok.status == 200 and ok.headers["x-pard-outcome"] == "on_time"
+
+    _run(config(), body)
+
+
+def test_json_nested_too_deeply_is_a_400_counted_invalid() -> None:
+    """'[' * 100 000 exhausts json's recursion: a 400 naming the nesting, counted once as invalid."""
+    async def body(c: httpx.AsyncClient, app: Any) -> None:
+        deep = "[" * 100_000 + "]" * 100_000
+        r = await c.post("/v2/models/duo/infer", content=deep, headers={"content-type": "application/json"})
+        assert r.status_code == 400 and "nested too deeply" in r.json()["error"]
+        rep = app.state.service.report()
+        assert rep["outcomes"]["invalid"] == 1 and rep["http"] == {"400": 1}
+
+    _run(config(), body)
+
+
+def test_unknown_routes_and_methods_answer_json_and_every_infer_404_is_counted() -> None:
+    """An unknown path is a JSON 404, a GET on the infer route a JSON 405; an infer request for an
+    unknown version is counted invalid like one for an unknown model."""
+    async def body(c: httpx.AsyncClient, app: Any) -> None:
+        r = await c.get("/v2/nothing/here")
+        assert r.status_code == 404 and "/v2/nothing/here" in r.json()["error"]
+        r = await c.get("/v2/models/duo/infer")
+        assert r.status_code == 405 and "GET" in r.json()["error"]
+        for path in ("/v2/models/tm/infer", "/v2/models/duo/versions/7/infer"):
+            assert (await c.post(path, json=v2_body([1, 2, 3, 4]))).status_code == 404
+        rep = app.state.service.report()
+        assert rep["outcomes"]["invalid"] == 2 and rep["http"] == {"404": 2}
+
+    _run(config(), body)
+
+
+def test_x_pard_tier_takes_a_tier_name_or_code() -> None:
+    """With tiers {gold: 3, free: 1}: ``X-Pard-Tier: free`` and ``1`` both reach code 1; an unknown name
+    is a 400 listing the tiers."""
+    tiered = dict(_serve.PIPELINE, tiers={"gold": 3.0, "free": 1.0})
+
+    async def body(c: httpx.AsyncClient, app: Any) -> None:
+        for tier in ("free", "1"):
+            r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]), headers={"X-Pard-Tier": tier})
+            assert r.status_code == 200
+            assert int(app.state.service.runtime.outcomes()["tier"][-1]) == 1
+        r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]), headers={"X-Pard-Tier": "silver"})
+        assert r.status_code == 400 and "['gold', 'free']" in r.json()["error"]
+
+    _run(config(pipeline=tiered), body)

@@ -27,16 +27,27 @@ def test_example_file_loads_and_builds_its_executors() -> None:
 
 
 def test_triton_queue_fields_map_onto_slo_and_tiers() -> None:
-    """default_timeout_microseconds is the default SLO; priority level p of N is tier N - p; 0 is the default level."""
+    """default_timeout_microseconds is the default SLO; priority level p is the tier with the p-th largest
+    weight (tiers declared by ascending weight here: codes 2, 1, 0); 0 is the default level."""
     tiered = dict(PIPELINE, tiers={"free": 1.0, "paid": 2.0, "premium": 4.0})
     cfg = parse_serve_config(config(pipeline=tiered, queue={"default_timeout_microseconds": 250_000,
                                                             "priority_levels": 3, "default_priority_level": 2}))
     spec = cfg.pipeline_spec()
     assert cfg.default_slo_s(spec) == pytest.approx(0.25)
-    assert [cfg.tier_of(p) for p in (1, 2, 3)] == [2, 1, 0]
-    assert cfg.tier_of(0) == cfg.tier_of(None) == 1
+    assert [cfg.tier_of(p, spec.tiers) for p in (1, 2, 3)] == [2, 1, 0]
+    assert cfg.tier_of(0, spec.tiers) == cfg.tier_of(None, spec.tiers) == 1
     plain = parse_serve_config(config())
-    assert plain.default_slo_s(spec) == 0.3 and plain.tier_of(5) == 0
+    assert plain.default_slo_s(spec) == 0.3 and plain.tier_of(5, spec.tiers) == 0
+
+
+def test_triton_priority_reaches_the_heaviest_tier_whatever_the_declaration_order() -> None:
+    """A new user's spec declares {gold: 3, free: 1}: gold is code 0.  Triton's highest priority (1) must
+    reach gold, level 2 free; equal weights go by code; levels past the tiers take the lightest."""
+    cfg = parse_serve_config(config(pipeline=dict(PIPELINE, tiers={"gold": 3.0, "free": 1.0}),
+                                    queue={"priority_levels": 2}))
+    assert [cfg.tier_of(p, {"gold": 3.0, "free": 1.0}) for p in (1, 2)] == [0, 1]
+    assert [cfg.tier_of(p, {"a": 1.0, "b": 5.0, "c": 5.0}) for p in (1, 2, 3)] == [1, 2, 0]
+    assert cfg.tier_of(7, {"gold": 3.0, "free": 1.0}) == 1
 
 
 def test_relative_pipeline_paths_resolve_against_the_file(tmp_path: Path) -> None:

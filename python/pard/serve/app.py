@@ -122,9 +122,12 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
         return gone if gone is not None else ready_answer()
 
     async def infer(request: Request) -> Response:
+        arrived = svc.arrival()  # the SLO counts from here: reading the body is the request's time too
         if request.path_params.get("version") not in (None, "1"):
             gone = missing(request)
             assert gone is not None
+            svc.counts["invalid"] += 1  # every infer request is counted once, as svc.infer counts
+            svc.http[404] = svc.http.get(404, 0) + 1
             return gone
         try:
             body = await _read_body(request, config.server.max_body_bytes)
@@ -135,7 +138,7 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
             svc.http[413] = svc.http.get(413, 0) + 1
         else:
             answer = await svc.infer(request.path_params["model"], body, request.headers,
-                                   lambda: _disconnected(request))
+                                     lambda: _disconnected(request), arrived_s=arrived)
         return Response(answer.body, status_code=answer.status, headers=answer.headers)
 
     async def metrics(request: Request) -> Response:
@@ -158,7 +161,14 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
         Route(model + "/infer", infer, methods=["POST"]), Route(version + "/infer", infer, methods=["POST"]),
         Route("/metrics", metrics),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    async def http_error(request: Request, exc: Exception) -> Response:
+        # unknown routes and methods answer JSON {"error": ...} like every other error of this server
+        status = getattr(exc, "status_code", 500)
+        detail = getattr(exc, "detail", "") or "error"
+        return JSONResponse({"error": f"{detail}: {request.method} {request.url.path}"}, status_code=status,
+                            headers=getattr(exc, "headers", None))
+
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: http_error, 405: http_error})
     app.state.service = svc
     app.state.registry = registry
     return app

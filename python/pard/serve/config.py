@@ -18,7 +18,7 @@ queue:                          # Triton's model-config queue fields, mapped ont
   max_queue_size: 0             #   > 0: 429 once this many requests wait at the entry stage
   default_timeout_microseconds: 0   # > 0: the SLO of a request without its own timeout
   allow_timeout_override: true  #   false: client timeouts are ignored
-  priority_levels: 0            # > 0: v2 parameters.priority p in 1..N -> tier N - p (1 is highest)
+  priority_levels: 0            # > 0: v2 parameters.priority p in 1..N -> the tier with the p-th largest weight
   default_priority_level: 0     #   the level of a request with priority 0 or none
 ```
 
@@ -145,11 +145,20 @@ class ServeConfig(_Strict):
         us = self.queue.default_timeout_microseconds
         return us * 1e-6 if us > 0 else float(spec.slo)
 
-    def tier_of(self, priority: int | None) -> int:
-        """Triton priority level -> pard tier: level ``p`` of ``N`` is tier ``N - p`` (1 is the highest)."""
+    def tier_of(self, priority: int | None, tiers: Mapping[str, float]) -> int:
+        """Triton priority level -> pard tier code: level ``p`` (1 is the highest) is the tier with the
+        ``p``-th largest weight among the pipeline's ``tiers`` (name -> weight, codes in declaration
+        order; equal weights by code).  Level 0, or none, is ``default_priority_level``; with no
+        levels configured, or level 0, tier 0 (the runtime's default).  By weight, not by code: a
+        pipeline that declares ``{gold: 3, free: 1}`` has gold at code 0, and Triton's highest
+        priority must reach gold."""
         n = self.queue.priority_levels
         p = priority or self.queue.default_priority_level
-        return 0 if n == 0 or p == 0 else n - p
+        weights = list(tiers.values())
+        if n == 0 or p == 0 or not weights:
+            return 0
+        ranked = sorted(range(len(weights)), key=lambda code: (-weights[code], code))
+        return ranked[min(p, len(ranked)) - 1]
 
     def build_executors(self, spec: Any) -> dict[str, Any] | None:
         """Stage name -> executor from the factories, or None (the reference models)."""
@@ -182,7 +191,7 @@ class ServeConfig(_Strict):
         if q.priority_levels and q.default_priority_level > q.priority_levels:
             raise ServeConfigError(f"queue.default_priority_level: {q.default_priority_level} exceeds "
                                    f"queue.priority_levels {q.priority_levels}")
-        codes = max(len(spec.tiers), 1)  # tier_of maps level p of N to tier N - p: N codes needed
+        codes = max(len(spec.tiers), 1)  # tier_of maps level p to the p-th tier by weight: N tiers needed
         if q.priority_levels > codes:
             tiers = f"declares tiers {list(spec.tiers)!r}" if spec.tiers else "declares no tiers (one code, 0)"
             raise ServeConfigError(f"queue.priority_levels: {q.priority_levels} levels map onto tiers 0..."

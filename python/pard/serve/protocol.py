@@ -171,6 +171,8 @@ def _split_body(body: bytes, header_length: int | None) -> tuple[Any, bytes]:
         doc = json.loads(header, parse_constant=_refuse_constant)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ProtocolError(f"the request body is not valid JSON: {exc}") from None
+    except RecursionError:  # json's decoder recurses per nesting level: '[' * 100000 exhausts the stack
+        raise ProtocolError("the request body's JSON is nested too deeply to decode") from None
     if not isinstance(doc, dict):
         raise ProtocolError(f"the request body must be a JSON object, got {_show(doc)}")
     return doc, rest

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -45,6 +46,8 @@ from .metrics import Observed
 from .protocol import InferRequest, ProtocolError, datatype_of, decode_request, encode_response
 
 __all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "retry_after_header"]
+
+log = logging.getLogger("pard.serve")
 
 #: Outcomes counted by the server itself (requests that never reached the runtime, or left early).
 SERVER_OUTCOMES = ("invalid", "unavailable", "queue_full", "client_closed", "output_error")
@@ -97,6 +100,7 @@ class ServedPipeline:
         self.started_at = time.monotonic()
         self.counts: dict[str, int] = {k: 0 for k in SERVER_OUTCOMES}
         self.http: dict[int, int] = {}
+        self.late_answers = 0  # the pipeline's on_time answered after the deadline (_timed): late
         self.inflight = 0  # infer calls in progress (the HTTP answer not yet returned)
         self._drain_started: float | None = None
         self.default_slo_s = config.default_slo_s(self.spec)
@@ -213,15 +217,22 @@ class ServedPipeline:
 
     # ------------------------------------------------------------------ requests
     async def infer(self, model: str, body: bytes, headers: Mapping[str, str],
-                    disconnected: Callable[[], Awaitable[Any]] | None = None) -> Answer:
+                    disconnected: Callable[[], Awaitable[Any]] | None = None,
+                    arrived_s: float | None = None) -> Answer:
         """Answer one v2 inference request (see the module docstring for the outcomes).
 
         ``disconnected()``, if given, returns an awaitable that completes when the client has gone;
-        the request is then cancelled inside the pipeline.
+        the request is then cancelled inside the pipeline.  ``arrived_s`` (the runtime's clock,
+        :meth:`arrival`) is when the HTTP route received the request; its SLO counts from then
+        (default: now), so time spent before the pipeline saw it (reading and decoding the body, an
+        event loop behind on other requests) is charged to its deadline.
         """
         self.inflight += 1
         try:
-            answer = await self._answer(model, body, headers, disconnected)
+            answer = await self._answer(model, body, headers, disconnected, arrived_s)
+        except Exception as exc:  # a bug of ours must still be one answer, counted once  # noqa: BLE001
+            log.exception("pard serve: unexpected error answering a request")
+            answer = _error(500, "output_error", f"internal error: {type(exc).__name__}: {exc}")
         finally:
             self.inflight -= 1
         if answer.outcome in self.counts:
@@ -235,8 +246,12 @@ class ServedPipeline:
         return _error(503, "unavailable", why, reason="draining" if self.draining else "not_ready",
                       retry_after_s=self.config.server.drain_grace_s if self.draining else 1.0)
 
+    def arrival(self) -> float | None:
+        """Now on the runtime's clock (s), for :meth:`infer`'s ``arrived_s``; None before it is built."""
+        return self.runtime.now() if self.runtime is not None else None
+
     async def _answer(self, model: str, body: bytes, headers: Mapping[str, str],
-                      disconnected: Callable[[], Awaitable[Any]] | None) -> Answer:
+                      disconnected: Callable[[], Awaitable[Any]] | None, arrived_s: float | None) -> Answer:
         if model != self.model_name:
             return _error(404, "invalid", f"unknown model {model!r}; this server serves {self.model_name!r}")
         if not self.ready or self.draining:
@@ -244,13 +259,13 @@ class ServedPipeline:
         try:
             req = self._decode(body, headers)
             payload = self._payload(req)
-            slo, deadline = self._deadline(req, headers)
+            t0 = self.runtime.now() if arrived_s is None else arrived_s
+            slo, deadline = self._deadline(req, headers, t0)
             tier = self._tier(req, headers)
         except ProtocolError as exc:
             return _error(400, "invalid", str(exc))
-        t0 = self.runtime.now()
         try:
-            result = await self._run(self._admit(payload, slo, tier, deadline), disconnected)
+            result, state = await self._run(self._admit(payload, slo, tier, deadline), disconnected)
         except _QueueFull as e:
             return _error(429, "queue_full", str(e), stage=e.stage, reason="queue_full",
                           retry_after_s=e.retry_after_s)
@@ -270,10 +285,24 @@ class ServedPipeline:
             return _error(500, "output_error", f"the runtime refused the request: {e}")
         except (PardError, ValueError, TypeError) as e:  # a payload submit refused (shape, tier)
             return _error(400, "invalid", str(e))
-        self.observed.request(self.runtime.now() - t0)
-        return self._encode(req, result)
+        answer = self._encode(req, result)
+        return self._timed(answer, state, t0, deadline)
 
-    async def _admit(self, payload: Any, slo: float, tier: int, deadline: float | None) -> Any:
+    def _timed(self, answer: Answer, state: str, t0: float, deadline: float) -> Answer:
+        """Judge a 200 answer by when it leaves, not when the pipeline finished: the pipeline's
+        ``on_time`` whose answer is ready only after the deadline (an event loop behind on other
+        requests: a burst of 1 500 at once took seconds to answer on 2 cores) is moved to ``late``
+        (:meth:`report`).  The verdict goes to the client as ``X-Pard-Outcome``."""
+        now = self.runtime.now()
+        self.observed.request(now - t0)
+        if answer.status == 200:
+            if state == "on_time" and now > deadline:
+                state = "late"
+                self.late_answers += 1
+            answer.headers["x-pard-outcome"] = state
+        return answer
+
+    async def _admit(self, payload: Any, slo: float, tier: int, deadline: float) -> tuple[Any, str]:
         """``queue.max_queue_size`` checked, then ``await rt.infer``: the check and the submit run
         in one step of the event loop (``infer`` submits before it first suspends), so no other
         request slips in between."""
@@ -283,7 +312,7 @@ class ServedPipeline:
         if limit and rt.queued(entry) >= limit:
             raise _QueueFull(f"{limit} requests already wait at stage {entry!r} (queue.max_queue_size)",
                              entry, retry_after_s(rt))
-        return await rt.infer(payload, slo=slo, tier=tier, deadline=deadline)
+        return await rt.infer_outcome(payload, slo=slo, tier=tier, deadline=deadline)
 
     async def _run(self, infer: Awaitable[Any], disconnected: Callable[[], Awaitable[Any]] | None) -> Any:
         """Await ``infer``; if the client disconnects first, cancel it (the request is cancelled in the pipeline)."""
@@ -339,8 +368,9 @@ class ServedPipeline:
             return next(iter(req.inputs.values()))
         return dict(req.inputs)
 
-    def _deadline(self, req: InferRequest, headers: Mapping[str, str]) -> tuple[float, float | None]:
-        """The request's SLO and absolute deadline: the client's timeout replaces the default SLO."""
+    def _deadline(self, req: InferRequest, headers: Mapping[str, str], t0: float) -> tuple[float, float]:
+        """The request's SLO and absolute deadline, ``t0 + SLO`` (``t0``: when the route received it):
+        the client's timeout replaces the default SLO."""
         timeouts = []
         raw = headers.get("x-request-timeout-ms")
         if raw is not None:
@@ -348,31 +378,35 @@ class ServedPipeline:
         if "timeout" in req.parameters:
             timeouts.append(_positive("parameters.timeout (microseconds)", req.parameters["timeout"], 1e-6))
         if not timeouts or not self.config.queue.allow_timeout_override:
-            return self.default_slo_s, None
+            return self.default_slo_s, t0 + self.default_slo_s
         budget = min(timeouts)
-        return budget, self.runtime.now() + budget
+        return budget, t0 + budget
 
     def _tier(self, req: InferRequest, headers: Mapping[str, str]) -> int:
         raw = headers.get("x-pard-tier")
+        names = list(self.spec.tiers)
         if raw is not None:
+            if raw in names:  # a tier's name, or its code (the index in the pipeline's `tiers`)
+                return names.index(raw)
             try:
                 tier = int(raw)
             except ValueError:
-                raise ProtocolError(f"header X-Pard-Tier must be an int tier code, got {raw!r}") from None
-            top = max(len(self.runtime.pipeline.tiers) - 1, 0)  # tier codes index the spec's tiers
+                raise ProtocolError(f"header X-Pard-Tier must be one of the pipeline's tiers {names!r} or its "
+                                    f"code (an int), got {raw!r}") from None
+            top = max(len(names) - 1, 0)  # tier codes index the spec's tiers
             if not 0 <= tier <= top:
                 raise ProtocolError(f"header X-Pard-Tier must be a tier code in [0, {top}] (the pipeline's "
-                                    f"tiers: {list(self.runtime.pipeline.tiers)!r}), got {raw!r}")
+                                    f"tiers: {names!r}), got {raw!r}")
             return tier
         prio = req.parameters.get("priority")
         if prio is None:
-            return self.config.tier_of(None)
+            return self.config.tier_of(None, self.spec.tiers)
         levels = self.config.queue.priority_levels
         if isinstance(prio, bool) or not isinstance(prio, int) or not 0 <= prio <= max(levels, 2**31 - 1):
             raise ProtocolError(f"parameters.priority must be an int >= 0, got {prio!r}")
         if levels and prio > levels:
             raise ProtocolError(f"parameters.priority must be in [0, {levels}] (queue.priority_levels), got {prio}")
-        return self.config.tier_of(prio)
+        return self.config.tier_of(prio, self.spec.tiers)
 
     def _encode(self, req: InferRequest, result: Any) -> Answer:
         try:
@@ -399,9 +433,12 @@ class ServedPipeline:
         rt = self.runtime.counts() if self.runtime is not None else {}
         merged = {k: int(rt.get(k, 0)) for k in ("on_time", "late", "dropped", "rejected", "failed", "pending")}
         merged["rejected"] += self.counts["queue_full"]
+        merged["on_time"] -= self.late_answers  # answered after their deadline (_timed)
+        merged["late"] += self.late_answers
         for k in ("invalid", "unavailable", "output_error"):
             merged[k] = self.counts[k]
-        return {"pipeline": self.model_name, "runtime": rt, "server": dict(self.counts),
+        return {"pipeline": self.model_name, "runtime": rt,
+                "server": {**self.counts, "late_answers": self.late_answers},
                 "outcomes": merged, "http": {str(k): v for k, v in sorted(self.http.items())}}
 
 
