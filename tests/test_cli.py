@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import pard
 from pard import __version__
 from pard.cli import build_parser, main
 
@@ -95,7 +96,8 @@ def test_simulate_end_to_end_json(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_exact_csv_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """--trace FILE --trace-format csv without --load replays exactly those arrivals."""
+    """--trace FILE --trace-format csv without --load replays exactly those arrivals; the JSON's load is the actual
+    one the header states (arrivals over their span over the capacity), not null."""
     times = np.sort(np.random.default_rng(0).uniform(0, 5, 300))
     f = tmp_path / "t.csv"
     f.write_text("\n".join(f"{t:.9f}" for t in times))
@@ -104,7 +106,9 @@ def test_exact_csv_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
                             "--policies", "naive", "--jitter", "0", "--json", str(out_json))
     assert code == 0, err
     doc = json.loads(out_json.read_text())
-    assert doc["load"] is None
+    capacity = pard.config.builtin("tm").capacity().pipeline
+    assert doc["load"] == pytest.approx(300 / (times[-1] - times[0]) / capacity, rel=1e-6)
+    assert f"load {doc['load']:.3g})" in " ".join(err.split())
     assert doc["policies"]["naive"]["submitted"] == 300
     assert doc["policies"]["naive"]["on_time"] == 300  # 60 req/s on a 774 req/s pipeline
 
@@ -349,4 +353,4 @@ def test_simulate_a_one_request_trace_states_no_rate(tmp_path: Path, capsys: pyt
     one.write_text("t\n0.5\n")
     code, _, err = run_main(capsys, "simulate", "--trace", str(one), "--policies", "naive")
     assert code == 0, err
-    assert "1 requests over 0 s" in err and "all at one instant: no rate" in err and "nan" not in err
+    assert "1 request over 0 s" in err and "all at one instant: no rate" in err and "nan" not in err

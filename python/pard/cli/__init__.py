@@ -6,7 +6,8 @@
   steps :mod:`~pard.cli.measure`, :mod:`~pard.cli.replay`, :mod:`~pard.cli.compare`, :mod:`~pard.cli.write`;
 - :mod:`~pard.cli.profile` -- ``pard profile``: measure and save a profile;
 - :mod:`~pard.cli.serve` -- ``pard serve``: serve a pipeline over HTTP (:mod:`pard.serve`);
-- :mod:`~pard.cli.parsers` -- the argument parsers and console helpers they share.
+- :mod:`~pard.cli.parsers` -- the argument parsers and console helpers they share (``--json -``: stdout);
+- :mod:`~pard.cli.tiers` -- a csv trace's per-request tiers and SLOs: tier codes, the per-tier table, notes.
 
 To add a subcommand, write ``pard/cli/<name>.py`` with ``register`` and ``run`` and add the module to
 :data:`COMMANDS` below.  Exit codes: 0 success, 2 bad usage or bad input (the message names the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -18,11 +19,13 @@ from ..errors import PardError, UsageError
 from ..policies import POLICIES
 from ..workloads import BUILTIN_TRACES, TRACE_FORMATS, UNITS
 
-__all__ = ["load_spec", "restate", "add_command", "positive", "non_negative", "slo_seconds", "seed", "policies", "cores", "spell", "console", "check_output", "make_output_dir",
+__all__ = ["load_spec", "restate", "json_target", "add_json", "is_stdout", "write_json", "STDOUT", "add_command", "positive", "non_negative", "slo_seconds", "seed", "policies", "cores", "spell", "console", "check_output", "make_output_dir",
            "check_plot_suffix", "machine_cores", "clean", "add_pipeline", "add_models", "models_arg", "DEFAULT_POLICIES", "PIPE_WIDTH",
            "BUILTIN_NAMES", "BUILTIN_TRACES", "TRACE_FORMATS", "UNITS"]
 
 DEFAULT_POLICIES = "pard,nexus,clipper++,triton,ray-serve,naive"
+#: The ``--json`` value that means standard output (a file named "-" is ``./-``).
+STDOUT = "-"
 #: Console width when the output is not a terminal (a pipe or a file): rich would use 80 columns
 #: and wrap or cut the tables and lines; 160 fits every table ``pard`` prints.
 PIPE_WIDTH = 160
@@ -199,8 +202,40 @@ def console(*, stderr: bool = False) -> Any:
         stderr=stderr, width=None if tty else PIPE_WIDTH, soft_wrap=not tty)
 
 
-def check_output(option: str, path: Path) -> None:
-    """UsageError unless ``path``'s folder exists and is writable (checked before running)."""
+def json_target(text: str) -> Path | str:
+    """``--json``'s value: :data:`STDOUT` as is (the JSON goes to standard output), else a Path."""
+    return STDOUT if text == STDOUT else Path(text)
+
+
+def add_json(p: argparse.ArgumentParser, what: str) -> None:
+    """Add ``--json PATH|-``, whose help says ``what`` is written and that ``-`` means stdout."""
+    p.add_argument("--json", type=json_target, default=None, metavar="PATH|-",
+                   help=f"{what}; - writes the JSON to stdout alone (the tables and lines then go to stderr; "
+                        f"./- for a file named -)")
+
+
+def is_stdout(target: Any) -> bool:
+    """Whether an output option's value means standard output (``--json -``)."""
+    return isinstance(target, str) and target == STDOUT
+
+
+def write_json(target: Path | str, doc: Any) -> None:
+    """Write ``doc`` as JSON (non-finite numbers as null) to the file ``target``, or to stdout for
+    :data:`STDOUT`: one document and a newline, so ``pard ... --json - | jq`` reads it whole."""
+    text = json.dumps(clean(doc), indent=2)
+    if is_stdout(target):
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    else:
+        Path(target).write_text(text)
+
+
+def check_output(option: str, path: Path | str) -> None:
+    """UsageError unless ``path``'s folder exists and is writable (checked before running); nothing to
+    check for standard output (:data:`STDOUT`)."""
+    if is_stdout(path):
+        return
+    path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise UsageError(f"{option} {str(path)!r} is a directory; give a file name")

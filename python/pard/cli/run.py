@@ -28,15 +28,16 @@ import numpy as np
 from .._extras import require
 from ..errors import UsageError
 from ..report import comparison_table
-from ..workloads import BUILTIN_TRACES, TRACE_FORMATS, UNITS, load_trace
+from ..workloads import BUILTIN_TRACES, TRACE_FORMATS, UNITS, load_trace, resolve_file_format
 from .compare import (agreement_table, bound_line, check_profile, drop_reasons, probe_line, reasons_line,
                       refit_note, verdict)
 from .measure import run_profile
-from .parsers import (add_command, add_models, add_pipeline, check_output, check_plot_suffix, console, cores,
-                      machine_cores, make_output_dir, models_arg, non_negative, policies, positive)
+from .parsers import (add_command, add_json, add_models, add_pipeline, check_output, check_plot_suffix, console, cores,
+                      is_stdout, machine_cores, make_output_dir, models_arg, non_negative, policies, positive)
 from .parsers import seed as seed_arg
 from .parsers import spell
 from .replay import replay_policies
+from .tiers import unused_columns_note
 from .write import write_outputs
 
 __all__ = ["register", "run", "check_trace", "LIVE_DEFAULTS"]
@@ -86,7 +87,7 @@ def register(subparsers: Any) -> None:
                    help=f"comma-separated policies; default {d['policies']}")
     p.add_argument("--out", type=Path, default=Path(d["out"]), metavar="DIR",
                    help=f"directory for live.json and live.png; default {d['out']}")
-    p.add_argument("--json", type=Path, default=None, metavar="PATH", help="JSON path (default DIR/live.json)")
+    add_json(p, "JSON path (default DIR/live.json)")
     p.add_argument("--plot", type=Path, default=None, metavar="PATH", help="PNG path (default DIR/live.png)")
     p.add_argument("--cores", type=int, default=None,
                    help="cores to size the workers to; default all this process may use (more than the machine "
@@ -111,24 +112,32 @@ def check_outputs(args: argparse.Namespace) -> None:
         check_plot_suffix(args.plot)
 
 
-def check_trace(args: argparse.Namespace) -> None:
-    """Read the trace once at a nominal rate, so that a missing or malformed one is refused before the profile."""
+def check_trace(args: argparse.Namespace, err: Any = None) -> None:
+    """Read the trace once at a nominal rate, so that a missing or malformed one is refused before the profile;
+    note on ``err`` a csv trace's tier/slo columns, which a live replay does not use."""
     is_file = args.trace not in BUILTIN_TRACES and Path(args.trace).is_file()
     if not is_file and (args.column is not None or args.unit is not None):
         raise UsageError("--column/--unit apply to a csv trace FILE")
     load_trace(args.trace, trace_format=args.trace_format, scaling="amplify", rate=1.0, start_s=args.start,
                duration_s=args.duration, seed=args.seed, column=args.column, unit=args.unit, spell=spell)
+    if err is not None and is_file and resolve_file_format(Path(args.trace), args.trace_format, args.column,
+                                                          spell=spell)[0] == "csv":
+        note = unused_columns_note(args.trace, tier_column=None, slo_column=None,
+                                   how="pard run rescales the trace and serves every request alike; "
+                                       "pard simulate replays {them} exactly with {uses}")
+        if note:
+            err.print(f"[yellow]note:[/] {require('rich.markup', 'cli', 'the pard command').escape(note)}")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``pard run``; returns the exit code."""
     t_all = time.perf_counter()
-    out = console()
+    out = console(stderr=is_stdout(args.json))  # --json -: stdout holds the JSON alone
     err = console(stderr=True)
     n_cores = cores(args.cores, err)
     args.models = models_arg(args, err)
     check_outputs(args)  # before minutes of replay, not after
-    check_trace(args)  # a bad trace fails now, not after the profile is measured
+    check_trace(args, err)  # a bad trace fails now, not after the profile is measured
     spec, used, cache_path = run_profile(args, n_cores, err)  # 1.
     workers = [st.workers for st in spec.stages]
     capacity = spec.capacity().pipeline
@@ -181,5 +190,6 @@ def run(args: argparse.Namespace) -> int:
                       "profile_used": used, "profile_check": check,
                       "duration_s": args.duration, "start_s": args.start, "policies": live.info, "machine_probe": live.probe,
                       "verdict": line, "wall_s": time.perf_counter() - t_all})
-    err.print(f"wrote {json_path} and {plot_path} ({time.perf_counter() - t_all:.0f} s in all)")
+    wrote = plot_path if is_stdout(json_path) else f"{json_path} and {plot_path}"
+    err.print(f"wrote {wrote} ({time.perf_counter() - t_all:.0f} s in all)")
     return 0

@@ -35,6 +35,16 @@ F64 = npt.NDArray[np.float64]
 PathLike = Union[str, Path]
 
 
+#: The most characters of a file's text (a header, a value) a message quotes: a binary or very wide
+#: file must not fill the terminal.
+QUOTE_LIMIT = 80
+
+
+def clip(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, with "..." and the full length when it was longer."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def check_max_arrivals(what: str, expected: float, max_arrivals: int | float) -> None:
     """Raise :class:`TooManyArrivalsError` when ``expected`` arrivals exceed ``max_arrivals``.
 

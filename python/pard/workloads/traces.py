@@ -18,12 +18,11 @@ from importlib import resources
 from typing import TYPE_CHECKING, Callable, Literal
 
 import numpy as np
-import numpy.typing as npt
 
 from ..errors import PardValueError, TraceError
-from ._common import (pandas, F64, PathLike, drop_blank_rows, existing_trace_file, finish, first_missing, read_csv,
+from ._common import (pandas, F64, PathLike, clip, drop_blank_rows, existing_trace_file, finish, first_missing, read_csv,
                       read_csv_text, rng, sort_order, spread_counts)
-from .requests import Workload
+from .requests import I32, Workload
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
@@ -295,7 +294,7 @@ def _read_timestamp_csv(path: PathLike, column: str | int) -> tuple[object, pd.D
         key = str(column)
         if key not in df.columns:
             raise TraceError(
-                f"{p}: no column {key!r}; the header has {','.join(map(str, df.columns))}"
+                f"{p}: no column {key!r}; the header has {clip(','.join(map(str, df.columns)))}"
             )
     df = drop_blank_rows(df)
     if df.empty:
@@ -341,6 +340,43 @@ def csv_timestamps(path: PathLike, *, column: str | int, unit: Unit | None = Non
     return finish(_times_from_column(p, df, name, unit, offset), str(p))
 
 
+def _check_request_columns(p: object, df: pd.DataFrame, offset: int, name: str | int, slo_column: str | None,
+                          tier_column: str | None) -> None:
+    """TraceError unless the SLO and tier columns asked for exist and no row misses a time, SLO or tier."""
+    for c in (slo_column, tier_column):
+        if c is not None and c not in df.columns:
+            raise TraceError(f"{p}: no column {c!r}; the header has {clip(','.join(map(str, df.columns)))}")
+    cols = [name] + [c for c in (slo_column, tier_column) if c is not None]
+    miss = first_missing(df, cols)
+    if miss is not None:
+        raise TraceError(f"{p}, line {miss[0] + offset}, column {miss[1]!r}: missing value")
+
+
+def _request_columns(p: object, df: pd.DataFrame, offset: int, slo_column: str | None, tier_column: str | None,
+                     slo_scale: float) -> tuple[F64 | None, I32 | None, tuple[str, ...]]:
+    """Each row's SLO (seconds: the column's numbers times ``slo_scale``) and tier code, unsorted, with the
+    tier names (codes follow the sorted names); TraceError for a bad SLO, naming its line."""
+    pd = pandas()
+    slo: F64 | None = None
+    if slo_column is not None:
+        slo = pd.to_numeric(df[slo_column], errors="coerce").to_numpy(dtype=np.float64)
+        bad = ~np.isfinite(slo) | (slo <= 0)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise TraceError(
+                f"{p}, line {int(df.index[i]) + offset}, column {slo_column!r}: SLO "
+                f"{df[slo_column].iloc[i]!r} is not a finite number > 0"
+            )
+        slo = slo * slo_scale
+    tier: I32 | None = None
+    names: tuple[str, ...] = ()
+    if tier_column is not None:
+        labels = df[tier_column].str.strip().to_numpy(dtype=str)
+        names = tuple(sorted(set(labels.tolist())))
+        tier = np.searchsorted(np.array(names), labels).astype(np.int32)
+    return slo, tier, names
+
+
 def csv_requests(
     path: PathLike,
     *,
@@ -364,33 +400,10 @@ def csv_requests(
         TraceError: as :func:`csv_timestamps`, plus a missing SLO/tier column or value, or an SLO
             that is not a finite number > 0 (names line and column).
     """
-    pd = pandas()
     p, df, name, offset = _read_timestamp_csv(path, column)
-    cols = [name] + [c for c in (slo_column, tier_column) if c is not None]
-    for c in cols[1:]:
-        if c not in df.columns:
-            raise TraceError(f"{p}: no column {c!r}; the header has {','.join(map(str, df.columns))}")
-    miss = first_missing(df, cols)
-    if miss is not None:
-        raise TraceError(f"{p}, line {miss[0] + offset}, column {miss[1]!r}: missing value")
+    _check_request_columns(p, df, offset, name, slo_column, tier_column)
     times = _times_from_column(p, df, name, unit, offset)
-    slo: F64 | None = None
-    if slo_column is not None:
-        slo = pd.to_numeric(df[slo_column], errors="coerce").to_numpy(dtype=np.float64)
-        bad = ~np.isfinite(slo) | (slo <= 0)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise TraceError(
-                f"{p}, line {int(df.index[i]) + offset}, column {slo_column!r}: SLO "
-                f"{df[slo_column].iloc[i]!r} is not a finite number > 0"
-            )
-        slo = slo * (1e-3 if slo_unit == "ms" else 1.0)
-    tier: npt.NDArray[np.int32] | None = None
-    names: tuple[str, ...] = ()
-    if tier_column is not None:
-        labels = df[tier_column].str.strip().to_numpy(dtype=str)
-        names = tuple(sorted(set(labels.tolist())))
-        tier = np.searchsorted(np.array(names), labels).astype(np.int32)
+    slo, tier, names = _request_columns(p, df, offset, slo_column, tier_column, _UNIT_SCALE[slo_unit])
     order = sort_order(times, str(p))
     if order is not None:
         times = times[order]
