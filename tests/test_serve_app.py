@@ -403,3 +403,33 @@ def test_x_pard_tier_takes_a_tier_name_or_code() -> None:
         assert r.status_code == 400 and "['gold', 'free']" in r.json()["error"]
 
     _run(config(pipeline=tiered), body)
+
+
+def test_per_tier_counts_in_the_report_and_the_metrics() -> None:
+    """Three gold and two free requests answered: the report's tier table and pard_tier_requests_total
+    count them by tier (a tier-less pipeline has one tier, "default"); a malformed request is in no tier."""
+    tiered = dict(_serve.PIPELINE, tiers={"gold": 3.0, "free": 1.0})
+
+    async def body(c: httpx.AsyncClient, app: Any) -> None:
+        for tier in ("gold", "gold", "gold", "free", "free"):
+            r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]), headers={"X-Pard-Tier": tier})
+            assert r.status_code == 200
+        assert (await c.post("/v2/models/duo/infer", content=b"{")).status_code == 400
+        tiers = app.state.service.report()["tiers"]
+        served = {name: row["on_time"] + row["late"] for name, row in tiers.items()}
+        assert served == {"gold": 3, "free": 2}
+        assert sum(row["invalid"] for row in tiers.values()) == 0
+        m = _metrics((await c.get("/metrics")).text)
+        got = {t: m[("pard_tier_requests_total", (("outcome", "on_time"), ("pipeline", "duo"), ("tier", t)))] +
+               m[("pard_tier_requests_total", (("outcome", "late"), ("pipeline", "duo"), ("tier", t)))]
+               for t in ("gold", "free")}
+        assert got == {"gold": 3.0, "free": 2.0}
+
+    _run(config(pipeline=tiered), body)
+    _run(config(), lambda c, app: _one_default(c, app))
+
+
+async def _one_default(c: httpx.AsyncClient, app: Any) -> None:
+    assert (await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))).status_code == 200
+    row = app.state.service.report()["tiers"]["default"]
+    assert row["weight"] == 1.0 and row["on_time"] + row["late"] == 1

@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 
 from pard import workloads  # noqa: E402
 
-from _serve import CAPACITY_REQ_S, ServerProcess, config, v2_body  # noqa: E402
+from _serve import CAPACITY_REQ_S, PIPELINE, ServerProcess, config, v2_body  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LOAD = 1.2
@@ -200,3 +200,44 @@ def _pard_command() -> str:
     if found is None:
         pytest.skip("the pard console script is not installed next to this Python")
     return found
+
+
+def test_report_dash_writes_the_report_alone_to_stdout(tmp_path: Path) -> None:
+    """``--report -``: after SIGTERM the process's stdout is the report's JSON and nothing else (uvicorn
+    logs to stderr); its per-tier table counts the two gold and one free requests sent."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import yaml
+
+    doc = config(pipeline=dict(PIPELINE, tiers={"gold": 3.0, "free": 1.0}))
+    cfg, port_file = tmp_path / "serve.yaml", tmp_path / "port"
+    cfg.write_text(yaml.safe_dump(doc))
+    with open(tmp_path / "server.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "pard.serve", str(cfg), "--port", "0", "--port-file",
+                                 str(port_file), "--report", "-"], stdout=subprocess.PIPE, stderr=log,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        try:
+            end = time.monotonic() + 120.0
+            while not port_file.exists() and proc.poll() is None and time.monotonic() < end:
+                time.sleep(0.05)
+            url = f"http://127.0.0.1:{int(port_file.read_text())}/v2/models/duo/infer"
+            for tier in ("gold", "gold", "free"):
+                assert httpx.post(url, json=v2_body([1, 2, 3, 4]), headers={"X-Pard-Tier": tier},
+                                  timeout=30.0).status_code == 200
+            proc.send_signal(signal.SIGTERM)
+            out, _ = proc.communicate(timeout=60.0)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10.0)
+    assert proc.returncode == 0
+    report = json.loads(out)
+    assert report["outcomes"]["on_time"] + report["outcomes"]["late"] == 3
+    tiers = report["tiers"]
+    assert tiers["gold"]["on_time"] + tiers["gold"]["late"] == 2 and tiers["gold"]["weight"] == 3.0
+    assert tiers["free"]["on_time"] + tiers["free"]["late"] == 1
+    assert tiers["gold"]["weighted_on_time"] == 3.0 * tiers["gold"]["on_time"]

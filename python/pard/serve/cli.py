@@ -29,7 +29,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=None, help="listen port; 0: any free port (default: server.port)")
     p.add_argument("--port-file", default=None, help="write the port bound to this file once listening")
     p.add_argument("--report", default=None, metavar="FILE",
-                   help="write the outcome counts (JSON) to FILE after the drain")
+                   help="write the outcome counts (JSON) to FILE after the drain; '-': stdout")
     p.set_defaults(func=run)
     return p
 

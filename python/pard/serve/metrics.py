@@ -19,6 +19,8 @@ Names follow Prometheus' conventions (base units, ``_total``, ``_seconds``):
 pard_requests_total                 counter    {pipeline, outcome}: on_time, late, dropped,
                                                rejected, failed (the runtime's, plus the server's
                                                queue-limit rejections), invalid, unavailable
+pard_tier_requests_total            counter    {pipeline, tier, outcome}: the decoded requests of each tier
+                                               (``"default"`` without tiers) by outcome
 pard_drops_total                    counter    {pipeline, stage, reason}
 pard_request_duration_seconds       histogram  {pipeline}: submit to the answer, served requests
 pard_queue_duration_seconds         histogram  {pipeline, stage}: arrival at a stage to its batch
@@ -45,7 +47,7 @@ from prometheus_client.registry import Collector
 if TYPE_CHECKING:  # pragma: no cover
     from .service import ServedPipeline
 
-__all__ = ["slo_buckets", "batch_buckets", "Observed", "PipelineCollector", "make_registry"]
+__all__ = ["slo_buckets", "batch_buckets", "Observed", "PipelineCollector", "make_registry", "TIER_OUTCOMES"]
 
 _ORDERS = ("lbf", "hbf", "fcfs")
 
@@ -64,6 +66,10 @@ def batch_buckets(max_batch: int) -> list[float]:
         b *= 2
     return out + [float(max_batch)]
 
+
+#: The per-tier outcomes of ``ServedPipeline.tier_report`` and ``pard_tier_requests_total``, in order.
+TIER_OUTCOMES = ("on_time", "late", "dropped", "rejected", "failed", "unavailable", "client_closed", "output_error",
+                 "invalid")
 
 class Observed:
     """The histograms of one served pipeline, observed once per event (see the module docstring).
@@ -126,6 +132,12 @@ class PipelineCollector(Collector):
         for outcome in ("on_time", "late", "dropped", "rejected", "failed", "invalid", "unavailable"):
             req.add_metric([p, outcome], float(rep[outcome]))
         yield req
+        tiers = CounterMetricFamily("pard_tier_requests", "Decoded requests answered, by tier and outcome.",
+                                    labels=["pipeline", "tier", "outcome"])
+        for tier, row in svc.tier_report().items():
+            for outcome in TIER_OUTCOMES:
+                tiers.add_metric([p, tier, outcome], float(row[outcome]))
+        yield tiers
         rt = svc.runtime
         if rt is None:
             return

@@ -21,6 +21,7 @@ import json
 import logging
 import signal
 import socket
+import sys
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -87,7 +88,8 @@ def serve(config: ServeConfig, *, host: str | None = None, port: int | None = No
     Args:
         host, port: override ``server.host`` / ``server.port`` (port 0: any free port).
         port_file: write the port actually bound there once listening.
-        report_file: write :meth:`ServedPipeline.report` there (JSON) after the drain.
+        report_file: write :meth:`ServedPipeline.report` there (JSON) after the drain; ``"-"``: stdout
+            (uvicorn logs to stderr, so stdout then holds the document alone).
     """
     service = ServedPipeline(config)
     service.prepare()  # a bad policy, worker count or factory fails here, before the port is bound
@@ -101,7 +103,12 @@ def serve(config: ServeConfig, *, host: str | None = None, port: int | None = No
     report: dict[str, Any] = service.report()
     report["signals"] = [signal.Signals(s).name for s in server.signals]
     if report_file is not None:
-        Path(report_file).write_text(json.dumps(report, indent=2))
+        text = json.dumps(report, indent=2)
+        if str(report_file) == "-":
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+        else:
+            Path(report_file).write_text(text)
     if not server.started:
         return 1
     return 130 if len(server.signals) > 1 else 0  # a second signal forced the stop: not a clean drain

@@ -42,7 +42,7 @@ from ..runtime import Runtime
 from ..runtime.aio import retry_after_s
 from .config import ServeConfig, ServeConfigError, TensorSpec, sample_payload
 from .factories import reference_model
-from .metrics import Observed
+from .metrics import TIER_OUTCOMES, Observed
 from .protocol import InferRequest, ProtocolError, datatype_of, decode_request, encode_response
 
 __all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "retry_after_header"]
@@ -51,6 +51,8 @@ log = logging.getLogger("pard.serve")
 
 #: Outcomes counted by the server itself (requests that never reached the runtime, or left early).
 SERVER_OUTCOMES = ("invalid", "unavailable", "queue_full", "client_closed", "output_error")
+#: A decoded request's answer outcome -> its per-tier outcome (a 200 is on_time or late: X-Pard-Outcome).
+_TIER_OUTCOME = {"queue_full": "rejected"}
 
 
 @dataclass
@@ -61,6 +63,7 @@ class Answer:
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
     outcome: str = ""
+    tier: int | None = None  # the request's tier code, once decoded (per-tier counts)
 
 
 def retry_after_header(seconds: float) -> str:
@@ -101,6 +104,7 @@ class ServedPipeline:
         self.counts: dict[str, int] = {k: 0 for k in SERVER_OUTCOMES}
         self.http: dict[int, int] = {}
         self.late_answers = 0  # the pipeline's on_time answered after the deadline (_timed): late
+        self.tier_counts: dict[tuple[int, str], int] = {}  # (tier code, outcome) of every decoded request
         self.inflight = 0  # infer calls in progress (the HTTP answer not yet returned)
         self._drain_started: float | None = None
         self.default_slo_s = config.default_slo_s(self.spec)
@@ -238,6 +242,9 @@ class ServedPipeline:
         if answer.outcome in self.counts:
             self.counts[answer.outcome] += 1
         self.http[answer.status] = self.http.get(answer.status, 0) + 1
+        if answer.tier is not None:
+            key = (answer.tier, _TIER_OUTCOME.get(answer.outcome, answer.headers.get("x-pard-outcome", answer.outcome)))
+            self.tier_counts[key] = self.tier_counts.get(key, 0) + 1
         return answer
 
     def unavailable(self) -> Answer:
@@ -264,6 +271,13 @@ class ServedPipeline:
             tier = self._tier(req, headers)
         except ProtocolError as exc:
             return _error(400, "invalid", str(exc))
+        answer = await self._served(req, payload, slo, tier, t0, deadline, disconnected)
+        answer.tier = tier
+        return answer
+
+    async def _served(self, req: InferRequest, payload: Any, slo: float, tier: int, t0: float, deadline: float,
+                      disconnected: Callable[[], Awaitable[Any]] | None) -> Answer:
+        """The answer to a decoded request: the pipeline's output, or why there is none."""
         try:
             result, state = await self._run(self._admit(payload, slo, tier, deadline), disconnected)
         except _QueueFull as e:
@@ -437,9 +451,24 @@ class ServedPipeline:
         merged["late"] += self.late_answers
         for k in ("invalid", "unavailable", "output_error"):
             merged[k] = self.counts[k]
-        return {"pipeline": self.model_name, "runtime": rt,
+        return {"pipeline": self.model_name, "runtime": rt, "tiers": self.tier_report(),
                 "server": {**self.counts, "late_answers": self.late_answers},
                 "outcomes": merged, "http": {str(k): v for k, v in sorted(self.http.items())}}
+
+
+    def tier_report(self) -> dict[str, dict[str, float]]:
+        """Per tier (by name; ``"default"`` when the pipeline declares none): its weight and the answers of
+        its decoded requests by outcome (a 200 as on_time or late by when it left, as ``report``'s
+        totals), and ``weighted_on_time`` = weight x on_time.  A request refused before its tier was
+        read (malformed, unknown model, not ready) is in no tier."""
+        tiers = dict(self.spec.tiers) or {"default": 1.0}
+        out: dict[str, dict[str, float]] = {}
+        for code, (name, weight) in enumerate(tiers.items()):
+            row: dict[str, float] = {"weight": float(weight)}
+            row.update({o: self.tier_counts.get((code, o), 0) for o in TIER_OUTCOMES})
+            row["weighted_on_time"] = float(weight) * row["on_time"]
+            out[name] = row
+        return out
 
 
 def _described(output: Any) -> dict[str, Any]:
