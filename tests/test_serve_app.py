@@ -433,3 +433,41 @@ async def _one_default(c: httpx.AsyncClient, app: Any) -> None:
     assert (await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))).status_code == 200
     row = app.state.service.report()["tiers"]["default"]
     assert row["weight"] == 1.0 and row["on_time"] + row["late"] == 1
+
+
+def test_a_lagging_event_loop_sheds_at_the_door_and_recovers() -> None:
+    """With ``max_loop_lag_s`` 0.05: right after the loop was blocked for 0.3 s, a request is refused 429
+    (``server_busy``, Retry-After) before its body is read, counted rejected; once the loop has caught up
+    (a few 10 ms ticks) the next request is served."""
+    import time as _time
+
+    async def body(c: httpx.AsyncClient, app: Any) -> None:
+        svc = app.state.service
+        assert svc.max_loop_lag_s == pytest.approx(0.05)
+        _time.sleep(0.3)  # the loop is blocked: the lag monitor's wake-up is 0.3 s overdue
+        r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
+        assert r.status_code == 429 and r.json()["reason"] == "server_busy" and r.headers["retry-after"] == "1"
+        await asyncio.sleep(0.1)
+        assert svc.loop_lag.now() < 0.05
+        assert (await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))).status_code == 200
+        rep = svc.report()
+        assert rep["outcomes"]["rejected"] == 1 and rep["http"] == {"200": 1, "429": 1}
+        assert svc.runtime.counts()["submitted"] == 1  # the refused one never reached the pipeline
+
+    server = {"host": "127.0.0.1", "port": 0, "log_level": "warning", "max_loop_lag_s": 0.05}
+    _run(config(server=server), body)
+
+
+def test_max_loop_lag_defaults_to_half_the_slo_and_zero_turns_it_off() -> None:
+    """The default threshold is half the pipeline's SLO (0.3 s -> 0.15 s); 0 never sheds."""
+    def check(expected: float) -> Callable[[httpx.AsyncClient, Any], Awaitable[None]]:
+        async def body(c: httpx.AsyncClient, app: Any) -> None:
+            assert app.state.service.max_loop_lag_s == pytest.approx(expected)
+            if expected == 0:
+                import time as _time
+                _time.sleep(0.2)
+                assert (await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))).status_code == 200
+        return body
+
+    _run(config(), check(0.15))
+    _run(config(server={"host": "127.0.0.1", "port": 0, "log_level": "warning", "max_loop_lag_s": 0}), check(0.0))

@@ -13,7 +13,8 @@ stages:                         # per stage: an executor factory by import path,
 model_options: {scale: 0.5}     # for the reference models when `stages` is absent
 inputs: [{name: INPUT0, datatype: FP32, shape: [32, 32, 3]}]   # default: one FP32 INPUT0
 outputs: [{name: OUTPUT0}]                                     # default: OUTPUT0 (one per exit stage)
-server: {host: 127.0.0.1, port: 8000, max_body_bytes: 67108864, drain_grace_s: 1.0, drain_timeout_s: 30.0}
+server: {host: 127.0.0.1, port: 8000, max_body_bytes: 67108864, drain_grace_s: 1.0, drain_timeout_s: 30.0,
+         max_loop_lag_s: null}   # shed at the door while the event loop lags this much (null: SLO / 2; 0: never)
 queue:                          # Triton's model-config queue fields, mapped onto pard's
   max_queue_size: 0             #   > 0: 429 once this many requests wait at the entry stage
   default_timeout_microseconds: 0   # > 0: the SLO of a request without its own timeout
@@ -93,6 +94,9 @@ class ServerOptions(_Strict):
     max_body_bytes: int = Field(default=64 * 2**20, gt=0)
     drain_grace_s: float = Field(default=1.0, ge=0, allow_inf_nan=False)
     drain_timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    #: shed at the door (429, before the body is read) while the event loop runs this far behind (s);
+    #: None: half the pipeline's default SLO; 0: never
+    max_loop_lag_s: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     model_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.\-]+$")
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
 

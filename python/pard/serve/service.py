@@ -10,7 +10,9 @@ outcome          status  when
 on_time / late   200     the pipeline's output (the runtime tells on time from late)
 dropped          503     a stage's policy dropped it (``Retry-After``; stage and reason)
 rejected         429     refused at admission: the entry ring was full, or ``max_queue_size``
-                         requests already wait at the entry stage (``Retry-After``)
+                         requests already wait at the entry stage, or the event loop runs more than
+                         ``server.max_loop_lag_s`` behind (refused before the body is read;
+                         reason ``server_busy``) (``Retry-After``)
 failed           500     a stage's executor raised on its batch
 invalid          400     a malformed request (the field is named); 404 unknown model; 413 too large
 unavailable      503     not ready yet, or draining after SIGTERM/SIGINT (``Retry-After``)
@@ -50,7 +52,7 @@ __all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "retry_after_header"]
 log = logging.getLogger("pard.serve")
 
 #: Outcomes counted by the server itself (requests that never reached the runtime, or left early).
-SERVER_OUTCOMES = ("invalid", "unavailable", "queue_full", "client_closed", "output_error")
+SERVER_OUTCOMES = ("invalid", "unavailable", "queue_full", "busy", "client_closed", "output_error")
 #: A decoded request's answer outcome -> its per-tier outcome (a 200 is on_time or late: X-Pard-Outcome).
 _TIER_OUTCOME = {"queue_full": "rejected"}
 
@@ -108,6 +110,9 @@ class ServedPipeline:
         self.inflight = 0  # infer calls in progress (the HTTP answer not yet returned)
         self._drain_started: float | None = None
         self.default_slo_s = config.default_slo_s(self.spec)
+        lag = config.server.max_loop_lag_s
+        self.max_loop_lag_s = 0.5 * self.default_slo_s if lag is None else float(lag)
+        self.loop_lag = LoopLag()
         #: the /metrics histograms, observed once per request and per batch
         self.observed = Observed(self.model_name, self.default_slo_s, [st.name for st in self.spec.stages],
                                  max(int(st.max_batch) for st in self.spec.stages))
@@ -118,6 +123,7 @@ class ServedPipeline:
         if self.runtime is None:
             await asyncio.to_thread(self.prepare)
         self.runtime.start()
+        self.loop_lag.start()
         self.ready = True
 
     def prepare(self) -> None:
@@ -216,6 +222,7 @@ class ServedPipeline:
     async def aclose(self) -> None:
         """Close the runtime without waiting (lifespan shutdown after a drain, or in tests)."""
         self.begin_drain()
+        self.loop_lag.stop()
         if self.runtime is not None and not self.runtime.closed:
             await self.runtime.aclose(drain=True, timeout_s=self.config.server.drain_timeout_s)
 
@@ -245,6 +252,24 @@ class ServedPipeline:
         if answer.tier is not None:
             key = (answer.tier, _TIER_OUTCOME.get(answer.outcome, answer.headers.get("x-pard-outcome", answer.outcome)))
             self.tier_counts[key] = self.tier_counts.get(key, 0) + 1
+        return answer
+
+    def shed_if_behind(self) -> Answer | None:
+        """429 at the door, counted (rejected, reason ``server_busy``), while the event loop runs more than
+        ``server.max_loop_lag_s`` behind; None otherwise.  Why: every request the loop reads and decodes
+        while it is that far behind reaches the pipeline with its SLO mostly spent, and is dropped there
+        after costing the loop its decode; a burst of 1 500 at once on 2 cores was decoded in full and
+        then dropped in full.  A cheap refusal keeps the loop on time for the requests it can still serve."""
+        if self.max_loop_lag_s <= 0 or not self.ready or self.draining:
+            return None
+        lag = self.loop_lag.now()
+        if lag <= self.max_loop_lag_s:
+            return None
+        answer = _error(429, "busy", f"the server is {lag:.3f} s behind (server.max_loop_lag_s "
+                        f"{self.max_loop_lag_s:g} s); retry later", reason="server_busy",
+                        retry_after_s=max(lag, 1.0))
+        self.counts["busy"] += 1
+        self.http[429] = self.http.get(429, 0) + 1
         return answer
 
     def unavailable(self) -> Answer:
@@ -446,7 +471,7 @@ class ServedPipeline:
         """
         rt = self.runtime.counts() if self.runtime is not None else {}
         merged = {k: int(rt.get(k, 0)) for k in ("on_time", "late", "dropped", "rejected", "failed", "pending")}
-        merged["rejected"] += self.counts["queue_full"]
+        merged["rejected"] += self.counts["queue_full"] + self.counts["busy"]
         merged["on_time"] -= self.late_answers  # answered after their deadline (_timed)
         merged["late"] += self.late_answers
         for k in ("invalid", "unavailable", "output_error"):
@@ -480,6 +505,45 @@ def _described(output: Any) -> dict[str, Any]:
         return {"datatype": datatype_of(arr), "shape": list(arr.shape)}
     except (ProtocolError, TypeError, ValueError):
         return {}
+
+
+#: The event-loop lag monitor's tick (s).
+LAG_TICK_S = 0.01
+
+
+class LoopLag:
+    """How far behind the event loop runs (s): a task sleeps :data:`LAG_TICK_S` at a time and records how
+    late it woke; :meth:`now` also counts a wake-up that is overdue right now (a loop still busy)."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+        self._due: float | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start measuring (call from the running event loop; idempotent)."""
+        if self._task is None:
+            self._due = time.monotonic() + LAG_TICK_S
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(LAG_TICK_S)
+            now = time.monotonic()
+            assert self._due is not None
+            self.last, self._due = max(0.0, now - self._due), now + LAG_TICK_S
+
+    def now(self) -> float:
+        """The loop's lag now (s): the last measured, or the current wake-up's overdue time if larger."""
+        if self._due is None:
+            return 0.0
+        return max(self.last, time.monotonic() - self._due)
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+            self._due = None
 
 
 class _QueueFull(Exception):
