@@ -84,6 +84,33 @@ struct LiveFuture {
     }
 };
 
+// tp_traverse / tp_clear of LiveFuture (py::custom_type_setup): every Python object it holds.
+int future_traverse(PyObject* self_base, visitproc visit, void* arg) {
+#if PY_VERSION_HEX >= 0x03090000
+    Py_VISIT(Py_TYPE(self_base));  // a heap type's instances own a reference to it
+#endif
+    if (!py::detail::is_holder_constructed(self_base)) return 0;
+    auto& f = py::cast<LiveFuture&>(py::handle(self_base));
+    for (const py::object* o : {&f.owner, &f.value, &f.raw, &f.sync}) Py_VISIT(o->ptr());
+    for (const py::object& cb : f.callbacks) Py_VISIT(cb.ptr());
+    return 0;
+}
+
+int future_clear(PyObject* self_base) {
+    if (!py::detail::is_holder_constructed(self_base)) return 0;
+    auto& f = py::cast<LiveFuture&>(py::handle(self_base));
+    for (py::object* o : {&f.owner, &f.value, &f.raw, &f.sync}) *o = py::object();
+    f.callbacks.clear();
+    return 0;
+}
+
+void collectable_future(PyHeapTypeObject* heap_type) {
+    PyTypeObject* type = &heap_type->ht_type;
+    type->tp_flags |= Py_TPFLAGS_HAVE_GC;
+    type->tp_traverse = future_traverse;
+    type->tp_clear = future_clear;
+}
+
 class LiveRuntime {
 public:
     LiveRuntime(std::vector<py::object> scheds, std::vector<std::vector<int>> successors,
@@ -309,7 +336,12 @@ PyMethodDef fast_submit_def = {
 }  // namespace
 
 void register_live(py::module_& m) {
-    py::class_<LiveFuture>(m, "LiveFuture", "A request's future (pard.RequestFuture): resolved in C++ by the live pipeline.")
+    // Visible to Python's cycle collector: a done-callback or an awaiting coroutine that catches the
+    // future's exception makes a cycle (exception -> traceback -> frame -> future -> exception), and a
+    // type without tp_traverse keeps every such cycle for ever (a new user's service leaked ~1 KB per
+    // dropped request under overload: 80 000 exceptions alive after 80 000 drops).
+    py::class_<LiveFuture>(m, "LiveFuture", "A request's future (pard.RequestFuture): resolved in C++ by the live pipeline.",
+                           py::custom_type_setup(collectable_future))
         .def_property_readonly("request_id", &LiveFuture::request_id)
         .def_property_readonly("outcome_state", [](const LiveFuture& f) {
             const int s = f.state.load();

@@ -159,3 +159,51 @@ def test_only_the_runtime_resolves_it() -> None:
         assert not f.done()
         ex.release.set()
         assert f.result(timeout=20) == 10
+
+
+def test_caught_exceptions_of_ended_requests_are_collected() -> None:
+    """A done-callback that calls result() and catches, and a coroutine that awaits infer and catches, each
+    make a cycle (exception -> traceback -> frame -> future -> exception).  The future takes part in the
+    cycle collector, so after gc.collect() none of the 2 000 requests' Dropped / Rejected / ExecutorError
+    is alive (a new user's service kept every one: about 1 KB per dropped request, for ever)."""
+    import gc
+    import time
+
+    import numpy as np
+
+    from pard.errors import Dropped, Rejected
+
+    spec = PipelineSpec(name="one", slo=0.02, stages=[StageSpec(name="s0", profile={1: 0.01, 8: 0.01}, max_batch=8)])
+
+    def slow(xs: list[Any]) -> list[Any]:
+        time.sleep(0.01)
+        if any(x[0] < 0 for x in xs):
+            raise ValueError("negative")
+        return list(xs)
+
+    def caught(f: Any) -> None:
+        try:
+            f.result()
+        except Exception:  # noqa: BLE001 - what a service's callback does
+            pass
+
+    def alive() -> int:
+        return sum(isinstance(o, (Dropped, Rejected, ExecutorError)) for o in gc.get_objects())
+
+    async def one(rt: Runtime, x: Any) -> None:
+        try:
+            await rt.infer(x)
+        except Exception:  # noqa: BLE001
+            pass
+
+    async def main(rt: Runtime) -> None:
+        await asyncio.gather(*(one(rt, np.full(4, -1.0 if i % 7 == 0 else 1.0)) for i in range(1000)))
+
+    with Runtime(spec, {"s0": slow}, history=100) as rt:
+        for i in range(1000):
+            rt.submit(np.full(4, -1.0 if i % 7 == 0 else 1.0)).add_done_callback(caught)
+        asyncio.run(main(rt))
+    counts = rt.counts()
+    assert counts["dropped"] + counts["rejected"] + counts["failed"] >= 500  # most of them ended in an exception
+    gc.collect()
+    assert alive() == 0
