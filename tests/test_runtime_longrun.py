@@ -327,3 +327,21 @@ def test_fork_is_detected() -> None:
         assert rt.submit(3).result(timeout=10) == 3  # the parent serves on
     finally:
         rt.close()
+
+
+
+def test_an_idle_runtime_keeps_a_bounded_record_of_its_syncs() -> None:
+    """A server that waits for traffic syncs its planner for ever; what the runtime keeps per sync is
+    bounded: after more than TERMS_KEPT syncs it holds exactly TERMS_KEPT terms, the newest last (it kept
+    every sync's terms, a few KB a sync for ever: a new user's tracemalloc of an idle 5-stage Runtime).  The planner's own windows are bounded by time (window_s, cv_history_s), not by syncs."""
+    from pard.runtime.planner_loop import TERMS_KEPT
+
+    spec = PipelineSpec(name="idle", slo=1.0, stages=[StageSpec(name="s", profile={1: 0.001, 8: 0.002}, max_batch=8)])
+    with Runtime(spec, {"s": lambda xs: list(xs)}, sync_interval_s=0.002) as rt:
+        deadline = time.monotonic() + 30.0
+        while rt.overhead()["planner_calls"] < 2 * TERMS_KEPT and time.monotonic() < deadline:
+            time.sleep(0.01)
+        log = list(rt._loop.terms_log)
+        calls = rt.overhead()["planner_calls"]
+    assert calls >= 2 * TERMS_KEPT and len(log) == TERMS_KEPT
+    assert [t for t, _ in log] == sorted(t for t, _ in log)

@@ -205,8 +205,9 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
 
     @property
     def planner_errors(self) -> list[BaseException]:
-        """Exceptions raised by planner updates (the schedulers keep the last published terms)."""
-        return self._loop.errors
+        """The last 100 exceptions raised by planner updates, oldest first (the schedulers keep the last
+        published terms); ``overhead()["planner_errors"]`` counts every one."""
+        return list(self._loop.errors)
 
     @property
     def max_queue_size(self) -> dict[str, int]:
@@ -405,10 +406,12 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         """Time spent in the scheduler so far (s): ``scheduler_s`` (wall time inside the C++ hot path --
         submit, batch formation with its drops, marking batches running, routing outputs to the
         successors and finishing requests -- all threads), ``planner_s`` (planner updates with their
-        ``publish`` calls, thread CPU time), ``planner_calls``."""
+        ``publish`` calls, thread CPU time), ``planner_calls``, ``planner_errors`` (every planner update
+        that raised)."""
         _, planner_s = self._clock.totals_s()
         sched_s = self._live.scheduler_s()
-        return {"scheduler_s": sched_s, "planner_s": planner_s, "planner_calls": float(self._loop.calls)}
+        return {"scheduler_s": sched_s, "planner_s": planner_s, "planner_calls": float(self._loop.calls),
+                "planner_errors": float(self._loop.error_count)}
 
     def snapshot(self) -> dict[str, Any]:
         """The runtime now, without stopping it: ``counts`` (every request ever), ``in_flight``, ``queued``

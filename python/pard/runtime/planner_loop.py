@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,6 +27,11 @@ from ..planner import Planner
 from ..recorder import RunRecorder
 from .clock import RunClock
 from .workers import Stage
+
+#: Planner-update exceptions kept (the newest; :attr:`PlannerLoop.error_count` counts them all).
+ERRORS_KEPT = 100
+#: Syncs' published terms kept (the newest last).
+TERMS_KEPT = 64
 
 __all__ = ["PlannerLoop"]
 
@@ -50,9 +56,13 @@ class PlannerLoop:
         self.calls = 0
         self.stop_event = threading.Event()
         self.thread: threading.Thread | None = None
-        #: Exceptions raised by planner updates (the schedulers keep the last published terms).
-        self.errors: list[BaseException] = []
-        self.terms_log: list[tuple[float, list[Any]]] = []
+        #: The last :data:`ERRORS_KEPT` exceptions raised by planner updates (the schedulers keep the last
+        #: published terms); ``error_count`` counts them all.  Bounded, as :attr:`terms_log`: a Runtime
+        #: runs for days, and an entry kept per sync grows it for ever (a new user's tracemalloc).
+        self.errors: deque[BaseException] = deque(maxlen=ERRORS_KEPT)
+        self.error_count = 0
+        #: The last :data:`TERMS_KEPT` syncs' ``(time, terms)`` (the monitor reads the newest).
+        self.terms_log: deque[tuple[float, list[Any]]] = deque(maxlen=TERMS_KEPT)
 
     def start(self) -> None:
         if self._planner.policy.prior_terms and self._planner.policy.uses_planner_terms:
@@ -64,6 +74,10 @@ class PlannerLoop:
 
     def stop(self) -> None:
         self.stop_event.set()
+
+    def _error(self, e: BaseException) -> None:
+        self.errors.append(e)
+        self.error_count += 1
 
     def _take(self, now: float) -> list[dict[str, np.ndarray]]:
         """Each stage's statistics since the last call, handed to the recorder too (``(last, now]``)."""
@@ -90,7 +104,7 @@ class PlannerLoop:
                 try:
                     self._tick(self._clock.now(), clock)
                 except BaseException as e:  # noqa: BLE001 - as a planner update: keep serving
-                    self.errors.append(e)
+                    self._error(e)
                 continue
             self.calls += 1
             t0 = time.thread_time_ns()
@@ -103,5 +117,5 @@ class PlannerLoop:
                     st.sched.publish(**term.publish_kwargs())
                 self.terms_log.append((now, terms))
             except BaseException as e:  # noqa: BLE001 - keep serving with the last published terms (SystemExit too)
-                self.errors.append(e)
+                self._error(e)
             clock.planner_ns += time.thread_time_ns() - t0
