@@ -4,6 +4,7 @@ the idle-stage batch size, and pard on a simulated machine whose executors are k
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 import pard
 from pard.config import resolve_pipeline
-from pard.duration_scale import PRIOR_BATCHES, WARN_MIN_BATCHES, DurationScale
+from pard.duration_scale import SCALE_MAX, PRIOR_BATCHES, WARN_MIN_BATCHES, DurationScale
 from pard.errors import PardWarning
 from pard.planner import Planner, PlannerStage
 from pard.policies import POLICIES
@@ -237,3 +238,16 @@ def test_syncs_before_any_batch_publish_none_measured_yet() -> None:
             assert [x.duration_scale for x in terms] == [0.0, 0.0]
         terms = p.update(4.0, [batches(rng, 20, 3.0), {}], [1, 1])
     assert [x.duration_scale for x in terms] == pytest.approx([3.0, 3.0], rel=0.1)
+
+
+def test_a_ratio_past_the_correction_limit_says_so() -> None:
+    """Executors 30x their profile: once the ratio reaches the clip (SCALE_MAX), a second warning says "at
+    least 10x" and that the correction stops there (a new user's 100x-too-fast profile was reported only
+    as "10.00x"); at 3x one warning, and the correction follows."""
+    arr = np.linspace(0.0, 30.0, 6000)
+    with pytest.warns(PardWarning) as rec:
+        pard.simulate("tm", arr, "pard", exec_scale=30.0)
+    texts = [str(w.message) for w in rec if "its profile" in str(w.message)]
+    assert any(re.search(rf"runs at least {SCALE_MAX:g}x its profile.*stops at", t) for t in texts), texts
+    with pytest.warns(PardWarning, match=r"runs \d\.\d\dx its profile.*pard corrects d\(b\) online"):
+        pard.simulate("tm", arr, "pard", exec_scale=3.0)

@@ -76,6 +76,7 @@ class DurationScale:
         self._half_life = float(half_life_s)
         self._kappa = float(prior_batches)
         self._warned = np.zeros(n, dtype=bool)
+        self._clipped = np.zeros(n, dtype=bool)  # warned at the clip (the correction's limit) too
         self.scale: F64 = np.ones(n)
         self.cv: F64 = np.zeros(n)
 
@@ -139,18 +140,40 @@ class DurationScale:
         self._count = np.asarray(batches_seen, dtype=np.int64)
 
     def drifted(self) -> list[tuple[int, float, int]]:
-        """Stages newly past :data:`WARN_FACTOR` after :data:`WARN_MIN_BATCHES` batches: ``(k, s_k, batches)``.
+        """Stages newly past :data:`WARN_FACTOR`, or newly at the clip, after :data:`WARN_MIN_BATCHES`
+        batches: ``(k, s_k, batches)``.
 
-        Each stage is reported once per run.
+        Each stage is reported at most twice per run: once when it passes the factor, once more if its ratio
+        reaches the clip (:data:`SCALE_MIN`, :data:`SCALE_MAX`), past which the correction does not follow.
         """
-        far = (self._count >= WARN_MIN_BATCHES) & ~self._warned & (
-            (self.scale > WARN_FACTOR) | (self.scale < 1.0 / WARN_FACTOR))
-        self._warned |= far
-        return [(int(k), float(self.scale[k]), int(self._count[k])) for k in np.flatnonzero(far)]
+        enough = self._count >= WARN_MIN_BATCHES
+        far = enough & ~self._warned & ((self.scale > WARN_FACTOR) | (self.scale < 1.0 / WARN_FACTOR))
+        clip = enough & ~self._clipped & ((self.scale >= SCALE_MAX) | (self.scale <= SCALE_MIN))
+        self._warned |= far | clip
+        self._clipped |= clip
+        return [(int(k), float(self.scale[k]), int(self._count[k])) for k in np.flatnonzero(far | clip)]
 
     def warn_drifted(self, names: Sequence[str]) -> None:
         """A :class:`pard.PardWarning` for each stage :meth:`drifted` reports (``names``: the stages' names)."""
         for k, s_k, nb in self.drifted():
-            warnings.warn(f"stage {names[k]!r} runs {s_k:.2f}x its profile's batch durations (over {nb} batches; "
-                          f"beyond {WARN_FACTOR:g}x either way): pard corrects d(b) online, but the profile does "
-                          f"not describe this machine's executors; measure it again", PardWarning, stacklevel=3)
+            warnings.warn(f"stage {names[k]!r} runs {_ratio_text(s_k)} its profile's batch durations (over {nb} "
+                          f"batches; beyond {WARN_FACTOR:g}x either way): {_correction_text(s_k)}, but the profile "
+                          f"does not describe this machine's executors; measure it again", PardWarning, stacklevel=3)
+
+
+def _ratio_text(s: float) -> str:
+    """``"2.50x"``, or, at the clip, ``"at least 10x"`` / ``"at most 0.1x"``: the true ratio is past it."""
+    if s >= SCALE_MAX:
+        return f"at least {SCALE_MAX:g}x"
+    if s <= SCALE_MIN:
+        return f"at most {SCALE_MIN:g}x"
+    return f"{s:.2f}x"
+
+
+def _correction_text(s: float) -> str:
+    """What the online correction does about it: all of it, or only up to its clip (a new user's profile 100x
+    too fast was reported as 10x, and goodput fell to 5 % of a right profile's)."""
+    if SCALE_MIN < s < SCALE_MAX:
+        return "pard corrects d(b) online"
+    return (f"pard's online correction of d(b) stops at {SCALE_MIN:g}x-{SCALE_MAX:g}x, so its drops and order "
+            f"still follow a profile that is wrong by more than that")
