@@ -779,3 +779,19 @@ def test_prior_terms_policy_serves_live() -> None:
         futures = [rt.submit(i) for i in range(20)]
         assert [f.result(timeout=10.0) for f in futures] == list(range(20))
     assert rt.counts()["on_time"] == 20
+
+
+def test_a_custom_spec_without_executors_warns_that_it_serves_reference_models() -> None:
+    """Runtime(my_spec) with no ``stages`` serves seeded random networks for the user's stage names: a
+    forgotten ``stages=`` in production would serve garbage, so it warns, naming the stages; a built-in
+    pipeline's demo (``Runtime("tm")``) does not."""
+    import warnings
+
+    import pard
+
+    mine = PipelineSpec(name="mine", slo=0.5, stages=[StageSpec(name="det", profile={1: 0.01}, max_batch=4)])
+    with pytest.warns(pard.PardWarning, match=r"no `stages`.*reference models.*\['det'\]"):
+        Runtime(mine, start=False).close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pard.PardWarning)
+        Runtime("tm", start=False, model_options={"scale": 0.01}).close()

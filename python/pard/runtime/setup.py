@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from .. import _core
 from .._checks import show
-from ..errors import ConfigError, PardTypeError, PardValueError
+from ..errors import ConfigError, PardTypeError, PardValueError, PardWarning
 from ..executors import ArrayExecutor, _shape_arg, as_executor
 from ..profile import peak_throughput
 from ..wiring import budget_fractions, core_profile
@@ -60,7 +61,14 @@ def executors_arg(spec: PipelineSpec, stages: Mapping[str, Any] | None, model_op
     """Stage name -> executor, and the join function (see :class:`pard.Runtime`'s ``stages``, ``join``)."""
     names = [st.name for st in spec.stages]
     if stages is None:
+        from ..config import BUILTIN_NAMES
         from ..models import INPUT_SHAPE, join_inputs, reference_models  # the reference models load only here
+
+        if spec.name not in BUILTIN_NAMES:  # a forgotten `stages=` would serve random networks in production
+            warnings.warn(f"pard.Runtime({spec.name!r}) was given no `stages`: it serves pard's reference models "
+                          f"(seeded random networks shaped like the profile) for {names}, not your models; pass "
+                          f"stages={{name: executor}} (silence this with warnings.filterwarnings)", PardWarning,
+                          stacklevel=3)
 
         models = reference_models(spec, **options_arg(model_options, "model_options", reference_models,
                                                       skip=("pipeline",)))

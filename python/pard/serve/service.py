@@ -45,6 +45,7 @@ from ..runtime.aio import retry_after_s
 from .config import ServeConfig, ServeConfigError, TensorSpec, sample_payload
 from .factories import reference_model
 from .metrics import TIER_OUTCOMES, Observed
+from .params import request_deadline, request_tier
 from .protocol import InferRequest, ProtocolError, datatype_of, decode_request, encode_response
 
 __all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "retry_after_header"]
@@ -408,44 +409,10 @@ class ServedPipeline:
         return dict(req.inputs)
 
     def _deadline(self, req: InferRequest, headers: Mapping[str, str], t0: float) -> tuple[float, float]:
-        """The request's SLO and absolute deadline, ``t0 + SLO`` (``t0``: when the route received it):
-        the client's timeout replaces the default SLO."""
-        timeouts = []
-        raw = headers.get("x-request-timeout-ms")
-        if raw is not None:
-            timeouts.append(_positive("header X-Request-Timeout-Ms", raw, 1e-3))
-        if "timeout" in req.parameters:
-            timeouts.append(_positive("parameters.timeout (microseconds)", req.parameters["timeout"], 1e-6))
-        if not timeouts or not self.config.queue.allow_timeout_override:
-            return self.default_slo_s, t0 + self.default_slo_s
-        budget = min(timeouts)
-        return budget, t0 + budget
+        return request_deadline(req, headers, t0, self.default_slo_s, self.config.queue.allow_timeout_override)
 
     def _tier(self, req: InferRequest, headers: Mapping[str, str]) -> int:
-        raw = headers.get("x-pard-tier")
-        names = list(self.spec.tiers)
-        if raw is not None:
-            if raw in names:  # a tier's name, or its code (the index in the pipeline's `tiers`)
-                return names.index(raw)
-            try:
-                tier = int(raw)
-            except ValueError:
-                raise ProtocolError(f"header X-Pard-Tier must be one of the pipeline's tiers {names!r} or its "
-                                    f"code (an int), got {raw!r}") from None
-            top = max(len(names) - 1, 0)  # tier codes index the spec's tiers
-            if not 0 <= tier <= top:
-                raise ProtocolError(f"header X-Pard-Tier must be a tier code in [0, {top}] (the pipeline's "
-                                    f"tiers: {names!r}), got {raw!r}")
-            return tier
-        prio = req.parameters.get("priority")
-        if prio is None:
-            return self.config.tier_of(None, self.spec.tiers)
-        levels = self.config.queue.priority_levels
-        if isinstance(prio, bool) or not isinstance(prio, int) or not 0 <= prio <= max(levels, 2**31 - 1):
-            raise ProtocolError(f"parameters.priority must be an int >= 0, got {prio!r}")
-        if levels and prio > levels:
-            raise ProtocolError(f"parameters.priority must be in [0, {levels}] (queue.priority_levels), got {prio}")
-        return self.config.tier_of(prio, self.spec.tiers)
+        return request_tier(req, headers, self.spec.tiers, self.config)
 
     def _encode(self, req: InferRequest, result: Any) -> Answer:
         try:
@@ -557,13 +524,3 @@ class _QueueFull(Exception):
 
 class _ClientClosed(Exception):
     """The client disconnected before its answer was ready."""
-
-
-def _positive(field_name: str, raw: Any, unit_s: float) -> float:
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise ProtocolError(f"{field_name} must be a number > 0, got {raw!r}") from None
-    if isinstance(raw, bool) or not (math.isfinite(value) and value > 0) or value * unit_s > 1e9:
-        raise ProtocolError(f"{field_name} must be a finite number > 0 (at most 1e9 s), got {raw!r}")
-    return value * unit_s

@@ -1,0 +1,75 @@
+"""A v2 request's own parameters, read from its headers and ``parameters``: its deadline and its tier.
+
+* Deadline: ``X-Request-Timeout-Ms`` (ms) or the v2 ``parameters.timeout`` (µs, Triton's unit; with both,
+  the smaller) replaces the default SLO, unless ``queue.allow_timeout_override`` is false; it counts from
+  ``t0``, when the route received the request.
+* Tier: ``X-Pard-Tier`` (a tier's name, or its code: the index in the pipeline's ``tiers``), else the
+  Triton priority level ``parameters.priority`` mapped by :meth:`pard.serve.config.ServeConfig.tier_of`.
+
+Every bad value raises :class:`~pard.serve.protocol.ProtocolError` naming the field and the value (a 400).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from .config import ServeConfig
+from .protocol import InferRequest, ProtocolError
+
+__all__ = ["request_deadline", "request_tier"]
+
+
+def request_deadline(req: InferRequest, headers: Mapping[str, str], t0: float, default_slo_s: float,
+                     allow_override: bool) -> tuple[float, float]:
+    """The request's SLO (s) and absolute deadline ``t0 + SLO`` on the runtime's clock."""
+    timeouts = []
+    raw = headers.get("x-request-timeout-ms")
+    if raw is not None:
+        timeouts.append(_positive("header X-Request-Timeout-Ms", raw, 1e-3))
+    if "timeout" in req.parameters:
+        timeouts.append(_positive("parameters.timeout (microseconds)", req.parameters["timeout"], 1e-6))
+    if not timeouts or not allow_override:
+        return default_slo_s, t0 + default_slo_s
+    budget = min(timeouts)
+    return budget, t0 + budget
+
+
+def request_tier(req: InferRequest, headers: Mapping[str, str], tiers: Mapping[str, float],
+                 config: ServeConfig) -> int:
+    """The request's tier code (an index into ``tiers``, the pipeline's name -> weight)."""
+    raw = headers.get("x-pard-tier")
+    names = list(tiers)
+    if raw is not None:
+        if raw in names:
+            return names.index(raw)
+        try:
+            tier = int(raw)
+        except ValueError:
+            raise ProtocolError(f"header X-Pard-Tier must be one of the pipeline's tiers {names!r} or its "
+                                f"code (an int), got {raw!r}") from None
+        top = max(len(names) - 1, 0)
+        if not 0 <= tier <= top:
+            raise ProtocolError(f"header X-Pard-Tier must be a tier code in [0, {top}] (the pipeline's "
+                                f"tiers: {names!r}), got {raw!r}")
+        return tier
+    prio = req.parameters.get("priority")
+    if prio is None:
+        return config.tier_of(None, tiers)
+    levels = config.queue.priority_levels
+    if isinstance(prio, bool) or not isinstance(prio, int) or not 0 <= prio <= max(levels, 2**31 - 1):
+        raise ProtocolError(f"parameters.priority must be an int >= 0, got {prio!r}")
+    if levels and prio > levels:
+        raise ProtocolError(f"parameters.priority must be in [0, {levels}] (queue.priority_levels), got {prio}")
+    return config.tier_of(prio, tiers)
+
+
+def _positive(field_name: str, raw: Any, unit_s: float) -> float:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ProtocolError(f"{field_name} must be a number > 0, got {raw!r}") from None
+    if isinstance(raw, bool) or not (math.isfinite(value) and value > 0) or value * unit_s > 1e9:
+        raise ProtocolError(f"{field_name} must be a finite number > 0 (at most 1e9 s), got {raw!r}")
+    return value * unit_s
