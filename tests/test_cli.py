@@ -354,3 +354,17 @@ def test_simulate_a_one_request_trace_states_no_rate(tmp_path: Path, capsys: pyt
     code, _, err = run_main(capsys, "simulate", "--trace", str(one), "--policies", "naive")
     assert code == 0, err
     assert "1 request over 0 s" in err and "all at one instant: no rate" in err and "nan" not in err
+
+
+def test_profile_says_it_times_pards_stand_in_models_not_the_users() -> None:
+    """A new user took `pard profile --pipeline mine.yaml`'s output for their own executors' profile: the
+    command now says what it times, and for a custom spec how to profile one's own executors."""
+    from pard import PipelineSpec, StageSpec
+    from pard.cli.profile import _stand_in_note
+    from pard.config import builtin
+
+    mine = PipelineSpec(name="mine", slo=0.5, stages=[StageSpec(name="det", profile={1: 0.01}, max_batch=4)])
+    note = _stand_in_note(mine, "numpy")
+    assert "not your executors" in note and "measure_profile" in note
+    assert "not your executors" in _stand_in_note(builtin("tm"), "onnx")
+    assert "measure_profile" not in _stand_in_note(builtin("tm"), "onnx")

@@ -51,6 +51,19 @@ def _profile_table(spec: Any) -> Any:
     return t
 
 
+def _stand_in_note(spec: Any, models: str) -> str:
+    """What is measured: pard's stand-in models, not the user's own (a new user took the written profile for
+    one of their executors), and how to measure those."""
+    from ..config import BUILTIN_NAMES
+
+    note = (f"note: this times pard's {models} stand-in models (seeded networks sized like {spec.name!r}'s "
+            f"profile), not your executors")
+    if spec.name not in BUILTIN_NAMES:
+        note += ("; to profile your own: pard.profiling.measure_profile(spec, stages={name: executor}, "
+                 "inputs=...) (docs/engines.md)")
+    return note
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``pard profile``; returns the exit code."""
     err = console(stderr=True)
@@ -59,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--repeats must be an int >= 1, got {args.repeats!r}")
     n_cores = cores(args.cores, err)
     args.models = models_arg(args, err)
+    err.print(_stand_in_note(spec, args.models))
     if args.out is not None:  # before measuring, not after
         check_output("--out", args.out)
         if args.out.suffix.lower() not in (".yaml", ".yml", ".json", ".toml"):
