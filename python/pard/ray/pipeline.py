@@ -283,10 +283,10 @@ class RayPipeline:
                 if left is not None and left <= 0:
                     break
                 led.idle.wait(timeout=0.5 if left is None else min(left, 0.5))
-        self._sender.stop()
-        self._cancel_rest()
-        self._collect()
-        self._poller.stop()
+        self._sender.stop(_left(deadline, 10.0))
+        self._cancel_rest(_left(deadline, 10.0))
+        self._collect(deadline)
+        self._poller.stop(_left(deadline, 10.0))
         for a in [self._planner, *self._stages, *(w for ws in self._workers for w in ws)]:
             try:
                 ray.kill(a, no_restart=True)
@@ -294,7 +294,7 @@ class RayPipeline:
                 pass
         self._closed = True
 
-    def _cancel_rest(self) -> None:
+    def _cancel_rest(self, timeout_s: float) -> None:
         """Cancel every request still in flight: dropped, reason ``cancelled``, at the stage holding it."""
         led = self._ledger
         with led.lock:
@@ -303,7 +303,7 @@ class RayPipeline:
             return
         where: dict[int, int] = {}
         try:
-            for k, held in enumerate(ray.get([s.held_ids.remote() for s in self._stages], timeout=10.0)):
+            for k, held in enumerate(ray.get([s.held_ids.remote() for s in self._stages], timeout=timeout_s)):
                 for rid in held:
                     where.setdefault(rid, k)
         except Exception:  # noqa: BLE001 - a stage gone: attribute to the stage last handed to
@@ -314,24 +314,24 @@ class RayPipeline:
             k = where.get(r.id, r.stage)
             led.finish(r, DROPPED, k, _CANCELLED, now, Dropped(r.id, names[k], "cancelled"))
 
-    def _collect(self) -> None:
-        """Stop the planner and the stages; keep their logs and counters for the report."""
+    def _collect(self, deadline: float | None) -> None:
+        """Stop the planner and the stages; keep their logs and counters for the report.  Past ``deadline``
+        (close's ``timeout_s``) each call still gets :data:`COLLECT_GRACE_S`: the planner and stage actors
+        are asyncio actors that answer while an executor hangs.  A worker actor does not (its one thread
+        runs the hung executor), so the workers' CPU times get only what is left of the deadline, all at
+        once: a hung one reads 0 (close ran 10 s past a 2 s timeout_s while it waited on that one)."""
         try:
-            self._planner_info = dict(ray.get(self._planner.info.remote(), timeout=10.0))
+            self._planner_info = dict(ray.get(self._planner.info.remote(), timeout=_left(deadline, 10.0)))
         except Exception:  # noqa: BLE001 - a planner that is down right now (being restarted)
             self._planner_info = {}
-        ray.get([s.stop.remote() for s in self._stages], timeout=10.0)
-        self._histories = list(ray.get([s.history.remote() for s in self._stages], timeout=60.0))
-        self._infos = list(ray.get([s.info.remote() for s in self._stages], timeout=10.0))
-        self._worker_cpu = []
-        for ws in self._workers:
-            cpu = []
-            for w in ws:
-                try:
-                    cpu.append(float(ray.get(w.cpu_s.remote(), timeout=10.0)))
-                except Exception:  # noqa: BLE001 - a worker that is dead for good
-                    cpu.append(0.0)
-            self._worker_cpu.append(cpu)
+        ray.get([s.stop.remote() for s in self._stages], timeout=_left(deadline, 10.0))
+        self._histories = list(ray.get([s.history.remote() for s in self._stages], timeout=_left(deadline, 60.0)))
+        self._infos = list(ray.get([s.info.remote() for s in self._stages], timeout=_left(deadline, 10.0)))
+        refs = [[w.cpu_s.remote() for w in ws] for ws in self._workers]
+        flat = [r for rs in refs for r in rs]
+        wait = 10.0 if deadline is None else max(0.0, deadline - time.monotonic())
+        ready = set(ray.wait(flat, num_returns=len(flat), timeout=wait)[0]) if flat else set()
+        self._worker_cpu = [[_cpu(r) if r in ready else 0.0 for r in rs] for rs in refs]
 
     def __enter__(self) -> RayPipeline:
         return self
@@ -420,7 +420,6 @@ class RayPipeline:
         if (out["state"] == PENDING).any():
             raise PardValueError("report() needs every request ended: call close() first")
         send = out["send_s"]
-        n = send.size
         t0, nb = report_bins(send, t0_s, duration_s)
         return rec.report(policy=self.policy, outcomes=out, t0_s=t0, n_bins=nb, slo_s=out["slo_s"],
                           capacity_req_s=capacity_req_s, duration_s=duration_s)
@@ -436,3 +435,22 @@ class RayPipeline:
         actors["the planner"] = self._planner
         return {name: estimate_offset(lambda a=a: ray.get(a.wall_time.remote(), timeout=10.0), probes)
                 for name, a in actors.items()}
+
+
+#: What each closing call to a responsive (asyncio) actor still gets past close's deadline (s).
+COLLECT_GRACE_S = 1.0
+
+
+def _left(deadline: float | None, cap_s: float) -> float:
+    """A closing call's timeout: ``cap_s``, or what is left of ``deadline`` but at least COLLECT_GRACE_S."""
+    if deadline is None:
+        return cap_s
+    return min(cap_s, max(COLLECT_GRACE_S, deadline - time.monotonic()))
+
+
+def _cpu(ref: Any) -> float:
+    """A worker's CPU seconds, or 0 when it is dead for good."""
+    try:
+        return float(ray.get(ref, timeout=0))
+    except Exception:  # noqa: BLE001
+        return 0.0
