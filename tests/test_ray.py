@@ -190,7 +190,7 @@ def test_submit_infer_and_cancel(cluster: Any) -> None:
     assert _conserved(c) and c["submitted"] == 2
     if cancelled:
         assert fut.cancelled() and pipe.outcomes()["reason"][1] == pard._core.REASONS.index("cancelled")
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(pard.errors.RuntimeStateError, match="closed"):  # as the local runtime
         pipe.submit(np.ones(8, dtype=np.float32))
 
 

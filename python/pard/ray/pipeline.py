@@ -28,7 +28,7 @@ import numpy as np
 
 import ray
 
-from ..errors import Dropped, ExecutorError, PardValueError, Rejected
+from ..errors import Dropped, ExecutorError, PardValueError, Rejected, RuntimeStateError
 from ..outcomes import DROPPED, FAILED, LATE, ON_TIME, PENDING, REASONS, REJECTED, STATES, reason_code
 from ..recorder import RunRecorder
 from ..report import report_bins
@@ -156,7 +156,7 @@ class RayPipeline:
 
         Raises (the request is then counted nowhere):
             PardTypeError / PardValueError: a bad ``slo``, ``tier`` or payload shape (naming it).
-            RuntimeError: the pipeline is closed.
+            pard.errors.RuntimeStateError (a RuntimeError): the pipeline is closed (as :meth:`pard.Runtime.submit`).
         """
         from ..runtime.facade import _check_slo  # the local runtime's SLO rule
 
@@ -167,7 +167,7 @@ class RayPipeline:
         led = self._ledger
         with led.lock:
             if not self._accepting:
-                raise RuntimeError("this RayPipeline is closed; deploy a new one")
+                raise RuntimeStateError("this RayPipeline is closed; deploy a new one")
             if learning:
                 self._shape.learn_locked(shape)
                 if shape != self._shape.shape:
