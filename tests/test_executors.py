@@ -70,6 +70,11 @@ def test_callable_executor_modes() -> None:
         CallableExecutor(lambda xs: [0])([1, 2])
     with pytest.raises(ValueError, match="expected a sequence"):
         CallableExecutor(lambda xs: 5)([1])
+    # sized, with as many items as payloads, but not one output per payload (a new user's dict and str)
+    for wrong in ({0: "a", 1: "b"}, "ab", b"ab"):
+        with pytest.raises(ValueError, match=f"returned a {type(wrong).__name__}, expected a sequence"):
+            CallableExecutor(lambda xs, w=wrong: w)([1, 2])
+    assert list(CallableExecutor(lambda xs: np.array([7, 8]))([1, 2])) == [7, 8]  # an array is one
     assert isinstance(as_executor(lambda xs: xs), CallableExecutor)
     ex = ArrayExecutor(lambda b: b, device="cpu")
     assert as_executor(ex) is ex

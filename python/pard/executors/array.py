@@ -24,7 +24,7 @@ Neighbours: :mod:`.base` (the base class and the stacking rule every executor sh
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -207,6 +207,11 @@ class CallableExecutor(BatchExecutor):
         if self.per_request:
             return [self.fn(p) for p in payloads]
         out = self.fn(payloads)
+        if isinstance(out, (str, bytes, Mapping)):  # sized, but its items are not one output per payload
+            raise PardValueError(
+                f"CallableExecutor: batched fn returned a {type(out).__name__}, expected a sequence of "
+                f"{len(payloads)} outputs (a list, tuple or array)"
+            )
         try:
             length = len(out)
         except TypeError:
