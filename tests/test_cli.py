@@ -13,16 +13,10 @@ import pytest
 
 import pard
 from pard import __version__
-from pard.cli import build_parser, main
+from pard.cli import build_parser
 
+from _cli import run_main
 
-def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse exits on usage errors and --version
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,16 +8,9 @@ from pathlib import Path
 import pytest
 
 import pard
-from pard.cli import main
 
+from _cli import run_main
 
-def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse exits on usage errors
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _tm_text() -> str:

@@ -14,7 +14,8 @@ import pytest
 
 import pard
 from pard import workloads as wl
-from pard.cli import main
+
+from _cli import run_main
 from pard.cli.parsers import check_output
 
 TIERED_SPEC = """name: mine
@@ -25,14 +26,6 @@ stages:
   - {name: cls, profile: {1: 0.004, 16: 0.020}, max_batch: 16, workers: 1, successors: []}
 """
 
-
-def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse exits on usage errors
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def write(path: Path, text: str) -> Path:
