@@ -71,7 +71,7 @@ void register_scheduler(py::module_& m) {
     py::class_<Policy>(m, "Policy", "A policy value: order x drop rule x parameters (DESIGN 3.6).")
         .def(py::init([](const std::string& order, const std::string& drop, double thr_s, double alpha,
                          bool tiered, bool reactive, std::int64_t max_queue, bool max_queue_entry_only, bool shed,
-                         bool pace, const std::string& overload_below, bool coherent_rank) {
+                         bool pace, const std::string& overload_below, bool coherent_rank, bool live_queues) {
                  Policy p;
                  p.order = parse_order(order);
                  p.drop = parse_drop(drop);
@@ -81,6 +81,7 @@ void register_scheduler(py::module_& m) {
                  p.pace = pace;
                  p.overload_below = parse_below(overload_below);
                  p.coherent_rank = coherent_rank;
+                 p.live_queues = live_queues;
                  p.max_queue = max_queue;
                  p.max_queue_entry_only = max_queue_entry_only;
                  if (!std::isfinite(thr_s) || thr_s < 0.0) {
@@ -94,7 +95,8 @@ void register_scheduler(py::module_& m) {
              py::kw_only(), py::arg("order"), py::arg("drop"), py::arg("dagor_threshold_s") = 0.02,
              py::arg("dagor_alpha") = 0.4, py::arg("tiered") = false, py::arg("reactive") = false,
              py::arg("max_queue") = 0, py::arg("max_queue_entry_only") = false, py::arg("shed") = true,
-             py::arg("pace") = false, py::arg("overload_below") = "none", py::arg("coherent_rank") = false)
+             py::arg("pace") = false, py::arg("overload_below") = "none", py::arg("coherent_rank") = false,
+             py::arg("live_queues") = false)
         .def_property_readonly("order", [](const Policy& p) { return std::string(order_name(p.order)); })
         .def_property_readonly("drop", [](const Policy& p) { return std::string(drop_name(p.drop)); })
         .def_property_readonly("dagor_threshold_s", [](const Policy& p) { return to_s(p.dagor_threshold_ns); })
@@ -105,12 +107,14 @@ void register_scheduler(py::module_& m) {
         .def_property_readonly("pace", [](const Policy& p) { return p.pace; })
         .def_property_readonly("overload_below", [](const Policy& p) { return std::string(below_name(p.overload_below)); })
         .def_property_readonly("coherent_rank", [](const Policy& p) { return p.coherent_rank; })
+        .def_property_readonly("live_queues", [](const Policy& p) { return p.live_queues; })
         .def_property_readonly("max_queue", [](const Policy& p) { return p.max_queue; })
         .def_property_readonly("max_queue_entry_only", [](const Policy& p) { return p.max_queue_entry_only; })
         .def("__eq__", [](const Policy& a, const Policy& b) {
             return a.order == b.order && a.drop == b.drop && a.dagor_threshold_ns == b.dagor_threshold_ns &&
                    a.dagor_alpha == b.dagor_alpha && a.tiered == b.tiered && a.reactive == b.reactive && a.shed == b.shed &&
                    a.pace == b.pace && a.overload_below == b.overload_below && a.coherent_rank == b.coherent_rank &&
+                   a.live_queues == b.live_queues &&
                    a.max_queue == b.max_queue && a.max_queue_entry_only == b.max_queue_entry_only;
         })
         .def("__repr__", [](const Policy& p) {
@@ -119,7 +123,8 @@ void register_scheduler(py::module_& m) {
                    ", dagor_alpha=" + std::to_string(p.dagor_alpha) + ", tiered=" + (p.tiered ? "True" : "False") +
                    ", reactive=" + (p.reactive ? "True" : "False") + ", shed=" + (p.shed ? "True" : "False") +
                    ", pace=" + (p.pace ? "True" : "False") + ", overload_below='" + below_name(p.overload_below) +
-                   "', coherent_rank=" + (p.coherent_rank ? "True" : "False") + ", max_queue=" + std::to_string(p.max_queue) +
+                   "', coherent_rank=" + (p.coherent_rank ? "True" : "False") +
+                   ", live_queues=" + (p.live_queues ? "True" : "False") + ", max_queue=" + std::to_string(p.max_queue) +
                    ", max_queue_entry_only=" + (p.max_queue_entry_only ? "True" : "False") + ")";
         });
 
@@ -261,6 +266,10 @@ void register_scheduler(py::module_& m) {
              "The stages below this one, read by the pop rule under Policy.overload_below (set once, before "
              "any batch forms; the list is kept alive with this scheduler).")
         .def_property_readonly("overloaded_now", &StageScheduler::overloaded_now)
+        .def_property_readonly("queue_lag_s", [](const StageScheduler& s) { return to_s(s.queue_lag_ns()); },
+                               "How much longer than the published queue_delay_s a request arriving now would wait "
+                               "by the queue now: max(0, queued / service_rate - queue_delay_s) (s; 0 while the "
+                               "service rate is unknown). What the stages above read under Policy.live_queues.")
         .def_property("parallel", &StageScheduler::parallel, &StageScheduler::set_parallel,
                       "Whether this stage lies on one of several parallel DAG branches (some other stage is neither "
                       "above nor below it), where Policy.coherent_rank applies (set once, before any batch forms; "

@@ -145,12 +145,28 @@ def test_prior_terms_budget_downstream_for_a_burst_before_the_first_sync() -> No
 
     spec = config.PipelineSpec(name="ab", slo=0.2, stages=[stage("a", 0.01, succ=["b"]), stage("b", 0.05)])
     arr = np.zeros(100)
-    plain = simulate(spec, arr, dataclasses.replace(POLICIES["pard"], name="pard-no-prior", prior_terms=False),
-                     jitter_cv=0.0)
-    prior = simulate(spec, arr, "pard", jitter_cv=0.0)  # pard publishes the prior
+    base = dataclasses.replace(POLICIES["pard"], live_queues=False)  # the published terms alone (see below)
+    plain = simulate(spec, arr, dataclasses.replace(base, name="pard-no-prior", prior_terms=False), jitter_cv=0.0)
+    prior = simulate(spec, arr, dataclasses.replace(base, name="pard-prior"), jitter_cv=0.0)  # pard publishes the prior
     assert plain.stages[0].executed == 20 and prior.stages[0].executed == 10
     assert plain.on_time == prior.on_time == 3  # b: 0.06, 0.11, 0.16 s; the fourth would end at 0.21 s
     assert not POLICIES["pard-paper"].prior_terms and POLICIES["pard"].prior_terms
+
+
+def test_live_queues_stop_an_entry_feeding_a_backlog_below() -> None:
+    """The same burst: b can finish only 3 in time whatever a does (0.06, 0.11, 0.16 s). Reading b's queue as
+    it grows (live_queues, in pard), a stops sooner than on the prior's terms alone: fewer requests run at a
+    and are then lost at b, none fewer on time, and never fewer run at a than b finishes."""
+    import dataclasses
+
+    spec = config.PipelineSpec(name="ab", slo=0.2, stages=[stage("a", 0.01, succ=["b"]), stage("b", 0.05)])
+    arr = np.zeros(100)
+    off = simulate(spec, arr, dataclasses.replace(POLICIES["pard"], name="pard-no-live", live_queues=False),
+                   jitter_cv=0.0)
+    live = simulate(spec, arr, "pard", jitter_cv=0.0)
+    assert off.on_time == live.on_time == 3
+    assert 3 <= live.stages[0].executed < off.stages[0].executed == 10
+    assert live.invalid_rate < off.invalid_rate
 
 
 def test_prior_terms_leave_the_planner_untouched() -> None:

@@ -76,13 +76,15 @@ class Policy:
     def __init__(self, *, order: str, drop: str, dagor_threshold_s: float = 0.02,
                  dagor_alpha: float = 0.4, tiered: bool = False, reactive: bool = False,
                  max_queue: int = 0, max_queue_entry_only: bool = False, shed: bool = True,
-                 pace: bool = False, overload_below: str = "none", coherent_rank: bool = False) -> None: ...
+                 pace: bool = False, overload_below: str = "none", coherent_rank: bool = False,
+                 live_queues: bool = False) -> None: ...
     # order: "fcfs" | "lbf" | "hbf" | "adaptive"
     # drop: "none" | "pard" | "clipper" | "nexus" | "dagor" | "triton" | "ray-serve"
     # tiered: one heap per tier (served / shed by weight); reactive: the hot-path overload test;
     # max_queue: reject at that many queued (0 = none), at entry stages only with max_queue_entry_only
     # overload_below: "none" | "overloaded" | "backlog" (what a stage reads of the stages below it)
     # coherent_rank: on a parallel DAG branch, in overload, serve / shed by a rank of the request id
+    # live_queues: the pop rule adds the queues below now, beyond their published queue delays (worst path)
     @property
     def order(self) -> str: ...
     @property
@@ -103,6 +105,8 @@ class Policy:
     def overload_below(self) -> str: ...
     @property
     def coherent_rank(self) -> bool: ...
+    @property
+    def live_queues(self) -> bool: ...
     @property
     def max_queue(self) -> int: ...
     @property
@@ -148,6 +152,8 @@ class StageScheduler:
     def set_below(self, below: list[StageScheduler]) -> None: ...  # Policy.overload_below reads them
     @property
     def overloaded_now(self) -> bool: ...        # the reactive overload test held at the last batch
+    @property
+    def queue_lag_s(self) -> float: ...          # max(0, queued / service_rate - queue_delay_s) (s)
     @property
     def parallel(self) -> bool: ...              # on a parallel DAG branch (Policy.coherent_rank applies)
     @parallel.setter

@@ -42,6 +42,7 @@ KNOWN_POLICY_FIELDS = frozenset({
     "mu_at_capacity_entry",
     "overload_below",  # read by the C++ stage scheduler alone (Policy.overload_below), not the planner
     "coherent_rank",  # read by the C++ stage scheduler alone (Policy.coherent_rank), not the planner
+    "live_queues",  # read by the C++ stage scheduler alone (Policy.live_queues), not the planner
     "prior_terms",  # computed by the Python planner before the first interval (Planner.prior_terms)
     "pace_autoscaled",  # resolved before the planner is built (PolicySpec.for_autoscaling in simulate)
 })

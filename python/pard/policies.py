@@ -30,6 +30,8 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
 * ``overload_below="overloaded"`` -- the same while a stage *below* found itself overloaded at its last
   batch, read on the hot path (a burst piling up at a downstream bottleneck reaches the stages above a
   sync late through the planner's averages);
+* ``live_queues`` -- each stage below budgeted at the larger of the planner's mean queueing delay and what
+  its queue holds now (less what it drains before the request gets there), read on the hot path per batch;
 * ``correct_durations`` -- every ``d_k(b)`` scaled online by the measured / profiled batch duration ratio;
 * ``coherent_branches`` -- parallel DAG branches switch order together (the most loaded one's load factor);
 * ``coherent_rank`` -- in overload parallel DAG branches serve and shed by one rank that every branch
@@ -184,6 +186,13 @@ class PolicySpec:
             downstream bottleneck reaches the stages above a sync late; this signal is read per batch in C++
             (stage_scheduler.hpp, step 2b), from the stages of the same process: on Ray (:mod:`pard.ray`) each
             stage actor sees only its own test, as with ``"none"``.
+        live_queues: the pop rule budgets each stage below at the larger of the planner's queueing delay
+            ``q_i`` (its window mean) and what its queue holds now, ``n_i / R_i - transit`` (requests queued
+            over its service rate at full batches, less what it drains before the request can reach it: the
+            batch being formed's end, ``t_e + d - now``), summed along the worst path below; the pop rule takes
+            the larger of that and the published (or overload) term (stage_scheduler.hpp, step 4;
+            ``StageScheduler.queue_lag_s``). A backlog at a stage below is seen at the next batch, not a
+            sync later (``pard``). Read per batch in C++ from the stages of the same process (on Ray, as off).
         prior_terms: before the planner's first interval, publish the terms of an idle interval (the
             profile's durations, no queueing, the stages' service rates), so that a run or a burst that
             starts before the first sync is not served without any downstream estimate or overload test.
@@ -226,6 +235,7 @@ class PolicySpec:
     overload_upper: bool = False
     overload_below: BelowSignal = "none"
     coherent_rank: bool = False
+    live_queues: bool = False
     spread_z: float = 0.0
     spread_scope: SpreadScope = "path"
     queue_z: float = 0.0
@@ -289,6 +299,7 @@ class PolicySpec:
             pace=self.pace != "none",
             overload_below=self.overload_below,
             coherent_rank=self.coherent_rank,
+            live_queues=self.live_queues,
             max_queue=self.max_queue,
             max_queue_entry_only=self.max_queue_entry_only,
         )
@@ -314,6 +325,7 @@ def _specs() -> dict[str, PolicySpec]:
                    coherent_branches=True, idle_batch=True, mu_at_capacity=True, mu_at_capacity_entry=False,
                    coherent_paths=True,
                    prior_terms=True, overload_upper=True, overload_below="overloaded", coherent_rank=True,
+                   live_queues=True,
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "
                                "utilisation-aware downstream estimate corrected online (DESIGN 3.7)"),
         PolicySpec("pard-paper", "adaptive", "pard", "full",

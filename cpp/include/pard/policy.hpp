@@ -124,6 +124,11 @@ struct Policy {
     // while a stage below signals this (BelowSignal): a downstream stage that is backed up now is
     // seen within a batch, not at the planner's next sync (stage_scheduler.hpp, step 2b).
     BelowSignal overload_below = BelowSignal::kNone;
+    // The pop rule budgets each stage below at the larger of the planner's queueing delay q_i (a window
+    // mean) and the wait its queue holds now, n_i / R_i (queued over its published service rate), summed
+    // along the worst path below (stage_scheduler.hpp, step 4): a backlog piling up at a stage below is
+    // seen at once, not a sync later through the planner's average.
+    bool live_queues = false;
     // On a parallel DAG branch (StageScheduler::set_parallel), in overload (HBF published, or the stage's
     // own overload test fired since the last calm publish), serve and shed by a rank every branch computes
     // alike from the request's id, so that overloaded sibling branches keep the same requests

@@ -64,6 +64,10 @@
 //      max_batch requests or the heap is empty, applying the drop rule to each popped request:
 //        none     keep;
 //        pard     drop iff t_e + d + downstream > deadline (Eq. 3b; equal keeps)      -> infeasible
+//                 With Policy::live_queues, downstream is at least the published term plus what the
+//                 queues below hold now beyond the planner's q_i and beyond what they drain before the
+//                 request reaches them (t_e + d), along the worst path (below_lag_ns): the planner's
+//                 q_i is a window mean, and a backlog piling up below is seen a sync late through it.
 //        clipper  deadline < t_e -> expired; t_e - arrival > slo_k -> stage-budget
 //        dagor    deadline < t_e -> expired
 //        triton   t_e - arrival > slo (the same queue timeout at every stage)          -> timeout
@@ -230,7 +234,10 @@ public:
     // The stages below this one (every stage reachable through its successors), read by step 2b's pop
     // rule under Policy::overload_below. Set once by the pipeline that owns them all (stages_below),
     // before any thread forms a batch; the pointers must outlive this scheduler's use.
-    void set_below(std::vector<const StageScheduler*> below) { below_ = std::move(below); }
+    void set_below(std::vector<const StageScheduler*> below) {
+        below_ = std::move(below);
+        lag_plan_.clear();  // below_lag_ns plans again
+    }
 
     // Whether this stage lies on one of several parallel DAG branches: some other stage is neither above
     // nor below it (parallel_branches). Where Policy::coherent_rank applies. Set once by the pipeline
@@ -241,6 +248,20 @@ public:
     // Whether this stage's hot-path overload test (step 2b) held at its last batch formation (false
     // after one that found nothing queued). Any thread; best effort, a relaxed load.
     [[nodiscard]] bool overloaded_now() const noexcept { return overloaded_.load(std::memory_order_relaxed); }
+
+    // How much longer than the planner's window mean (published queue_delay q) a request reaching this
+    // stage transit_ns from now would wait here, by the queue now: max(0, queued / R - q - transit) in ns,
+    // R the effective service rate at full batches (0 while R is unknown). queued / R is the fluid drain
+    // time of the backlog; what of it the stage finishes before the request arrives does not delay it
+    // (arrivals meanwhile are what q stands for). What the stages above read under Policy::live_queues.
+    // Any thread; best effort (relaxed loads).
+    [[nodiscard]] std::int64_t queue_lag_ns(std::int64_t transit_ns = 0) const noexcept {
+        const PublishedTerms t = effective_terms();
+        if (!(t.service_rate > 0.0)) return 0;
+        const double wait_ns = static_cast<double>(queued()) / t.service_rate * 1e9;
+        const double lag = wait_ns - static_cast<double>(t.queue_delay_ns) - static_cast<double>(transit_ns);
+        return lag > 0.0 ? static_cast<std::int64_t>(lag) : 0;
+    }
 
     // Any worker thread, once a batch of b requests has run for measured_ns: adds it to the stage's own
     // measured and profiled sums, the d_k(b) correction used until the planner publishes one
@@ -353,7 +374,12 @@ public:
                 pop_loop(out, pop_max, is_cancelled, [](const Request&) { return -1; });
                 break;
             case DropRule::kPard: {
-                const std::int64_t thr = pard_threshold(t_e_ns, d, pop_downstream_ns(t, overloaded || below_signals()));
+                std::int64_t down = pop_downstream_ns(t, overloaded || below_signals());
+                if (cfg_.policy.live_queues) {  // the larger of two estimates of the same downstream latency
+                    const std::int64_t live = t.downstream_ns + below_lag_ns(t_e_ns - now_ns + d);
+                    down = live > down ? live : down;
+                }
+                const std::int64_t thr = pard_threshold(t_e_ns, d, down);
                 pop_loop(out, pop_max, is_cancelled, [thr](const Request& r) {
                     return pard_drops(r, thr) ? static_cast<int>(Reason::kInfeasible) : -1;
                 }, limit);
@@ -477,6 +503,45 @@ private:
     // when this batch's overload test held (step 2b).
     [[nodiscard]] static std::int64_t pop_downstream_ns(const PublishedTerms& t, bool overloaded) noexcept {
         return overloaded && t.overload_downstream_ns > t.downstream_ns ? t.overload_downstream_ns : t.downstream_ns;
+    }
+
+    // Policy::live_queues (step 4's pop rule): the most, over the paths below this stage, of the summed
+    // queue_lag_ns(transit_ns) of their stages: what the queues below hold now beyond the planner's q_i
+    // (which the published downstream term already counts). transit_ns: until the batch being formed
+    // ends, the earliest a request in it reaches any stage below. Under mu_. The longest path through the stages below
+    // (their reachability order) is found in one pass over them, leaves first (lag_plan_).
+    [[nodiscard]] std::int64_t below_lag_ns(std::int64_t transit_ns) {
+        if (!cfg_.policy.live_queues || below_.empty()) return 0;
+        if (lag_plan_.empty()) plan_below_lag();
+        std::int64_t best = 0;
+        for (const std::size_t i : lag_plan_) {  // leaves first: every stage below i is done before i
+            std::int64_t tail = 0;
+            for (const std::size_t j : lag_next_[i]) tail = lag_path_[j] > tail ? lag_path_[j] : tail;
+            lag_path_[i] = below_[i]->queue_lag_ns(transit_ns) + tail;
+            best = lag_path_[i] > best ? lag_path_[i] : best;
+        }
+        return best;
+    }
+
+    // Once, at the first below_lag_ns (every stage's set_below has run by then): the order to visit
+    // below_ in and, for each, the positions in below_ of the stages below it. A stage below another
+    // has strictly fewer stages below it (reachability is a strict order on a DAG), so ascending size
+    // is leaves first. With lags >= 0, a longest chain in the reachability order is a longest path.
+    void plan_below_lag() {
+        const std::size_t m = below_.size();
+        lag_plan_.resize(m);
+        lag_next_.assign(m, {});
+        lag_path_.assign(m, 0);
+        for (std::size_t i = 0; i < m; ++i) {
+            lag_plan_[i] = i;
+            for (std::size_t j = 0; j < m; ++j) {
+                const auto& under = below_[i]->below_;
+                if (std::find(under.begin(), under.end(), below_[j]) != under.end()) lag_next_[i].push_back(j);
+            }
+        }
+        std::stable_sort(lag_plan_.begin(), lag_plan_.end(), [this](std::size_t a, std::size_t b) {
+            return below_[a]->below_.size() < below_[b]->below_.size();
+        });
     }
 
     // Step 2b's cross-stage signal (Policy::overload_below): a stage below is backed up now.
@@ -777,6 +842,9 @@ private:
     std::int64_t latest_pushed_ = std::numeric_limits<std::int64_t>::min();  // latest_deadline (mu_)
     std::vector<Request> rekey_scratch_;
     std::vector<const StageScheduler*> below_;      // set_below: the stages below, for below_signals
+    std::vector<std::size_t> lag_plan_;               // below_lag_ns: below_ positions, leaves first (mu_)
+    std::vector<std::vector<std::size_t>> lag_next_;  // ... each one's stages below, as below_ positions
+    std::vector<std::int64_t> lag_path_;              // ... its longest summed lag path (scratch, mu_)
     std::atomic<std::int64_t> measured_sum_ns_{0};  // observe_batch: measured batch ns, ever
     std::atomic<std::int64_t> profiled_sum_ns_{0};  // ... and the profile's d_k(b) for the same batches
     std::vector<Request> local_;              // submit_local's buffer (single-threaded owners)

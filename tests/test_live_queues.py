@@ -1,0 +1,134 @@
+"""PolicySpec.live_queues: a stage's pop rule budgets each stage below it at the larger of the planner's
+queueing delay q_i (a window mean, already in the published downstream term) and the wait its queue holds
+now, n_i / R_i, less the batch being formed's own duration (the time before the request can reach it),
+summed along the worst path below (stage_scheduler.hpp, step 4, ``below_lag_ns``).
+
+Expectations are hand-computed from a linear profile d(b) = A + C b (as tests/test_overload_below.py), and
+the worst path is checked against a brute-force enumeration of the paths of random DAGs."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pard import _core
+from pard.policies import POLICIES
+
+A, C, B = 0.010, 0.005, 16  # d(b) = A + C b seconds: d(16) = 90 ms
+RATE = 2 * B / (A + C * B)  # two workers at full batches: 355.6 req/s
+
+
+def sched(live: bool, stage: int = 0, queue_delay_s: float = 0.0, rate: float = RATE) -> _core.StageScheduler:
+    """A pard stage (LBF, calm) on the linear profile, publishing downstream 0."""
+    prof = _core.Profile([1, B], [A + C, A + C * B])
+    pol = _core.Policy(order="adaptive", drop="pard", tiered=True, reactive=True, live_queues=live)
+    s = _core.StageScheduler(stage=stage, profile=prof, max_batch=B, policy=pol, budget_fraction=1.0,
+                             tier_weights=[1.0])
+    s.publish(downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=queue_delay_s, service_rate=rate)
+    return s
+
+
+def fill(s: _core.StageScheduler, n: int, first_id: int = 0, due: float = 0.3) -> None:
+    """n requests sent at 0, due ``due`` + 1e-4 i s, queued at t = 0."""
+    for i in range(n):
+        s.submit(first_id + i, 0.0, due + 1e-4 * i, 0.0)
+
+
+def test_pard_reads_the_queues_below_and_the_paper_does_not() -> None:
+    assert POLICIES["pard"].live_queues
+    assert not POLICIES["pard-paper"].live_queues
+    assert POLICIES["pard"].core().live_queues
+
+
+@pytest.mark.parametrize(("n", "q"), [(100, 0.01), (100, 0.0), (3, 0.0), (2, 0.5), (0, 0.0)])
+def test_queue_lag_is_the_backlog_beyond_the_published_delay(n: int, q: float) -> None:
+    """queue_lag_s = max(0, n / R - q): the fluid drain time of the n queued at R req/s, beyond the delay
+    the planner already published."""
+    s = sched(True, queue_delay_s=q)
+    fill(s, n, due=10.0)
+    assert s.queue_lag_s == pytest.approx(max(0.0, n / RATE - q), abs=1e-9)
+
+
+def test_queue_lag_is_zero_while_the_rate_is_unknown() -> None:
+    s = sched(True, rate=0.0)
+    fill(s, 500, due=10.0)
+    assert s.queue_lag_s == 0.0
+
+
+def batch_above(n_below: int, live: bool) -> tuple[list[int], list[int]]:
+    """Stage 0 (20 queued, due 0.3 + 1e-4 i) forms a batch of 16 at t = 0 while stage 1 below it holds
+    n_below. Returns (batch ids, dropped ids) of stage 0."""
+    up, low = sched(live, 0), sched(live, 1)
+    up.set_below([low])
+    fill(low, n_below, 10_000, due=10.0)
+    fill(up, 20)
+    ids, dropped, _ = up.form_batch(0.0, 0.0)
+    return ids.tolist(), dropped.tolist()
+
+
+@pytest.mark.parametrize("n_below", [0, 40, 107, 140])
+def test_pop_rule_adds_the_backlog_below_less_the_batch(n_below: int) -> None:
+    """The threshold is t_e + d(16) + max(0, n / R - d(16)): a request is kept iff its deadline reaches it.
+    n = 40: 0.1125 s of backlog, 0.0225 s after the 0.09 s batch, all kept; n = 107: 0.30094 s, the ten due
+    before 0.30094 dropped; n = 140: 0.3938 s, all twenty dropped."""
+    d16 = A + C * B
+    thr = d16 + max(0.0, n_below / RATE - d16)
+    deadlines = [0.3 + 1e-4 * i for i in range(20)]
+    keep = [i for i, dl in enumerate(deadlines) if dl >= thr]
+    drop = [i for i, dl in enumerate(deadlines) if dl < thr]
+    assert batch_above(n_below, True) == (keep[:B], drop)
+
+
+def test_without_live_queues_the_backlog_below_is_not_read() -> None:
+    assert batch_above(140, False) == (list(range(16)), [])
+
+
+def path_lags(successors: list[list[int]], lag: list[float], k: int) -> float:
+    """Brute force: the most, over every path of successor edges from k, of the summed lags below k."""
+    best = 0.0
+    for j in successors[k]:
+        best = max(best, lag[j] + path_lags(successors, lag, j))
+    return best
+
+
+@st.composite
+def dags(draw: st.DrawFn) -> tuple[list[list[int]], list[int]]:
+    """A random DAG on 2-6 stages (edges only from lower to higher index, then relabelled) and a queue
+    length per stage."""
+    n = draw(st.integers(2, 6))
+    edges = [[j for j in range(i + 1, n) if draw(st.booleans())] for i in range(n)]
+    perm = draw(st.permutations(range(n)))
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for i in range(n):
+        succ[perm[i]] = [perm[j] for j in edges[i]]
+    queued = [draw(st.integers(0, 300)) for _ in range(n)]
+    return succ, queued
+
+
+def probe_dropped(succ: list[list[int]], queued: list[int], k: int, due: float) -> bool:
+    """Fresh stages wired as the DAG ``succ``, stage j holding queued[j] requests due at 50 s; stage k gets one
+    more, due at ``due``, and forms a batch at t = 0. Whether that request was dropped."""
+    stages = [sched(True, j) for j in range(len(succ))]
+    for j, below in enumerate(_core.stages_below(succ)):
+        stages[j].set_below([stages[i] for i in below])
+    for j, m in enumerate(queued):
+        fill(stages[j], m, 100_000 * (j + 1), due=50.0)
+    stages[k].submit(1, 0.0, due, 0.0)
+    _, dropped, _ = stages[k].form_batch(0.0, 0.0)
+    return 1 in dropped.tolist()
+
+
+@settings(max_examples=40, deadline=None)
+@given(dags())
+def test_worst_path_below_matches_brute_force(dag: tuple[list[list[int]], list[int]]) -> None:
+    """For every stage of a random DAG: the drop threshold of its next batch is d(b) plus the largest summed
+    lag over the paths below it, each stage's lag max(0, n_i / R - d(b)) (d(b) the batch formed above): a
+    request due just before it is dropped, one due just after it is kept."""
+    succ, queued = dag
+    for k in range(len(succ)):
+        d = A + C * min(queued[k] + 1, B)  # the request joins the batch: LBF pops it first
+        lag = [max(0.0, m / RATE - d) for m in queued]
+        expect = d + path_lags(succ, lag, k)
+        assert probe_dropped(succ, queued, k, expect - 1e-6)
+        assert not probe_dropped(succ, queued, k, expect + 1e-6)
