@@ -5,8 +5,10 @@
 // the order between LBF and HBF; the stage is a parallel DAG branch under Policy::coherent_rank, so each
 // flip also re-keys its queue between deadline and rank while submitters fill it. The stage reads a stage below it (Policy::overload_below) that a
 // further thread floods and drains, so that stage's overload flag and queue length change while the
-// workers read them (the cross-stage reads run under TSan; the overload term published here is 0, so
-// the rule's outcomes, and the oracle below, do not depend on them). Every request must end in exactly
+// workers read them (the cross-stage reads run under TSan, Policy::live_queues' queue length and terms
+// too; the overload term published here is 0 and the stage below publishes a queueing delay of 1000 s,
+// longer than any queue it holds takes to drain, so its queue lag is 0: the rule's outcomes, and the
+// oracle below, do not depend on them). Every request must end in exactly
 // one terminal state:
 //   rejected   submit() returned false (full ring: back-pressure; the submitter records it),
 //   served     taken into a batch,
@@ -105,6 +107,7 @@ StageConfig stage_config() {
     c.ring_capacity = 1024;  // small: some submits meet a full ring and are rejected
     c.policy.overload_below = BelowSignal::kOverloaded;  // reads the stage below (below_driver)
     c.policy.coherent_rank = true;  // on a parallel branch (set_parallel): every HBF/LBF flip re-keys the queue
+    c.policy.live_queues = true;    // reads the stage below's queue length and terms at every batch
     return c;
 }
 
@@ -217,6 +220,7 @@ int main(int argc, char** argv) {
     StageScheduler below(below_config());
     PublishedTerms bt;
     bt.service_rate = 100.0;
+    bt.queue_delay_ns = 1000 * 1000 * kMs;  // 1000 s: queue_lag_ns is 0 whatever the stage below holds
     below.publish(bt);
     s.set_below({&below});
     s.set_parallel(true);
