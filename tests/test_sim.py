@@ -154,18 +154,21 @@ def test_prior_terms_budget_downstream_for_a_burst_before_the_first_sync() -> No
 
 
 def test_live_queues_stop_an_entry_feeding_a_backlog_below() -> None:
-    """The same burst: b can finish only 3 in time whatever a does (0.06, 0.11, 0.16 s). Reading b's queue as
-    it grows (live_queues, in pard), a stops sooner than on the prior's terms alone: fewer requests run at a
-    and are then lost at b, none fewer on time, and never fewer run at a than b finishes."""
+    """One request at t = 0 (b runs it: b is measured), then the same burst of 100 at t = 0.5 s. b can finish
+    only 3 of the burst in time whatever a does (0.56, 0.61, 0.66 s), 4 in all. Reading b's queue as it grows
+    (live_queues, in pard), a stops sooner than on the prior's terms alone (1 + 10 run at a, as the test
+    above): fewer requests run at a and are then lost at b, none fewer on time, and never fewer run at a
+    than b finishes. (A stage below that has run nothing yet reports no queue: its rate would be the
+    profile's word alone; tests/test_live_queues.py.)"""
     import dataclasses
 
     spec = config.PipelineSpec(name="ab", slo=0.2, stages=[stage("a", 0.01, succ=["b"]), stage("b", 0.05)])
-    arr = np.zeros(100)
+    arr = np.concatenate([[0.0], np.full(100, 0.5)])
     off = simulate(spec, arr, dataclasses.replace(POLICIES["pard"], name="pard-no-live", live_queues=False),
                    jitter_cv=0.0)
     live = simulate(spec, arr, "pard", jitter_cv=0.0)
-    assert off.on_time == live.on_time == 3
-    assert 3 <= live.stages[0].executed < off.stages[0].executed == 10
+    assert off.on_time == live.on_time == 4
+    assert 4 <= live.stages[0].executed < off.stages[0].executed == 11
     assert live.invalid_rate < off.invalid_rate
 
 

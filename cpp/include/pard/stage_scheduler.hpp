@@ -253,10 +253,14 @@ public:
     // stage transit_ns from now would wait here, by the queue now: max(0, queued / R - q - transit) in ns,
     // R the effective service rate at full batches (0 while R is unknown). queued / R is the fluid drain
     // time of the backlog; what of it the stage finishes before the request arrives does not delay it
-    // (arrivals meanwhile are what q stands for). What the stages above read under Policy::live_queues.
-    // Any thread; best effort (relaxed loads).
+    // (arrivals meanwhile are what q stands for). 0 while the stage is unmeasured (no batch run, no
+    // ratio published): a live stage whose thread has not run yet holds a queue that its profile may
+    // overstate a hundredfold (the README's embedded example lost 79 % of a burst to it). What the stages
+    // above read under Policy::live_queues. Any thread; best effort (relaxed loads).
     [[nodiscard]] std::int64_t queue_lag_ns(std::int64_t transit_ns = 0) const noexcept {
-        const PublishedTerms t = effective_terms();
+        const PublishedTerms published = terms_.load();
+        if (unmeasured(published)) return 0;  // R would be the profile's word alone (as step 2b's shed)
+        const PublishedTerms t = effective(published);
         if (!(t.service_rate > 0.0)) return 0;
         const double wait_ns = static_cast<double>(queued()) / t.service_rate * 1e9;
         const double lag = wait_ns - static_cast<double>(t.queue_delay_ns) - static_cast<double>(transit_ns);
