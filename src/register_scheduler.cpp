@@ -269,7 +269,8 @@ void register_scheduler(py::module_& m) {
         .def_property_readonly("queue_lag_s", [](const StageScheduler& s) { return to_s(s.queue_lag_ns()); },
                                "How much longer than the published queue_delay_s a request arriving now would wait "
                                "by the queue now: max(0, queued / service_rate - queue_delay_s) (s; 0 while the "
-                               "service rate is unknown). What the stages above read under Policy.live_queues.")
+                               "service rate is unknown or the stage is unmeasured: no batch run, no ratio "
+                               "published). What the stages above read under Policy.live_queues.")
         .def_property("parallel", &StageScheduler::parallel, &StageScheduler::set_parallel,
                       "Whether this stage lies on one of several parallel DAG branches (some other stage is neither "
                       "above nor below it), where Policy.coherent_rank applies (set once, before any batch forms; "

@@ -1,7 +1,8 @@
 """PolicySpec.live_queues: a stage's pop rule budgets each stage below it at the larger of the planner's
 queueing delay q_i (a window mean, already in the published downstream term) and the wait its queue holds
 now, n_i / R_i, less the batch being formed's own duration (the time before the request can reach it),
-summed along the worst path below (stage_scheduler.hpp, step 4, ``below_lag_ns``).
+summed along the worst path below; the rule takes the larger of that and the published term (0 here)
+(stage_scheduler.hpp, step 4, ``below_lag_ns``).
 
 Expectations are hand-computed from a linear profile d(b) = A + C b (as tests/test_overload_below.py), and
 the worst path is checked against a brute-force enumeration of the paths of random DAGs."""
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _graphs import random_dags
 from pard import _core
 from pard.policies import POLICIES
 
@@ -109,16 +111,9 @@ def path_lags(successors: list[list[int]], lag: list[float], k: int) -> float:
 
 @st.composite
 def dags(draw: st.DrawFn) -> tuple[list[list[int]], list[int]]:
-    """A random DAG on 2-6 stages (edges only from lower to higher index, then relabelled) and a queue
-    length per stage."""
-    n = draw(st.integers(2, 6))
-    edges = [[j for j in range(i + 1, n) if draw(st.booleans())] for i in range(n)]
-    perm = draw(st.permutations(range(n)))
-    succ: list[list[int]] = [[] for _ in range(n)]
-    for i in range(n):
-        succ[perm[i]] = [perm[j] for j in edges[i]]
-    queued = [draw(st.integers(0, 300)) for _ in range(n)]
-    return succ, queued
+    """A random DAG (``_graphs.random_dags``) and a queue length per stage."""
+    succ = draw(random_dags)
+    return succ, draw(st.lists(st.integers(0, 300), min_size=len(succ), max_size=len(succ)))
 
 
 def probe_dropped(succ: list[list[int]], queued: list[int], k: int, due: float) -> bool:

@@ -84,7 +84,7 @@ class Policy:
     # max_queue: reject at that many queued (0 = none), at entry stages only with max_queue_entry_only
     # overload_below: "none" | "overloaded" | "backlog" (what a stage reads of the stages below it)
     # coherent_rank: on a parallel DAG branch, in overload, serve / shed by a rank of the request id
-    # live_queues: the pop rule adds the queues below now, beyond their published queue delays (worst path)
+    # live_queues: the pop rule also reads the queues below now, beyond their published queue delays (worst path)
     @property
     def order(self) -> str: ...
     @property
@@ -153,7 +153,7 @@ class StageScheduler:
     @property
     def overloaded_now(self) -> bool: ...        # the reactive overload test held at the last batch
     @property
-    def queue_lag_s(self) -> float: ...          # max(0, queued / service_rate - queue_delay_s) (s)
+    def queue_lag_s(self) -> float: ...          # max(0, queued / service_rate - queue_delay_s) (s); 0 unmeasured
     @property
     def parallel(self) -> bool: ...              # on a parallel DAG branch (Policy.coherent_rank applies)
     @parallel.setter

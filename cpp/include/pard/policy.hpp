@@ -125,9 +125,9 @@ struct Policy {
     // seen within a batch, not at the planner's next sync (stage_scheduler.hpp, step 2b).
     BelowSignal overload_below = BelowSignal::kNone;
     // The pop rule budgets each stage below at the larger of the planner's queueing delay q_i (a window
-    // mean) and the wait its queue holds now, n_i / R_i (queued over its published service rate), summed
-    // along the worst path below (stage_scheduler.hpp, step 4): a backlog piling up at a stage below is
-    // seen at once, not a sync later through the planner's average.
+    // mean) and the wait its queue holds now, n_i / R_i less what it drains before the request reaches
+    // it, summed along the worst path below, and takes the larger of that estimate and the published one
+    // (stage_scheduler.hpp, step 4): a backlog piling up below is seen at once, not a sync later.
     bool live_queues = false;
     // On a parallel DAG branch (StageScheduler::set_parallel), in overload (HBF published, or the stage's
     // own overload test fired since the last calm publish), serve and shed by a rank every branch computes
