@@ -142,3 +142,12 @@ def test_worst_path_below_matches_brute_force(dag: tuple[list[list[int]], list[i
         expect = d + path_lags(succ, lag, k)
         assert probe_dropped(succ, queued, k, expect - 1e-6)
         assert not probe_dropped(succ, queued, k, expect + 1e-6)
+
+
+def test_a_non_bool_live_queues_names_the_field() -> None:
+    import dataclasses
+
+    from pard.errors import PardTypeError
+
+    with pytest.raises(PardTypeError, match=r"PolicySpec\.live_queues must be True or False, got 'true'"):
+        dataclasses.replace(POLICIES["pard"], live_queues="true")  # type: ignore[arg-type]

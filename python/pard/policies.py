@@ -258,10 +258,7 @@ class PolicySpec:
             if not isinstance(value, str) or value not in choices:
                 raise PardValueError(f"PolicySpec.{field} must be one of {', '.join(map(repr, choices))}, "
                                  f"got {value!r}")
-        for field in ("instant", "tiered", "reactive", "shed", "correct_durations", "tune_lam", "rate_admission",
-                      "coherent_branches", "mu_at_capacity", "coherent_paths", "idle_batch",
-                      "max_queue_entry_only", "queue_last", "contended_path", "prior_terms", "overload_upper",
-                      "pace_autoscaled", "coherent_rank", "mu_at_capacity_entry"):
+        for field in _BOOL_FIELDS:  # every field declared bool (a list written out missed live_queues)
             if not isinstance(getattr(self, field), bool):
                 raise PardTypeError(f"PolicySpec.{field} must be True or False, got {getattr(self, field)!r}")
         if isinstance(self.max_queue, bool) or not isinstance(self.max_queue, int):
@@ -317,6 +314,10 @@ class PolicySpec:
         (the PARD drop rule), ``mu``/``eps`` (the adaptive order) or the queueing delay (dagor).
         FCFS with the naive, clipper or nexus rule reads none, so the simulator may skip the planner."""
         return self.order == "adaptive" or self.drop in ("pard", "dagor")
+
+
+#: PolicySpec's fields declared ``bool``, each checked to be True or False (annotations are strings here).
+_BOOL_FIELDS = tuple(f.name for f in dataclasses.fields(PolicySpec) if f.type == "bool")
 
 
 def _specs() -> dict[str, PolicySpec]:
