@@ -49,6 +49,9 @@ __all__ = ["Runtime"]
 _MAX_SLO_S = 1e9
 #: Default ``history``: per-request outcome records kept (about 45 bytes each).
 HISTORY = 100_000
+#: Seconds of per-second report series kept (the last 6 h at least, 12 h at most): a server runs for days,
+#: and unbounded they grow by about 11 MB a day for 5 stages (:class:`~pard.recorder.RunRecorder`'s keep_s).
+SERIES_KEEP_S = 6 * 3600.0
 #: Runtimes of this process, for the fork hook (weak: it keeps none alive).
 _RUNTIMES: weakref.WeakSet[Runtime] = weakref.WeakSet()
 
@@ -157,7 +160,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         self._clock = RunClock()
         self._live = live.build(self._stages, self._entries, exits, int(history), join_fn)
         self._pool = WorkerPool(self._stages, self._live, self._clock)
-        recorder = RunRecorder(spec, origin_s=0.0, workers=counts)
+        recorder = RunRecorder(spec, origin_s=0.0, workers=counts, keep_s=SERIES_KEEP_S)
         purge = self._pool.purge if self._policy.drop == "pard" else None  # Triton #7512: busy stages purge
         self._loop = PlannerLoop(self._stages, self._planner, recorder, self._clock, sync_s, self._live, purge,
                                  purge_period_s(spec.slo, sync_s))
@@ -429,8 +432,9 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         whole run's totals (:class:`pard.report.Report`).  Per-second series start at ``t0_s``
         (default the first such send, rounded down) and goodput is per ``duration_s`` seconds (default
         the whole one-second bins that hold the sends, as in ``pard.simulate``:
-        :func:`pard.report.report_bins`).  The goodput bound (DESIGN §4) uses :meth:`bound_capacity`,
-        or ``capacity_req_s`` (req/s, > 0) when given.
+        :func:`pard.report.report_bins`).  The per-second queueing and worker series reach back
+        :data:`SERIES_KEEP_S` (6 h) at least; earlier seconds read as no queueing samples.  The goodput
+        bound (DESIGN §4) uses :meth:`bound_capacity`, or ``capacity_req_s`` (req/s, > 0) when given.
 
         Raises PardValueError for a bad ``capacity_req_s`` or ``duration_s``.
         """

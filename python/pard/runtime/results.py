@@ -2,7 +2,8 @@
 the goodput bound's capacity and the recent batches.  Functions of the runtime's parts, so the
 :class:`~pard.runtime.Runtime` façade only delegates.
 
-Memory stays flat in a long run: the recorder keeps counters and per-second bins, the C++ pipeline
+Memory stays flat in a long run: the recorder keeps counters and the last hours' per-second bins
+(:data:`~pard.runtime.facade.SERIES_KEEP_S`), the C++ pipeline
 (``live``, ``pard._core.LivePipeline``) the outcomes of the most recent ``history`` requests and, per
 stage, the most recent :data:`~pard.runtime.workers.BATCH_HISTORY` batches; the counts by state
 cover every request ever.
