@@ -134,3 +134,28 @@ def test_strict_json_both_ways() -> None:
     body, _ = encode_response("m", "", [("y", np.array([1.0, np.nan, np.inf], np.float32))], {})
     doc = json.loads(body, parse_constant=lambda t: pytest.fail(f"non-JSON token {t}"))
     assert doc["outputs"][0]["data"] == [1.0, None, None]
+
+
+@pytest.mark.parametrize("datatype, data, needle", [
+    ("FP32", [1.0, True], "data[1] = True is not a number, as datatype FP32 needs"),
+    ("INT32", [1, 1.5], "data[1] = 1.5 is not a whole number, as datatype INT32 needs"),
+    ("UINT8", [False], "data[0] = False is not a whole number"),
+    ("BOOL", [True, 1], "data[1] = 1 is not true or false"),
+    ("FP64", [None, 1.0], "data[0] = None is not a number"),
+])
+def test_json_elements_of_the_wrong_kind_are_refused(datatype: str, data: list, needle: str) -> None:
+    """NumPy alone would read JSON true as 1.0 and truncate 1.5 to the INT32 1, without a word."""
+    doc = {"inputs": [{"name": "x", "shape": [len(data)], "datatype": datatype, "data": data}]}
+    with pytest.raises(ProtocolError, match=re.escape(needle)):
+        decode_request(json.dumps(doc).encode())
+
+
+def test_json_elements_of_the_right_kind_decode_exactly() -> None:
+    """Whole numbers are numbers for the float types; nested lists are row-major (the v2 protocol)."""
+    doc = {"inputs": [{"name": "f", "shape": [2, 2], "datatype": "FP32", "data": [[1, 2.5], [3, -4]]},
+                      {"name": "b", "shape": [2], "datatype": "BOOL", "data": [True, False]},
+                      {"name": "i", "shape": [3], "datatype": "INT64", "data": [-(2**40), 0, 7]}]}
+    req = decode_request(json.dumps(doc).encode())
+    assert req.inputs["f"].tolist() == [[1.0, 2.5], [3.0, -4.0]] and req.inputs["f"].dtype == np.float32
+    assert req.inputs["b"].tolist() == [True, False]
+    assert req.inputs["i"].tolist() == [-(2**40), 0, 7]

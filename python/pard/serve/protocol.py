@@ -119,6 +119,7 @@ def _from_json_data(where: str, data: Any, shape: tuple[int, ...], datatype: str
     else:
         if not isinstance(data, list):
             raise ProtocolError(f"{where}.data must be a list of numbers, got {_show(data)}")
+        _check_json_kinds(where, data, datatype)
         try:
             with np.errstate(over="ignore"):  # an overflow becomes inf, refused below
                 arr = np.asarray(data, dtype=DATATYPES[datatype]).reshape(-1)
@@ -131,6 +132,23 @@ def _from_json_data(where: str, data: Any, shape: tuple[int, ...], datatype: str
     if arr.size != count:
         raise ProtocolError(f"{where}.data holds {arr.size} elements but shape {list(shape)} needs {count}")
     return arr.reshape(shape)
+
+
+def _check_json_kinds(where: str, data: list[Any], datatype: str) -> None:
+    """Each JSON element must be of its datatype's kind: ``true``/``false`` for BOOL only, whole numbers
+    for the integer types (NumPy would read ``true`` as 1 and truncate ``1.5`` to 1 without a word)."""
+    try:
+        flat = np.asarray(data, dtype=object).reshape(-1)
+    except ValueError:  # ragged nesting: the size check below names it
+        return
+    kind = DATATYPES[datatype].kind
+    allowed = {bool} if kind == "b" else {int} if kind in "iu" else {int, float}
+    items = flat.tolist()
+    if set(map(type, items)) <= allowed:  # one pass at C speed; the loop below only names the culprit
+        return
+    need = "true or false" if kind == "b" else "a whole number" if kind in "iu" else "a number"
+    i, x = next((i, x) for i, x in enumerate(items) if type(x) not in allowed)
+    raise ProtocolError(f"{where}.data[{i}] = {_show(x)} is not {need}, as datatype {datatype} needs")
 
 
 def _from_binary(where: str, raw: bytes, shape: tuple[int, ...], datatype: str) -> np.ndarray:
