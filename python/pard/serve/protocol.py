@@ -16,7 +16,8 @@ Datatypes (v2 name -> NumPy): ``BOOL`` bool, ``UINT8..UINT64``, ``INT8..INT64``,
 a 4-byte little-endian length, then its bytes).  ``BF16`` has no NumPy type and is refused.
 
 Strict JSON both ways (RFC 8259 has no NaN or Infinity): a request with ``NaN`` / ``Infinity``
-tokens, or a JSON number out of its datatype's range (``1e39`` as FP32), is a 400; a non-finite
+tokens, a JSON number out of its datatype's range (``1e39`` as FP32), or an element of the wrong kind
+(``true`` where a number belongs, ``1.5`` for an integer type, ``1`` for BOOL), is a 400; a non-finite
 float output is written ``null`` in JSON (ask for binary output to get its bits).
 """
 
