@@ -240,6 +240,46 @@ def test_a_client_that_disconnects_cancels_its_request_inside_the_pipeline() -> 
     assert res["report"]["server"]["client_closed"] == 1
 
 
+def test_a_client_that_leaves_after_its_batch_was_collected_is_counted_dropped_not_served() -> None:
+    """The batch runs on (a collected request cannot be cancelled) and the runtime counts it on time, but
+    the answer went nowhere (499): the report and /metrics count it dropped, so that outcomes agree with
+    the HTTP answers (a fresh user's load run had 69 such requests counted on time)."""
+    gate = _serve.gate(key="orphan")
+    doc = config(stages={"detect": {"executor": "_serve:gate", "kwargs": {"key": "orphan"}},
+                         "classify": {"executor": "pard.serve.factories:sleep_profile"}}, warmup=False)
+    app = create_app(parse_serve_config(doc))
+
+    async def main() -> dict[str, Any]:
+        async with app.router.lifespan_context(app):
+            svc = app.state.service
+            left = asyncio.Event()
+            served = asyncio.ensure_future(svc.infer("duo", json.dumps(v2_body([1, 0, 0, 0])).encode(), {},
+                                                     left.wait))
+            await asyncio.to_thread(gate.started.wait, 10.0)  # its batch is running at detect
+            left.set()
+            answer = await served
+            gate.release.set()
+            for _ in range(500):  # the runtime finishes it after the client has gone
+                if svc.runtime.counts()["pending"] == 0:
+                    break
+                await asyncio.sleep(0.01)
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+                text = (await c.get("/metrics")).text
+            return {"answer": answer, "report": svc.report(), "metrics": _metrics(text)}
+
+    res = asyncio.run(main())
+    rep = res["report"]
+    assert res["answer"].status == 499
+    assert rep["runtime"]["on_time"] + rep["runtime"]["late"] == 1  # the pipeline did finish it
+    assert rep["server"]["closed_after_collected"] == 1
+    assert rep["outcomes"]["on_time"] + rep["outcomes"]["late"] == rep["http"].get("200", 0) == 0
+    assert rep["outcomes"]["dropped"] == 1
+    m = res["metrics"]
+    assert m[("pard_requests_total", (("outcome", "on_time"), ("pipeline", "duo")))] == 0
+    assert m[("pard_requests_total", (("outcome", "dropped"), ("pipeline", "duo")))] == 1
+
+
 def test_metrics_parse_and_agree_with_the_report() -> None:
     """/metrics parses with prometheus-client's parser; requests, drops, latencies and batches match the report."""
     async def body(c: httpx.AsyncClient, app: Any) -> tuple[str, dict[str, Any], Any]:

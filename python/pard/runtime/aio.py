@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import Dropped, ExecutorError, PardError, Rejected
 from ..outcomes import STATES
@@ -49,6 +49,15 @@ def _peak_throughput(spec: Any, workers: int) -> float:
     """Requests/s one stage sustains at its best profiled batch size (``workers * max_b b/d(b)``)."""
     sizes = [b for b in spec.profile if b <= spec.max_batch] or [spec.max_batch]
     return float(workers * max(b / spec.duration(int(b)) for b in sizes))
+
+
+def _report_orphan(fut: Any, on_orphan: Callable[[str], None]) -> None:
+    """``on_orphan(state)`` for a request whose awaiting coroutine was cancelled but which still ended
+    on time or late (see :meth:`AsyncRuntime.infer_outcome`)."""
+    if not fut.cancelled():
+        state = STATES[fut.outcome_state]
+        if state in ("on_time", "late"):
+            on_orphan(state)
 
 
 def retry_after_s(rt: Runtime) -> float:
@@ -110,11 +119,17 @@ class AsyncRuntimeMixin:
         return (await self.infer_outcome(payload, slo, tier, deadline))[0]
 
     async def infer_outcome(self, payload: Any, slo: float | None = None, tier: int | None = None,
-                            deadline: float | None = None) -> tuple[Any, str]:
+                            deadline: float | None = None,
+                            on_orphan: Callable[[str], None] | None = None) -> tuple[Any, str]:
         """As :meth:`infer`, and says whether the pipeline finished the request in time:
         ``(output, "on_time")`` or ``(output, "late")`` (the runtime's verdict, the one ``counts()``
         records: its finish against its deadline).  A server that answers after the event loop has
         caught up can compare its own answer time with the deadline (``pard serve`` does).
+
+        ``on_orphan(state)``, when given, is called (from a runtime thread) if this coroutine is cancelled
+        but the request cannot be: its batch was already collected, so it still ends ``"on_time"`` or
+        ``"late"`` in the runtime's counts, with no one awaiting the output (``pard serve`` then counts a
+        client that hung up as dropped, not as served).
 
         Raises: as :meth:`infer`.
         """
@@ -125,7 +140,8 @@ class AsyncRuntimeMixin:
             out = await wrap_future(fut)
             return out, STATES[fut.outcome_state]
         except asyncio.CancelledError:
-            fut.cancel()  # wrap_future already forwards the cancellation; explicit for clarity
+            if not fut.cancel() and on_orphan is not None:  # collected already: it runs to its end
+                fut.add_done_callback(lambda f: _report_orphan(f, on_orphan))
             raise
         except Dropped as e:
             if e.retry_after_s is None and e.reason != "cancelled":

@@ -17,7 +17,9 @@ failed           500     a stage's executor raised on its batch
 invalid          400     a malformed request (the field is named); 404 unknown model; 413 too large
 unavailable      503     not ready yet, or draining after SIGTERM/SIGINT (``Retry-After``)
 client_closed    --      the client disconnected first: the request is cancelled inside the
-                         pipeline (the runtime counts it dropped, reason ``cancelled``)
+                         pipeline (the runtime counts it dropped, reason ``cancelled``); one whose
+                         batch was already collected runs to its end, and the report counts it
+                         dropped too (no answer went out)
 ===============  ======  ===================================================================
 
 The runtime's own counts (``Runtime.counts()``) cover every request that reached it, so
@@ -31,6 +33,7 @@ import asyncio
 import json
 import logging
 import math
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -107,6 +110,10 @@ class ServedPipeline:
         self.counts: dict[str, int] = {k: 0 for k in SERVER_OUTCOMES}
         self.http: dict[int, int] = {}
         self.late_answers = 0  # the pipeline's on_time answered after the deadline (_timed): late
+        # Requests whose client hung up after their batch was collected: the runtime counts them on time or
+        # late, but no answer went out (499), so the report counts them dropped (_orphaned, report()).
+        self.orphans = {"on_time": 0, "late": 0}
+        self._orphan_lock = threading.Lock()
         self.tier_counts: dict[tuple[int, str], int] = {}  # (tier code, outcome) of every decoded request
         self.inflight = 0  # infer calls in progress (the HTTP answer not yet returned)
         self._drain_started: float | None = None
@@ -352,7 +359,13 @@ class ServedPipeline:
         if limit and rt.queued(entry) >= limit:
             raise _QueueFull(f"{limit} requests already wait at stage {entry!r} (queue.max_queue_size)",
                              entry, retry_after_s(rt))
-        return await rt.infer_outcome(payload, slo=slo, tier=tier, deadline=deadline)
+        return await rt.infer_outcome(payload, slo=slo, tier=tier, deadline=deadline, on_orphan=self._orphaned)
+
+    def _orphaned(self, state: str) -> None:
+        """A request that ended ``state`` (on_time / late) in the runtime after its client hung up (a
+        runtime thread, or the event loop, calls this)."""
+        with self._orphan_lock:
+            self.orphans[state] += 1
 
     async def _run(self, infer: Awaitable[Any], disconnected: Callable[[], Awaitable[Any]] | None) -> Any:
         """Await ``infer``; if the client disconnects first, cancel it (the request is cancelled in the pipeline)."""
@@ -371,9 +384,11 @@ class ServedPipeline:
             return task.result()
         task.cancel()
         try:
-            await task
+            _, state = await task
         except (asyncio.CancelledError, PardError):
             pass
+        else:  # it finished as the client left: counted by the runtime, answered by no one
+            self._orphaned(state)
         raise _ClientClosed
 
     # ------------------------------------------------------------------ decoding
@@ -433,18 +448,25 @@ class ServedPipeline:
         """Outcome counts: the runtime's (every request that reached it) plus the server's own.
 
         ``outcomes`` merges them (``rejected`` includes ``queue_full``; ``dropped`` includes the
-        runtime's ``cancelled`` drops of requests whose client disconnected); ``http`` counts the
-        answers by status code.
+        runtime's ``cancelled`` drops of requests whose client disconnected, and those whose client
+        disconnected after their batch was collected, which the runtime counts on time or late:
+        ``server.closed_after_collected``); ``http`` counts the answers by status code.
         """
         rt = self.runtime.counts() if self.runtime is not None else {}
         merged = {k: int(rt.get(k, 0)) for k in ("on_time", "late", "dropped", "rejected", "failed", "pending")}
         merged["rejected"] += self.counts["queue_full"] + self.counts["busy"]
         merged["on_time"] -= self.late_answers  # answered after their deadline (_timed)
         merged["late"] += self.late_answers
+        with self._orphan_lock:
+            orphans = dict(self.orphans)
+        for state, n in orphans.items():  # finished after their client hung up: no answer went out
+            merged[state] -= n
+            merged["dropped"] += n
         for k in ("invalid", "unavailable", "output_error"):
             merged[k] = self.counts[k]
         return {"pipeline": self.model_name, "runtime": rt, "tiers": self.tier_report(),
-                "server": {**self.counts, "late_answers": self.late_answers},
+                "server": {**self.counts, "late_answers": self.late_answers,
+                           "closed_after_collected": sum(orphans.values())},
                 "outcomes": merged, "http": {str(k): v for k, v in sorted(self.http.items())}}
 
 
