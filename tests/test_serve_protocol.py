@@ -159,3 +159,19 @@ def test_json_elements_of_the_right_kind_decode_exactly() -> None:
     assert req.inputs["f"].tolist() == [[1.0, 2.5], [3.0, -4.0]] and req.inputs["f"].dtype == np.float32
     assert req.inputs["b"].tolist() == [True, False]
     assert req.inputs["i"].tolist() == [-(2**40), 0, 7]
+
+
+
+def test_ragged_data_is_refused_as_ragged() -> None:
+    """Even nestings are read row-major whatever their shape (Triton's reading: [[7], [8]] for shape [2]);
+    an uneven one is named as such, not as 'is not a number' (a fresh user's report)."""
+    doc = {"inputs": [{"name": "x", "shape": [3], "datatype": "FP32", "data": [[0.5, 0.5], [0.5]]}]}
+    with pytest.raises(ProtocolError, match="data is nested unevenly"):
+        decode_request(json.dumps(doc).encode())
+
+
+def test_a_body_of_nul_bytes_is_not_read_as_utf_32() -> None:
+    """JSON is UTF-8 (RFC 8259): NUL bytes are an invalid JSON body, not a UTF-32 codec error."""
+    with pytest.raises(ProtocolError, match="not valid JSON: Expecting value") as info:
+        decode_request(b"\0" * 50)
+    assert "utf-32" not in str(info.value)

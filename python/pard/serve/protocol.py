@@ -120,7 +120,7 @@ def _from_json_data(where: str, data: Any, shape: tuple[int, ...], datatype: str
     else:
         if not isinstance(data, list):
             raise ProtocolError(f"{where}.data must be a list of numbers, got {_show(data)}")
-        _check_json_kinds(where, data, datatype)
+        _check_json_kinds(where, data, datatype)  # any even nesting is read row-major, as Triton reads it
         try:
             with np.errstate(over="ignore"):  # an overflow becomes inf, refused below
                 arr = np.asarray(data, dtype=DATATYPES[datatype]).reshape(-1)
@@ -140,8 +140,8 @@ def _check_json_kinds(where: str, data: list[Any], datatype: str) -> None:
     for the integer types (NumPy would read ``true`` as 1 and truncate ``1.5`` to 1 without a word)."""
     try:
         flat = np.asarray(data, dtype=object).reshape(-1)
-    except ValueError:  # ragged nesting: the size check below names it
-        return
+    except ValueError:
+        flat = np.array([None])  # cannot be laid out at all: the loop below names it ragged
     kind = DATATYPES[datatype].kind
     allowed = {bool} if kind == "b" else {int} if kind in "iu" else {int, float}
     items = flat.tolist()
@@ -149,6 +149,9 @@ def _check_json_kinds(where: str, data: list[Any], datatype: str) -> None:
         return
     need = "true or false" if kind == "b" else "a whole number" if kind in "iu" else "a number"
     i, x = next((i, x) for i, x in enumerate(items) if type(x) not in allowed)
+    if isinstance(x, list) or x is None and flat.size == 1 and isinstance(data[0], list):
+        raise ProtocolError(f"{where}.data is nested unevenly (its lists at one depth differ in length): "
+                            f"{_show(data)}")
     raise ProtocolError(f"{where}.data[{i}] = {_show(x)} is not {need}, as datatype {datatype} needs")
 
 
@@ -187,7 +190,8 @@ def _split_body(body: bytes, header_length: int | None) -> tuple[Any, bytes]:
             raise ProtocolError(f"{HEADER_LENGTH} is {header_length} but the body has {len(body)} bytes")
         header, rest = body[:header_length], body[header_length:]
     try:
-        doc = json.loads(header, parse_constant=_refuse_constant)
+        # UTF-8 only (RFC 8259 §8.1): json.loads on bytes would guess UTF-16/32 from NUL bytes
+        doc = json.loads(header.decode("utf-8"), parse_constant=_refuse_constant)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ProtocolError(f"the request body is not valid JSON: {exc}") from None
     except RecursionError:  # json's decoder recurses per nesting level: '[' * 100000 exhausts the stack
