@@ -223,6 +223,9 @@ class Planner:
                     raise PardValueError(f"stage {st.name!r}: bad downstream path {path!r} for {n} stages")
         self._stages = list(stages)
         self._policy = get_policy(policy)
+        #: Warn (PardWarning) when a stage runs far from its profile (DurationScale.warn_drifted).  A
+        #: simulation whose executors run the profile itself turns it off: only its jitter can move them.
+        self.warn_drift = True
         self._lam = float(lam)
         if self._policy.tune_lam:
             self._lam = min(max(self._lam, LAM_MIN), LAM_MAX)
@@ -531,7 +534,7 @@ class Planner:
                 overload_downstream_s=hi,
             ))
         self._terms = out
-        if correct:  # after the terms are stored: a warning raised as an error still leaves them in self.terms
+        if correct and self.warn_drift:  # after the terms are stored: a warning raised as an error leaves them
             self._scale.warn_drifted([st.name for st in self._stages])
         return out
 
