@@ -194,3 +194,23 @@ def test_workload_takes_a_list_as_an_array() -> None:
     assert w.arrivals_s.dtype == "float64" and w.arrivals_s.tolist() == [0.0, 0.5]
     assert w.slo_s is not None and w.slo_s.tolist() == [0.2, 0.3]
     assert w.tier is not None and w.tier.dtype == "int32" and w.tier.tolist() == [1, 0] and len(w) == 2
+
+
+@pytest.mark.parametrize("trace", ["poisson", "bursty"])
+def test_start_on_a_generated_trace_is_refused_not_ignored(trace: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A generator has no timeline: `--start 1e12` used to run from 0 without a word (a fresh user's report)."""
+    code, out, err = run_main(capsys, "simulate", "--trace", trace, "--start", "1e12", "--duration", "5")
+    assert code == 2 and out == ""
+    assert "--start 1e+12 applies to a real trace" in err and f"the {trace} generator always starts at 0" in err
+
+
+def test_pard_run_on_a_generator_does_not_inherit_the_real_traces_start() -> None:
+    """`pard run`'s default --start is a stretch of azure-conv; with --trace poisson it is 0, so that the
+    refusal above does not hit a user who passed no --start."""
+    from pard.cli import build_parser
+    from pard.cli.run import LIVE_DEFAULTS, check_trace
+
+    for trace, start in (("poisson", 0.0), ("azure-conv", LIVE_DEFAULTS["start"])):
+        args = build_parser().parse_args(["run", "--trace", trace])
+        check_trace(args)
+        assert args.start == start

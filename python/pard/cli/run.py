@@ -79,8 +79,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--unit", choices=UNITS, default=None, help="csv: unit of the arrival times (as `pard simulate`)")
     p.add_argument("--load", type=positive("--load"), default=d["load"],
                    help="mean arrival rate over the measured pipeline capacity; default 1.0")
-    p.add_argument("--start", type=non_negative("--start"), default=d["start"],
-                   help=f"skip this many seconds of the trace; default {d['start']:g}")
+    p.add_argument("--start", type=non_negative("--start"), default=None,
+                   help=f"skip this many seconds of a real trace; default {d['start']:g} (0 for the generators)")
     p.add_argument("--duration", type=positive("--duration"), default=d["duration"],
                    help=f"seconds of trace to replay per policy; default {d['duration']:g}")
     p.add_argument("--policies", type=policies, default=policies(d["policies"]),
@@ -115,6 +115,8 @@ def check_outputs(args: argparse.Namespace) -> None:
 def check_trace(args: argparse.Namespace, err: Any = None) -> None:
     """Read the trace once at a nominal rate, so that a missing or malformed one is refused before the profile;
     note on ``err`` a csv trace's tier/slo columns, which a live replay does not use."""
+    if args.start is None:  # the default stretch of a real trace; a generator has no timeline to skip into
+        args.start = 0.0 if args.trace in ("bursty", "poisson") else LIVE_DEFAULTS["start"]
     is_file = args.trace not in BUILTIN_TRACES and Path(args.trace).is_file()
     if not is_file and (args.column is not None or args.unit is not None):
         raise UsageError("--column/--unit apply to a csv trace FILE")

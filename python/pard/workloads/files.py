@@ -79,6 +79,9 @@ def load_trace(
     if trace in ("bursty", "poisson"):
         if rate is None:
             raise TraceError(f"{opt('trace')} {trace} needs {opt('load')}")
+        if start_s:  # a generated trace has no timeline to skip into: silently ignoring it misleads
+            raise TraceError(f"{opt('start')} {start_s:g} applies to a real trace (azure-conv or a file); the "
+                             f"{trace} generator always starts at 0 (another {opt('seed')} draws other arrivals)")
         dur = 300.0 if duration_s is None else duration_s
         if trace == "poisson":
             arr = poisson(rate, dur, seed=seed)
