@@ -130,6 +130,16 @@ def test_milliseconds_read_as_seconds_warn_in_one_line(tmp_path: Path, capsys: p
     assert json.loads(out)["load"] == pytest.approx(rate / pard.config.builtin("tm").capacity().pipeline)
 
 
+def test_no_milliseconds_hint_when_ms_would_not_help(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Times past the simulator's range even as ms (1e300 s) get the range error alone: the hint to pass
+    --unit ms would lead nowhere (a fresh user's report)."""
+    f = tmp_path / "huge.csv"
+    f.write_text("ts\n1e300\n1e301\n")
+    code, out, err = run_main(capsys, "simulate", "--pipeline", "tm", "--trace", str(f), "--policies", "naive")
+    assert code == 2 and "arrivals must be <= 1e+09 s" in err
+    assert "are the times in milliseconds" not in err and "--unit ms" not in err
+
+
 def test_unit_ms_and_unit_s_silence_the_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """--unit ms reads the same file as 20 s at 200 req/s, without a warning; --unit s confirms seconds, also quietly."""
     f, ms = _ms_trace(tmp_path)

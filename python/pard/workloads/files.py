@@ -156,6 +156,10 @@ def _warn_if_ms(times_s: F64, capacity: float, source: str, opt: Callable[[str],
     rate = times_s.size / span
     if rate >= MS_RATE_SHARE * capacity:
         return
+    from ..sim import MAX_ARRIVAL_S  # here: pard.sim imports this package
+
+    if float(times_s[-1]) / 1e3 > MAX_ARRIVAL_S:  # even as ms they are past what can be simulated: no hint
+        return
     warnings.warn(
         f"{source}: {times_s.size} arrivals over {span:g} s is {rate:.3g} req/s, {rate / capacity * 100:.2g} % of "
         f"the pipeline's capacity ({capacity:.0f} req/s): are the times in milliseconds?  They were read as "
