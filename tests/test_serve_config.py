@@ -130,6 +130,7 @@ def test_pard_serve_command_rejects_a_bad_file_with_exit_2(tmp_path: Path, capsy
     assert main(["serve", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "server.port" in err and "70000" in err
+    assert err.startswith("pard serve: error: ")  # one prefix for every usage error (a fresh user saw two)
     assert main(["serve", str(tmp_path / "missing.yaml")]) == 2
     assert "no such served-pipeline file" in capsys.readouterr().err
 
@@ -152,6 +153,7 @@ def test_pard_serve_refuses_a_bad_pipeline_before_binding_the_port(tmp_path: Pat
     assert main(["serve", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and str(path) in err and text in err, err
+    assert err.startswith("pard serve: error: "), err
 
 
 def test_an_unresolvable_host_is_refused_naming_the_file_and_field(tmp_path: Path,

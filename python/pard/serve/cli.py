@@ -52,13 +52,13 @@ def run(args: argparse.Namespace) -> int:
     from .config import load_serve_config  # noqa: PLC0415 - after the extra is known to be there
     from .server import serve  # noqa: PLC0415
     if args.port is not None and not 0 <= args.port <= 65535:
-        print(f"pard serve: --port must be in [0, 65535], got {args.port}", file=sys.stderr)
+        print(f"pard serve: error: --port must be in [0, 65535], got {args.port}", file=sys.stderr)
         return 2
     try:
         config = load_serve_config(args.config)
         check_host(args.host or config.server.host, "--host" if args.host else f"{args.config}: server.host")
     except PardError as exc:
-        print(f"pard serve: {exc}", file=sys.stderr)
+        print(f"pard serve: error: {exc}", file=sys.stderr)  # the prefix of every pard command's usage errors
         return 2
     return serve(config, host=args.host, port=args.port, port_file=args.port_file, report_file=args.report)
 
