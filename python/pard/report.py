@@ -466,7 +466,7 @@ def comparison_table(reports: Mapping[str, Report], *, title: str | None = None)
     """A rich Table, one row per policy: goodput, its ratio to the bound, drop / invalid rates, p99, drops by stage."""
     table = require("rich.table", "cli", "comparison tables").Table(title=title)
     for col in ["policy", "goodput\nreq/s", "of\nbound", "on\ntime", "drop rate\n(incl. late)", "invalid\nrate",
-                "worst 1 s\n(incl. late)", "p99\nms", "drops by stage"]:
+                "worst 1 s\n(incl. late)", "p99 ms\n(on time)", "drops by stage"]:
         table.add_column(col, justify="left" if col in ("policy", "drops by stage") else "right",
                          no_wrap=col != "drops by stage")
     for name, r in reports.items():
