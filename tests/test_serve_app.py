@@ -202,12 +202,16 @@ def test_drain_fails_readiness_and_answers_new_requests_503() -> None:
     _run(config(), body)
 
 
+def _gated_app(key: str) -> tuple[Any, Any]:
+    """The app with a held ``detect`` stage (``_serve:gate`` under ``key``): its first batch waits for the gate."""
+    doc = config(stages={"detect": {"executor": "_serve:gate", "kwargs": {"key": key}},
+                         "classify": {"executor": "pard.serve.factories:sleep_profile"}}, warmup=False)
+    return _serve.gate(key=key), create_app(parse_serve_config(doc))
+
+
 def test_a_client_that_disconnects_cancels_its_request_inside_the_pipeline() -> None:
     """A request whose client leaves while it waits is cancelled (dropped, reason cancelled) and never computed."""
-    gate = _serve.gate(key="disconnect")
-    doc = config(stages={"detect": {"executor": "_serve:gate", "kwargs": {"key": "disconnect"}},
-                         "classify": {"executor": "pard.serve.factories:sleep_profile"}}, warmup=False)
-    app = create_app(parse_serve_config(doc))
+    gate, app = _gated_app("disconnect")
 
     async def main() -> dict[str, Any]:
         async with app.router.lifespan_context(app):
@@ -244,10 +248,7 @@ def test_a_client_that_leaves_after_its_batch_was_collected_is_counted_dropped_n
     """The batch runs on (a collected request cannot be cancelled) and the runtime counts it on time, but
     the answer went nowhere (499): the report and /metrics count it dropped, so that outcomes agree with
     the HTTP answers (a fresh user's load run had 69 such requests counted on time)."""
-    gate = _serve.gate(key="orphan")
-    doc = config(stages={"detect": {"executor": "_serve:gate", "kwargs": {"key": "orphan"}},
-                         "classify": {"executor": "pard.serve.factories:sleep_profile"}}, warmup=False)
-    app = create_app(parse_serve_config(doc))
+    gate, app = _gated_app("orphan")
 
     async def main() -> dict[str, Any]:
         async with app.router.lifespan_context(app):

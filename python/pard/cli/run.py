@@ -28,7 +28,7 @@ import numpy as np
 from .._extras import require
 from ..errors import UsageError
 from ..report import comparison_table
-from ..workloads import BUILTIN_TRACES, TRACE_FORMATS, UNITS, load_trace, resolve_file_format
+from ..workloads import BUILTIN_TRACES, GENERATED_TRACES, TRACE_FORMATS, UNITS, load_trace, resolve_file_format
 from .compare import (agreement_table, bound_line, check_profile, drop_reasons, probe_line, reasons_line,
                       refit_note, verdict)
 from .measure import run_profile
@@ -116,7 +116,7 @@ def check_trace(args: argparse.Namespace, err: Any = None) -> None:
     """Read the trace once at a nominal rate, so that a missing or malformed one is refused before the profile;
     note on ``err`` a csv trace's tier/slo columns, which a live replay does not use."""
     if args.start is None:  # the default stretch of a real trace; a generator has no timeline to skip into
-        args.start = 0.0 if args.trace in ("bursty", "poisson") else LIVE_DEFAULTS["start"]
+        args.start = 0.0 if args.trace in GENERATED_TRACES else LIVE_DEFAULTS["start"]
     is_file = args.trace not in BUILTIN_TRACES and Path(args.trace).is_file()
     if not is_file and (args.column is not None or args.unit is not None):
         raise UsageError("--column/--unit apply to a csv trace FILE")

@@ -31,12 +31,14 @@ from .traces import (_UNIT_SCALE, BUNDLED_TRACES, _check_request_columns, _read_
 from .transforms import scale, window
 
 __all__ = ["load_trace", "load_requests", "resolve_file_format", "read_csv_trace", "csv_header", "TRACE_FORMATS",
-           "UNITS", "BUILTIN_TRACES", "BURSTY_CV", "MS_RATE_SHARE", "MS_SPAN_S"]
+           "UNITS", "BUILTIN_TRACES", "GENERATED_TRACES", "BURSTY_CV", "MS_RATE_SHARE", "MS_SPAN_S"]
 
 #: Formats of a trace file (``trace_format``).
 TRACE_FORMATS = ("azure-llm", "azure-functions", "counts", "csv")
 #: Names :func:`load_trace` takes besides a file: the bundled trace and two generators.
 BUILTIN_TRACES = ("azure-conv", "bursty", "poisson")
+#: The generators among them: arrivals drawn from 0, with no timeline of their own.
+GENERATED_TRACES = ("bursty", "poisson")
 
 
 def _keyword(name: str) -> str:
@@ -76,7 +78,7 @@ def load_trace(
     """
     opt = spell
     by_default_s = False  # numbers read as seconds because nothing said otherwise
-    if trace in ("bursty", "poisson"):
+    if trace in GENERATED_TRACES:
         if rate is None:
             raise TraceError(f"{opt('trace')} {trace} needs {opt('load')}")
         if start_s:  # a generated trace has no timeline to skip into: silently ignoring it misleads
