@@ -166,15 +166,17 @@ def burst(rt: pard.Runtime, n: int = 1000) -> collections.Counter[str]:
 
 def test_live_readme_example_serves_a_burst_its_profile_calls_unreachable() -> None:
     """The README's embedded runtime: 1 000 requests at once, SLO 0.15 s, NumPy stages that run a batch of 8
-    in well under 1 ms against a declared 12 ms. Real capacity (> 8 000 req/s) serves the burst in a small
-    part of its budget, so pard serves at least 90 % on time (before the own-ratio correction it shed 65-90 %
-    at detect); every request ends exactly once."""
+    in well under 1 ms against a declared 12 ms. Real capacity (> 8 000 req/s) serves the burst within its
+    budget, so pard serves most of it on time: before the own-ratio correction it shed 65-90 % at detect
+    (10-35 % on time). The bar is 75 %, not the 90-100 % a quiet machine gives: the burst is live on shared
+    cores, and a 90 % bar failed once (2026-12-02, not reproduced in 10 reruns). Every request
+    ends exactly once."""
     with pard.Runtime(demo_spec(), readme_stages(), policy="pard") as rt:
         ends = burst(rt)
     r = rt.report()
     assert sum(ends.values()) == 1000
     assert r.on_time + r.late + r.dropped + r.rejected + r.failed == r.submitted == 1000
-    assert r.on_time >= 900, dict(ends)
+    assert r.on_time >= 750, dict(ends)
 
 
 def test_live_burst_after_idle_syncs_is_not_shed_on_the_profiles_word() -> None:
