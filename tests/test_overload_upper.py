@@ -63,6 +63,32 @@ def test_calm_stage_ignores_the_raised_term() -> None:
     assert ids.tolist() == list(range(16)) and len(dropped) == 0
 
 
+def test_one_request_with_little_slack_is_not_an_overload() -> None:
+    """One request queued, due 1 ms after a batch of one ends (d(1) = 15 ms): nothing is ahead of it, so the
+    stage is not overloaded, although 1 ms is under one request's share of the service rate (1 / 355.6 s =
+    2.8 ms). It runs; the raised term, which would drop it, is not used. (The test counted n / R = 2.8 ms
+    against the 1 ms of slack until 2026-12-03 and dropped it.)"""
+    s = linear_sched()
+    s.publish(downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0, service_rate=RATE, overload_downstream_s=0.3)
+    s.submit(0, 0.0, A + C + 0.001, 0.0)
+    ids, dropped, _ = s.form_batch(0.0, 0.0)
+    assert ids.tolist() == [0] and len(dropped) == 0
+
+
+def test_idle_chain_with_a_tight_feasible_slo_serves_every_request() -> None:
+    """Two stages of 10 ms each (max_batch 1), SLO 24 ms, one request every 0.2 s (2.5 % load), no jitter:
+    each request is alone in the pipeline and done 20 ms after it arrives, so all 300 are on time, as
+    naive's are. Before the count above was fixed, `pard` dropped all 300 at the first stage (a new user's
+    test, 2026-12-03)."""
+    spec = pard.PipelineSpec(name="tight", slo=0.024, stages=[
+        pard.StageSpec(name="a", profile={1: 0.010}, max_batch=1, workers=1, successors=["b"]),
+        pard.StageSpec(name="b", profile={1: 0.010}, max_batch=1, workers=1)])
+    arrivals = np.arange(300) * 0.2
+    for name in ("pard", "naive"):
+        r = pard.simulate(spec, arrivals, name, jitter_cv=0.0)
+        assert (r.on_time, r.dropped, r.late) == (300, 0, 0), name
+
+
 def dag() -> list[PlannerStage]:
     """a -> {b, c} -> d: d(1) of b, c, d = 4, 7 (a single profile point: constant), 2 ms."""
     return [
