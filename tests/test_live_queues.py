@@ -62,7 +62,7 @@ def test_queue_lag_is_zero_until_the_stage_is_measured() -> None:
     """Before the planner publishes a ratio (duration_scale 0) and before the stage has run a batch, its rate
     is the profile's word alone, so it reports no lag (a live stage whose thread has not run yet holds a
     queue its profile may overstate a hundredfold); after one batch measured at the profile's own duration
-    (ratio 1), the backlog counts: n / R."""
+    (ratio 1), the backlog counts: n / R; and so it does once the planner publishes a ratio (1)."""
     prof = _core.Profile([1, B], [A + C, A + C * B])
     pol = _core.Policy(order="adaptive", drop="pard", tiered=True, reactive=True, live_queues=True)
     s = _core.StageScheduler(stage=1, profile=prof, max_batch=B, policy=pol, budget_fraction=1.0, tier_weights=[1.0])
@@ -70,6 +70,8 @@ def test_queue_lag_is_zero_until_the_stage_is_measured() -> None:
     fill(s, 100, due=10.0)
     assert s.queue_lag_s == 0.0
     s.observe_batch(B, A + C * B)
+    assert s.queue_lag_s == pytest.approx(100 / RATE, abs=1e-9)
+    s.publish(downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0, service_rate=RATE, duration_scale=1.0)
     assert s.queue_lag_s == pytest.approx(100 / RATE, abs=1e-9)
 
 

@@ -95,8 +95,9 @@ def test_unmeasured_purge_scales_d_and_the_downstream_term(published: float, wan
 @pytest.mark.parametrize(("observed", "want_batch", "want_drops"), [
     # no batch measured yet: overloaded at the profile's 50 req/s (HBF), but nothing is shed
     (None, [9, 8], {}),
-    # a batch at its profile (ratio 1): the published case of test_scheduler's reactive test, 2 shed
-    (0.020, [9, 8], {0: "shed", 1: "shed"}),
+    # a batch at its profile (ratio 1): overloaded as in test_scheduler's reactive test, but the planner
+    # has published no measured ratio yet, so nothing is shed (one batch of evidence is not enough)
+    (0.020, [9, 8], {}),
     # ratio 0.5: d(2) 10 ms, service rate 100 req/s; the most slack 0.145 - 0.01 = 0.135 s holds
     # 100 * 0.135 = 13.5 >= 10: not overloaded, LBF as published, nothing shed
     (0.010, [0, 1], {}),
@@ -104,8 +105,10 @@ def test_unmeasured_purge_scales_d_and_the_downstream_term(published: float, wan
 def test_unmeasured_overload_test_uses_the_stage_ratio_and_never_sheds_blind(
         observed: float | None, want_batch: list[int], want_drops: dict[int, str]) -> None:
     """reactive pard, unmeasured publish with service rate 50 req/s (the profile's), 10 queued with
-    deadlines 0.100 .. 0.145 s (every 5 ms), b 2: the overload test and the shed follow the stage's own ratio,
-    and with no batch measured the test switches the order but sheds nothing."""
+    deadlines 0.100 .. 0.145 s (every 5 ms), b 2: the overload test follows the stage's own ratio, and
+    until the planner publishes a measured ratio it switches the order but sheds nothing (a shed is
+    irreversible; the stage's own first batches are too little evidence for it). Published at ratio 1, the
+    same queue sheds ids 0 and 1 (test_scheduler's reactive case)."""
     s = sched(reactive=True)
     if observed is not None:
         s.observe_batch(2, observed)
@@ -115,6 +118,20 @@ def test_unmeasured_overload_test_uses_the_stage_ratio_and_never_sheds_blind(
     res = s.form_batch(0.0, 0.0)
     assert res[0].tolist() == want_batch
     assert drops_of(res) == want_drops
+
+
+def test_published_ratio_lets_the_overload_test_shed() -> None:
+    """The case above once the planner has published a measured ratio of 1: 10 queued against 50 req/s,
+    the most slack 0.145 - 0.02 = 0.125 s: overloaded (9 ahead > 50 * 0.125 = 6.25); with l_max = 0.125 s,
+    2 * (floor(50 * 0.125 / 2) + 1) = 8 can start in time, so the bottom two (ids 0, 1) are shed and the
+    batch is popped HBF (ids 9, 8)."""
+    s = sched(reactive=True)
+    s.publish(downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0, service_rate=50.0, duration_scale=1.0)
+    for i in range(10):
+        s.submit(i, 0.0, 0.1 + 0.005 * i, 0.0)
+    res = s.form_batch(0.0, 0.0)
+    assert res[0].tolist() == [9, 8]
+    assert drops_of(res) == {0: "shed", 1: "shed"}
 
 
 def demo_spec() -> pard.PipelineSpec:
@@ -176,7 +193,10 @@ def test_live_readme_example_serves_a_burst_its_profile_calls_unreachable() -> N
     r = rt.report()
     assert sum(ends.values()) == 1000
     assert r.on_time + r.late + r.dropped + r.rejected + r.failed == r.submitted == 1000
-    assert r.on_time >= 750, dict(ends)
+    b = rt.batches()  # on failure, the first batches' stage, size and ms say what the stage measured
+    first = [(int(k), int(n), round(float(d) * 1e3, 3)) for k, n, d in
+             zip(b["stage"][:6], b["size"][:6], b["duration_s"][:6])]
+    assert r.on_time >= 750, (dict(ends), first)
 
 
 def test_live_burst_after_idle_syncs_is_not_shed_on_the_profiles_word() -> None:

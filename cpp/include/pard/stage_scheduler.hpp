@@ -37,8 +37,8 @@
 //      queued with under 1 / R of slack held the test, and an idle chain with a tight but feasible SLO
 //      then popped every request under the overload term below and dropped all of them.)
 //      Then this batch is popped HBF at once (without waiting for the planner's mu), and the requests
-//      that cannot even leave this stage in time in that order are shed now (not while nothing is
-//      measured yet: unmeasured()), from the bottom (reason `shed`): batches of B = max_batch start
+//      that cannot even leave this stage in time in that order are shed now (not before the planner
+//      has published a measured ratio: shed_blind()), from the bottom (reason `shed`): batches of B = max_batch start
 //      every B / R, so with l_max = max deadline - (t_e + d_k(b)) (this stage's own finish, no
 //      downstream estimate) at most S(l_max) = B * (floor(R * l_max / B) + 1) requests can start by
 //      then, and every request past the first S(l_max) would start after its own deadline. The test
@@ -367,7 +367,7 @@ public:
         const bool pace = paced(t);
         const bool overloaded = rule == DropRule::kPard && cfg_.policy.reactive && !cfg_.policy.keyed_by_arrival() &&
                                 t.service_rate > 0.0 &&
-                                react_to_overload(t, t_e_ns, d, pace, !unmeasured(published), out, is_cancelled);  // 2b
+                                react_to_overload(t, t_e_ns, d, pace, !shed_blind(published), out, is_cancelled);  // 2b
         overloaded_.store(overloaded, std::memory_order_relaxed);
         if (overloaded) {
             pop_max = true;
@@ -439,11 +439,22 @@ public:
 
 private:
     // True while neither the planner nor this stage has measured a batch: the published duration_scale
-    // is 0 and no batch has been observed. Then step 2b does not shed (its only evidence that the queue
-    // is unreachable would be the profile: a burst that finds the first batch forming would be cut to
-    // what the profile says, before one batch has shown the real speed); the order switch still holds.
+    // is 0 and no batch has been observed. Then the stage reports no queue lag (queue_lag_ns): its rate
+    // would be the profile's word alone.
     [[nodiscard]] bool unmeasured(const PublishedTerms& published) const noexcept {
         return published.duration_scale == 0.0 && profiled_sum_ns_.load(std::memory_order_relaxed) == 0;
+    }
+
+    // True while the planner has published no measured ratio (duration_scale 0: prior_terms, before the
+    // first sync that saw a batch). Then step 2b does not shed; the order switch still holds, and the
+    // purge and pop rule still drop what is infeasible by the stage's own ratio. Why: a shed is
+    // irreversible, and until then its evidence would be the profile (a burst that finds the first batch
+    // forming would be cut to what the profile says) or the stage's own first batches, whose ratio sets
+    // the service rate for every request queued: a live README-example burst, once in the test suite,
+    // shed 784 of 1 000 on it. The planner's ratio pools every stage's batches over its window with a
+    // prior (pard.duration_scale).
+    [[nodiscard]] static bool shed_blind(const PublishedTerms& published) noexcept {
+        return published.duration_scale == 0.0;
     }
 
     [[nodiscard]] PublishedTerms effective(PublishedTerms t) const noexcept {
