@@ -406,6 +406,41 @@ def test_scale_amplify_keeps_time_scale_and_hits_rate() -> None:
     np.testing.assert_array_equal(out, wl.scale(trace, 200.0, bin=10.0, seed=1))
 
 
+def test_scale_amplify_partial_last_bin_keeps_span_and_rate() -> None:
+    """amplify: a last bin the trace only partly covers is not stretched to a whole bin.
+
+    Arrivals every 10 ms on [0, 15) (1500, last at 14.99 s, so the trace ends at 15.00 s), 10 s bins:
+    counts 1000 and 500 over 10 s and 5 s, a flat 100 req/s.  Scaled to 100 req/s the expected counts
+    are 1000 in [0, 10) and 500 in [10, 15), and nothing at or after 15 s (a whole last bin gave
+    1333 and 667 over [0, 20)).
+    """
+    out = wl.scale(np.arange(1500) * 0.01, 100.0, bin=10.0, seed=3)
+    assert 14.5 < out.max() < 15.0
+    first = int(np.count_nonzero(out < 10.0))
+    assert abs(first - 1000) < 5 * math.sqrt(1000)
+    assert abs((out.size - first) - 500) < 5 * math.sqrt(500)
+    # a trace shorter than one bin: 100 arrivals every 5 ms on [0, 0.5) at 400 req/s -> ~200 in [0, 0.5)
+    short = wl.scale(np.arange(100) * 0.005, 400.0, bin=10.0, seed=4)
+    assert short.max() < 0.5
+    assert abs(short.size - 200) < 5 * math.sqrt(200)
+    # whole bins keep the documented envelope: every 10 ms on [0, 20) -> ~2000 per 10 s bin at 200 req/s
+    whole = wl.scale(np.arange(2000) * 0.01, 200.0, bin=10.0, seed=5)
+    assert 19.5 < whole.max() < 20.0
+    assert abs(int(np.count_nonzero(whole < 10.0)) - 2000) < 5 * math.sqrt(2000)
+    assert abs(whole.size - 4000) < 5 * math.sqrt(4000)
+
+
+def test_scale_amplify_poisson_keeps_rate_and_duration() -> None:
+    """The report's repro: scale(poisson(100, 15), 100) is about 100 req/s over about 15 s, in both
+    the first 10 s and the last 5 s (it was ~130/s, then ~65/s, over 20 s)."""
+    out = wl.scale(wl.poisson(100.0, 15.0, seed=0), 100.0, seed=0)
+    assert 14.5 < out.max() < 15.1
+    assert abs(out.size - 1500) < 5 * math.sqrt(1500)
+    first = int(np.count_nonzero(out < 10.0))
+    assert abs(first - 1000) < 5 * math.sqrt(1000)
+    assert abs(int(np.count_nonzero((out >= 10.0) & (out < 15.0))) - 500) < 5 * math.sqrt(500)
+
+
 def test_scale_compress_is_a_time_squeeze() -> None:
     """compress multiplies times by mean_rate/rate, so the new mean rate is exactly the target."""
     a = np.array([0.0, 1.0, 3.0, 10.0])

@@ -72,11 +72,15 @@ def scale(
     """Scale a trace to a target mean rate ``rate`` (req/s), two ways (DESIGN §5).
 
     - ``"amplify"`` (default) keeps the trace's time scale.  It takes the rate envelope (the
-      counts ``c_k`` in bins of ``bin`` seconds over ``[0, K*bin)``, ``K`` bins through the last
+      counts ``c_k`` in bins of ``bin`` seconds over ``[0, T)``, ``K`` bins through the last
       arrival), scales it to the target mean and draws a Poisson number of arrivals with mean
-      ``c_k * rate * K * bin / n`` in bin ``k``, at uniform times within the bin (seeded).
-      Bursts keep their real length; the output's expected mean rate over ``[0, K*bin)`` is
-      ``rate``.  Structure shorter than ``bin`` is replaced by Poisson arrivals.
+      ``c_k * rate * T / n`` in bin ``k``, at uniform times within the bin (seeded).  ``T`` is
+      the trace's end: its last arrival plus its mean inter-arrival gap
+      ``(max - min) / (n - 1)``, at most ``K*bin``.  So every bin but the last is ``bin`` seconds
+      wide and the last one covers only ``[(K-1)*bin, T)``: a trace shorter than ``bin``, or
+      one ending inside a bin, is not stretched to a whole bin.  Bursts keep their real length;
+      the output's expected mean rate over ``[0, T)`` is ``rate``.  Structure shorter than
+      ``bin`` is replaced by Poisson arrivals.
     - ``"compress"`` multiplies every time by ``mean_rate(arrivals) / rate`` (times are measured
       from the first arrival).  Deterministic; bursts shrink or stretch with the trace.
 
@@ -86,10 +90,10 @@ def scale(
         mode: ``"amplify"`` or ``"compress"``.
         bin: envelope bin width in seconds (amplify only), finite and > 0.
         seed: int seed or numpy Generator (amplify only).
-        max_arrivals: refuse (amplify only) when the expected output count ``rate * K * bin``
+        max_arrivals: refuse (amplify only) when the expected output count ``rate * T``
             exceeds this (default :data:`~pard.workloads.MAX_ARRIVALS`).
 
-    Returns: shape (m,), float64, sorted seconds (amplify: in ``[0, K*bin)``; compress: from 0).
+    Returns: shape (m,), float64, sorted seconds (amplify: in ``[0, T)``; compress: from 0).
     Warns: :class:`pard.errors.PardWarning` when ``arrivals`` is not sorted (saying how many times were
         out of order); they are sorted first, as the CSV loaders do.
     Raises: ValueError for bad arguments or fewer than two distinct arrival times;
@@ -111,14 +115,22 @@ def scale(
     if mode != "amplify":
         raise PardValueError(f"mode must be 'amplify' or 'compress', got {mode!r}")
     b = check_positive("bin", bin)
-    span = (math.floor(a[-1] / b) + 1) * b
+    k = math.floor(a[-1] / b) + 1  # bins through the last arrival (bin_counts' size)
+    last_start = (k - 1) * b
+    # the trace ends one mean gap after its last arrival, inside the last arrival's bin: a partial last
+    # bin is only as wide as the time the trace spans there (a whole bin stretched the trace and, at the
+    # same count, cut the rate of the bins before it)
+    span = min(max(float(a[-1]) + float(a[-1] - a[0]) / (a.size - 1), last_start), k * b)
     check_max_arrivals(f"scale(rate={fmt_num(r)}, mode='amplify') over {fmt_num(span)} s", r * span, max_arrivals)
     counts = bin_counts(a, b)
+    widths = np.full(counts.size, b)
+    widths[-1] = span - last_start
     expected = counts * (r * span / a.size)
     gen = rng(seed)
     drawn = gen.poisson(expected)
     starts = np.repeat(np.arange(counts.size, dtype=np.float64) * b, drawn)
-    out = starts + gen.random(int(drawn.sum())) * b
+    out = starts + gen.random(int(drawn.sum())) * np.repeat(widths, drawn)
+    np.minimum(out, np.nextafter(span, 0.0), out=out)  # rounding must not reach the end T
     out.sort(kind="stable")
     return out
 
