@@ -472,3 +472,36 @@ def test_workers_by_stage_name_equal_the_list_form() -> None:
     assert (a.on_time, a.dropped, a.late) == (b.on_time, b.dropped, b.late)
     with pytest.raises(pard.PardError, match="'bogus'.*vehicle_detect"):
         pard.simulate(spec, arr, "pard", workers={"bogus": 2})
+
+
+def test_compare_accepts_a_workload_with_its_slos_and_tiers() -> None:
+    """compare() takes a Workload as simulate() does, using its per-request SLOs and its tiers by name.
+
+    One stage of 10 ms, one request a second (never a queue): the 10 gold requests (SLO 1 s) are all on
+    time, the 10 bronze ones (SLO 5 ms < 10 ms of work) none, under every policy.
+    """
+    spec = config.PipelineSpec(name="t", slo=1.0, stages=[stage("s", 0.01)], tiers={"gold": 3.0, "bronze": 1.0})
+    n = 20
+    codes = np.arange(n) % 2  # code 0 = "bronze", 1 = "gold": the workload's order, not the pipeline's
+    work = pard.workloads.Workload(arrivals_s=np.arange(n, dtype=np.float64), slo_s=np.where(codes == 1, 1.0, 0.005),
+                                   tier=codes, tier_names=("bronze", "gold"))
+    reports = compare(spec, work, ["pard", "naive"], jitter_cv=0.0)
+    assert list(reports) == ["pard", "naive"]
+    for r in reports.values():
+        by_name = {t.name: t for t in r.tiers}
+        assert (by_name["gold"].submitted, by_name["gold"].on_time) == (10, 10)
+        assert (by_name["bronze"].submitted, by_name["bronze"].on_time) == (10, 0)
+        assert r.on_time == 10
+
+
+@pytest.mark.parametrize("kwargs,needles", [
+    ({"foo": 1}, ["compare", "'foo'"]),
+    ({"policy": "x"}, ["compare", "policy=", "'x'", "policies="]),
+])
+def test_compare_refuses_unknown_keywords_as_pard_errors(kwargs: dict[str, object], needles: list[str]) -> None:
+    """A keyword simulate() does not take, or policy= (compare takes policies=), is a PardTypeError naming it."""
+    with pytest.raises(pard.PardError) as info:
+        compare("tm", np.linspace(0.0, 1.0, 10), **kwargs)
+    assert isinstance(info.value, TypeError)
+    for needle in needles:
+        assert needle in str(info.value)

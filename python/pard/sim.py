@@ -17,6 +17,7 @@ When every request has finished, been dropped or rejected, a :class:`pard.report
 from __future__ import annotations
 
 import collections.abc
+import inspect
 import math
 import os
 import time
@@ -431,10 +432,16 @@ def compare(
     ``tiers`` (in ``params``): per-request tier codes as in :func:`simulate`; tier-aware policies
     (``pard``) serve and shed by the tiers' weights, and every report has per-tier results.
 
+    ``arrivals``: as :func:`simulate` -- an array of float seconds or a
+    :class:`pard.workloads.Workload` (its per-request SLOs and tiers are used unless ``slo`` /
+    ``tiers`` are given in ``params``).
+
     ``policies``: policy names or PolicySpecs (a single name or spec is one policy).  Returns policy
     name -> Report, in the order given.  Raises as :func:`simulate`; ValueError for an empty or
-    duplicated policy list; TypeError when ``policies`` is not a name, PolicySpec or iterable.
+    duplicated policy list; TypeError when ``policies`` is not a name, PolicySpec or iterable, or
+    for a keyword in ``params`` that :func:`simulate` does not take (``policy=``: use ``policies=``).
     """
+    _check_compare_params(params)
     if isinstance(policies, (str, PolicySpec)):
         policies = [policies]
     if not isinstance(policies, collections.abc.Iterable):
@@ -447,5 +454,22 @@ def compare(
     if len(set(names)) != len(names):
         raise PardValueError(f"policies must not repeat a name, got {names!r}")
     spec = resolve_pipeline(pipeline)
-    arr = _arrivals(arrivals)
+    arr = arrivals if isinstance(arrivals, Workload) else _arrivals(arrivals)  # simulate unpacks a Workload
     return {s.name: simulate(spec, arr, s, **params) for s in specs}
+
+
+def _check_compare_params(params: Mapping[str, Any]) -> None:
+    """PardTypeError for a keyword in :func:`compare`'s ``params`` that is not one of :func:`simulate`'s
+    keyword-only parameters (``policy``: compare passes each of ``policies``), naming it and its value."""
+    for key, value in params.items():
+        if key == "policy":
+            raise PardTypeError(f"compare() takes policies=, not policy= (got policy={show(value)}); "
+                                f"use policies={show(value)}")
+        if key not in _SIMULATE_KEYWORDS:
+            raise PardTypeError(f"compare() got an unexpected keyword argument {key!r} (= {show(value)}); "
+                                f"it takes simulate()'s keywords: {', '.join(_SIMULATE_KEYWORDS)}")
+
+
+#: The keywords :func:`compare` passes on to :func:`simulate` (its keyword-only parameters).
+_SIMULATE_KEYWORDS = tuple(name for name, p in inspect.signature(simulate).parameters.items()
+                           if p.kind is inspect.Parameter.KEYWORD_ONLY)
