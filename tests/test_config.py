@@ -477,3 +477,18 @@ def test_bad_yaml_file_error_is_one_line_with_path_line_and_column(tmp_path: Pat
     msg = str(info.value)
     assert "\n" not in msg and "<unicode string>" not in msg
     assert msg.startswith(f"{p}: line {line}, column {column}: not valid YAML: ")
+
+
+def test_module_json_refuses_both_slo_and_slo_ms(tmp_path: Path) -> None:
+    """A module file with both "slo" and "slo_ms" is a ConfigError naming both fields and values; either alone works."""
+    mods = [{"name": "a", "id": 0, "pres": [-1], "subs": [-1], "durations_ms": [10]}]
+    p = tmp_path / "both.json"
+    p.write_text(json.dumps({"name": "p", "slo_ms": 300, "slo": 5.0, "modules": mods}))
+    with pytest.raises(ConfigError) as info:
+        config.load(p)
+    message = str(info.value)
+    assert "both.json" in message and "slo=5.0" in message and "slo_ms=300" in message
+    p.write_text(json.dumps({"name": "p", "slo_ms": 300, "modules": mods}))
+    assert config.load(p).slo == pytest.approx(0.3)
+    p.write_text(json.dumps({"name": "p", "slo": 5.0, "modules": mods}))
+    assert config.load(p).slo == pytest.approx(5.0)

@@ -26,7 +26,8 @@ def from_module_json(
     """Read the PARD paper artifact's JSON module format into a :class:`PipelineSpec`.
 
     Accepted shape (what we assume; the paper does not publish a schema): either a list of modules
-    or an object ``{"name": ..., "slo": <s> | "slo_ms": <ms>, "tiers": {...}, "modules": [...]}``.
+    or an object ``{"name": ..., "slo": <s> | "slo_ms": <ms>, "tiers": {...}, "modules": [...]}``
+    (at most one of ``slo`` and ``slo_ms``).
     Each module is an object with
 
     - ``name`` (str) and ``id`` (int, unique);
@@ -41,7 +42,8 @@ def from_module_json(
     ``name`` / ``slo`` arguments override (or, for a bare list, supply) the pipeline's name and SLO.
 
     Raises:
-        ConfigError: a missing or inconsistent field (names the module and the field).
+        ConfigError: a missing or inconsistent field (names the module and the field), or both
+            ``slo`` and ``slo_ms`` (names both and their values).
     """
     meta: dict[str, Any] = {}
     if isinstance(data, dict):
@@ -52,6 +54,9 @@ def from_module_json(
     if not isinstance(modules, list) or not modules:
         raise ConfigError(f"{source}: 'modules' must be a non-empty list of module objects")
     pname = name if name is not None else meta.get("name")
+    if "slo" in meta and "slo_ms" in meta:  # as the latency fields: one unit, never two values to choose from
+        raise ConfigError(f"{source}: expected at most one of 'slo' (s) or 'slo_ms', got both: "
+                          f"slo={meta['slo']!r}, slo_ms={meta['slo_ms']!r}")
     if slo is None:
         if "slo" in meta:
             slo = meta["slo"]
