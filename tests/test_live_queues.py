@@ -103,6 +103,36 @@ def test_without_live_queues_the_backlog_below_is_not_read() -> None:
     assert batch_above(140, False) == (list(range(16)), [])
 
 
+def tiered_pair(below_mu: float) -> tuple[list[int], list[int]]:
+    """Two tiered stages, weights gold 10 (tier 0) and free 1 (tier 1). Below: 140 free and 4 gold queued
+    (due at 10 s), order HBF when below_mu = 2 (> 1 + eps), LBF when 0.5. Above: one gold (id 1) and one
+    free (id 2) request, both due 0.2 s, formed into a batch of 2 at t = 0 (d(2) = 20 ms). Returns (batch
+    ids, dropped ids) above."""
+    prof = _core.Profile([1, B], [A + C, A + C * B])
+    pol = _core.Policy(order="adaptive", drop="pard", tiered=True, reactive=True, live_queues=True)
+    up, low = (_core.StageScheduler(stage=k, profile=prof, max_batch=B, policy=pol, budget_fraction=1.0,
+                                    tier_weights=[10.0, 1.0]) for k in (0, 1))
+    up.publish(downstream_s=0.0, mu=0.5, eps=0.1, queue_delay_s=0.0, service_rate=RATE)
+    low.publish(downstream_s=0.0, mu=below_mu, eps=0.1, queue_delay_s=0.0, service_rate=RATE)
+    up.set_below([low])
+    for i in range(144):
+        low.submit(10_000 + i, 0.0, 10.0, 0.0, tier=1 if i < 140 else 0)
+    low.purge(0.0, 0.0)  # into its heap (nothing is due: nothing purged), so its tiers are counted
+    up.submit(1, 0.0, 0.2, 0.0, tier=0)
+    up.submit(2, 0.0, 0.2, 0.0, tier=1)
+    ids, dropped, _ = up.form_batch(0.0, 0.0)
+    return sorted(ids.tolist()), sorted(dropped.tolist())
+
+
+def test_a_high_tier_request_is_budgeted_only_the_tiers_ahead_of_it_below() -> None:
+    """Below pops HBF, so a gold request there waits only behind the 4 gold: 4 / R = 11.2 ms, less the 20 ms
+    batch above, is no lag, and gold's threshold is 20 ms against its 0.2 s: kept. A free request waits behind
+    all 144: 0.405 s - 20 ms = 0.385 s of lag, threshold 0.405 s > 0.2 s: dropped. (A tier-blind lag dropped
+    both.) Below in LBF every queued request may be ahead of either, so both are dropped."""
+    assert tiered_pair(2.0) == ([1], [2])
+    assert tiered_pair(0.5) == ([], [1, 2])
+
+
 def path_lags(successors: list[list[int]], lag: list[float], k: int) -> float:
     """Brute force: the most, over every path of successor edges from k, of the summed lags below k."""
     best = 0.0

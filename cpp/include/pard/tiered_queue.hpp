@@ -57,6 +57,8 @@ public:
     [[nodiscard]] std::size_t size() const noexcept { return size_; }
     [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
     [[nodiscard]] std::size_t tiers() const noexcept { return heaps_.size(); }
+    // Requests queued in tier t (t < tiers()).
+    [[nodiscard]] std::size_t tier_size(std::size_t t) const noexcept { return heaps_[t].size(); }
     void reserve(std::size_t n) { heaps_[0].reserve(n); }
 
     void push(const Request& r) {
@@ -92,10 +94,12 @@ public:
         for (auto& h : heaps_) h.rekey(less, scratch);
     }
 
-private:
+    // The heap a request of this tier code lives in (an unknown code: tier 0's).
     [[nodiscard]] std::size_t index(std::int32_t tier) const noexcept {
         return (tier < 0 || static_cast<std::size_t>(tier) >= heaps_.size()) ? 0 : static_cast<std::size_t>(tier);
     }
+
+private:
     [[nodiscard]] std::size_t min_heap() const noexcept {
         std::size_t best = heaps_.size();
         for (std::size_t t = 0; t < heaps_.size(); ++t) {
