@@ -30,12 +30,13 @@
 //      has measured one — published duration_scale 0 — the stage's own ratio, see effective_terms.)
 //   2b. reactive (pard): the hot-path overload test, once per batch. With n queued, the published
 //      service rate R (requests/s at full batches) and the slack of the request with the most of it,
-//      s_max = max deadline - (t_e + d_k(b) + downstream): in EDF (LBF) order the request with the most
-//      slack starts last, after the n - 1 ahead of it drain at R; if (n - 1) / R exceeds s_max, LBF
-//      would spend the stage on requests that leave it with no slack. (The count was n / R until
-//      2026-12-03, which also counted that request's own batch, already out of s_max: one request
-//      queued with under 1 / R of slack held the test, and an idle chain with a tight but feasible SLO
-//      then popped every request under the overload term below and dropped all of them.)
+//      s_max = max deadline - (t_e + d_k(b) + downstream): the queue needs about n / R to drain; if
+//      that exceeds s_max, EDF (LBF) would spend the stage on requests that leave it with no slack.
+//      A lone request (n = 1) never holds the test: nothing is ahead of it. (Until 2026-12-03 one
+//      request queued with under 1 / R of slack held it, and an idle chain with a tight but feasible
+//      SLO then popped every request under the overload term below and dropped all of them. Counting
+//      the n - 1 ahead of the request with the most slack instead also fixed that, but moved the grid
+//      and the on-off tests both ways; the lone-request rule leaves every queue of two or more as it was.)
 //      Then this batch is popped HBF at once (without waiting for the planner's mu), and the requests
 //      that cannot even leave this stage in time in that order are shed now (not before the planner
 //      has published a measured ratio: shed_blind()), from the bottom (reason `shed`): batches of B = max_batch start
@@ -632,10 +633,9 @@ private:
         const double n = static_cast<double>(heap_.size());
         const std::int64_t latest = latest_deadline();
         const double slack_max_s = static_cast<double>(latest - pard_threshold(t_e_ns, d, t.downstream_ns)) * 1e-9;
-        // Fluid: in LBF the request with the most slack starts last, after the n - 1 ahead of it drain
-        // at R (its own batch's time is already out of its slack: d_k(b) above). Switching order early
-        // costs little, so the fluid count, not the batch count the shed below uses.
-        if (n - 1.0 <= t.service_rate * slack_max_s) return false;
+        // A lone request has nothing ahead of it: it starts at t_e whatever its slack.
+        if (n <= 1.0) return false;
+        if (n <= t.service_rate * slack_max_s) return false;  // fluid: switching order early costs little
         if (!cfg_.policy.shed || !may_shed) return true;
         // Shed only what cannot even leave this stage in time: the downstream term is an estimate that
         // a burst inflates (and the purge and pop rule apply it anyway), this stage's own finish is not.
