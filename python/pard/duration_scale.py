@@ -157,8 +157,8 @@ class DurationScale:
         """A :class:`pard.PardWarning` for each stage :meth:`drifted` reports (``names``: the stages' names)."""
         for k, s_k, nb in self.drifted():
             warnings.warn(f"stage {names[k]!r} runs {_ratio_text(s_k)} its profile's batch durations (over {nb} "
-                          f"batches; beyond {WARN_FACTOR:g}x either way): {_correction_text(s_k)}, but the profile "
-                          f"does not describe this machine's executors; measure it again", PardWarning, stacklevel=3)
+                          f"batches; beyond {WARN_FACTOR:g}x either way): {_correction_text(s_k)}", PardWarning,
+                          stacklevel=3)
 
 
 def _ratio_text(s: float) -> str:
@@ -174,6 +174,6 @@ def _correction_text(s: float) -> str:
     """What the online correction does about it: all of it, or only up to its clip (a new user's profile 100x
     too fast was reported as 10x, and goodput fell to 5 % of a right profile's)."""
     if SCALE_MIN < s < SCALE_MAX:
-        return "pard corrects d(b) online"
+        return "pard corrects d(b) online, but the profile does not describe this machine's executors; measure it again"
     return (f"pard's online correction of d(b) stops at {SCALE_MIN:g}x-{SCALE_MAX:g}x, so its drops and order "
-            f"still follow a profile that is wrong by more than that")
+            f"still follow a profile that is wrong by more than that; measure it again")
