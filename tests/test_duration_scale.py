@@ -219,6 +219,18 @@ def test_exec_scale_stretches_every_batch() -> None:
     assert float(np.sum(two.compute_s)) == pytest.approx(2 * float(np.sum(one.compute_s)), rel=1e-6)
 
 
+@pytest.mark.parametrize(("scale", "cap"), [(2.0, 500.0), ([1.0, 1.0, 1.0, 4.0, 1.0], 3200.0 / 3 / 4)])
+def test_the_bound_counts_executors_known_to_run_slower(scale: float | list[float], cap: float) -> None:
+    """lv's stages serve 1 000-1 066 req/s at full batches; at exec_scale 2 every stage serves half that, and
+    at 4 on face_landmark (1 066 req/s profiled) that stage serves a quarter.  Arrivals at 800 req/s for 30 s
+    with a 1 s SLO: no policy can finish more than cap x (30 + 1) s on time, and the bound must not claim
+    the profile's 800 x 30 (it did, so every policy read below 0.1 of a bound it could never reach)."""
+    arr = np.sort(np.random.default_rng(0).uniform(0.0, 30.0, 24_000))
+    rep = pard.simulate("lv", arr, "naive", exec_scale=scale, slo=1.0, jitter_cv=0.0)
+    assert cap * 30 * 0.98 <= rep.goodput_bound_count <= cap * 31 * (1 + 1e-9)
+    assert rep.on_time <= rep.goodput_bound_count
+
+
 @pytest.mark.parametrize("scope", ["path", "own", "sink"])
 def test_spread_margin_closed_form(scope: str) -> None:
     """Batches at 0.7x and 1.3x their profile in turn (ratio mean 1, sd 0.3, so cv 0.3) on a two-stage chain

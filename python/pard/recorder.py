@@ -41,6 +41,9 @@ class RunRecorder:
         spec: the pipeline run (profiles give the nominal ``d(b)`` of each executed batch).
         origin_s: the time of bin 0 (s); bins are whole seconds from it.
         workers: the workers per stage at the start (the series' value before the first sync).
+        exec_scale: per stage, how much slower than profiled the executors are known to run (the
+            simulator's ``exec_scale``; default 1 each): the bound's capacity is then the profile's over
+            this, since a stage that is known to run at half speed can serve only half its profile.
         keep_s: keep the per-second bins of the most recent ``keep_s`` seconds at least, and at most twice
             that (None: every second of the run, the simulator's case).  A server's runtime runs for days,
             and at 8 bytes x (3 x stages + 1) a second the series of a 5-stage pipeline would grow by about
@@ -52,7 +55,7 @@ class RunRecorder:
     """
 
     def __init__(self, spec: PipelineSpec, *, origin_s: float, workers: Sequence[float],
-                 keep_s: float | None = None) -> None:
+                 keep_s: float | None = None, exec_scale: Sequence[float] | None = None) -> None:
         if keep_s is not None and (isinstance(keep_s, bool) or not isinstance(keep_s, (int, float))
                                    or not (math.isfinite(keep_s) and keep_s >= 1)):
             raise PardValueError(f"keep_s must be None or a finite number of seconds >= 1, got {keep_s!r}")
@@ -64,6 +67,7 @@ class RunRecorder:
         self.compute_s = np.zeros(ns)
         self.nominal_s = np.zeros(ns)  # profiled d(b) of the executed batches, summed
         self.peak = np.array([peak_throughput(st.profile, st.max_batch) for st in spec.stages])
+        self.exec_scale = np.ones(ns) if exec_scale is None else np.asarray(exec_scale, dtype=np.float64)
         self._initial = np.asarray(workers, dtype=np.float64)
         self._qsum = np.zeros((ns, 0))
         self._qcnt = np.zeros((ns, 0))
@@ -189,11 +193,13 @@ class RunRecorder:
                             np.nan)
 
     def stage_capacity(self, workers: F64) -> F64:
-        """Per stage (req/s): ``workers * peak * max(1, speed-up)``; ``workers`` shape ``(ns,)`` or ``(ns, nb)``.
+        """Per stage (req/s): ``workers * peak / s * max(1, speed-up * s)``, ``s`` the known ``exec_scale``;
+        ``workers`` shape ``(ns,)`` or ``(ns, nb)``.
 
-        Slower batches do not lower it: a bound must hold whatever the machine did.
+        Batches slower than the known speed do not lower it: a bound must hold whatever the machine did.
         """
-        up = np.maximum(np.nan_to_num(self.speedup(), nan=1.0), 1.0) * self.peak
+        known = self.peak / self.exec_scale
+        up = np.maximum(np.nan_to_num(self.speedup() * self.exec_scale, nan=1.0), 1.0) * known
         return np.asarray(workers, dtype=np.float64) * (up if np.ndim(workers) == 1 else up[:, None])
 
     def series(self, t0_s: float, n_bins: int) -> tuple[F64, F64, F64]:

@@ -261,7 +261,8 @@ def simulate(
         exec_scale: the simulated executors' duration against the profile, a number in (0, 1000] or one
             per stage: a batch takes ``exec_scale * d_k(b)`` (times the jitter) while every policy still
             plans with the profile's ``d_k(b)``.  ``> 1``: slower than profiled (a profile measured on a
-            quieter machine); ``< 1``: faster (measured on a busier one); 1 (default): as profiled.
+            quieter machine); ``< 1``: faster (measured on a busier one); 1 (default): as profiled.  The report's
+            goodput bound counts the stages at their known speed, profile over ``exec_scale``.
         sync_interval_s: planner period (s), in [:data:`MIN_SYNC_INTERVAL_S`, :data:`MAX_SYNC_INTERVAL_S`]
             (1 ms .. 1 h); the paper's default is 1 s.
         lam, window_s, adapt_window, samples: the planner's parameters (:class:`pard.planner.Planner`);
@@ -356,7 +357,7 @@ def simulate(
     # per-second bookkeeping over the arrivals' horizon
     t0, nb = report_bins(arr)
     initial = [float(st.workers if workers is None else workers[k]) for k, st in enumerate(spec.stages)]
-    recorder = RunRecorder(spec, origin_s=t0, workers=initial)
+    recorder = RunRecorder(spec, origin_s=t0, workers=initial, exec_scale=[st["exec_scale"] for st in stages])
     per_worker = np.array([st.batch_limit / st.duration(st.batch_limit) for st in spec.stages])  # best batch
     end_arrivals = float(arr[-1]) if n else 0.0
     bar = _Progress(progress, end_arrivals - t0, f"{pol.name} on {spec.name}")
