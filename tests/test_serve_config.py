@@ -173,3 +173,34 @@ def test_an_unresolvable_host_is_refused_naming_the_file_and_field(tmp_path: Pat
     assert main([str(ROOT / "examples" / "tm.yaml"), "--host", "no-such-host.invalid"]) == 2
     assert "--host 'no-such-host.invalid'" in capsys.readouterr().err
     check_host("127.0.0.1", "server.host")
+
+
+def test_a_port_in_use_is_refused_naming_the_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A port another server listens on: pard serve exits 2 with one line naming --port (or the file's
+    server.port) and the port, before building the pipeline (uvicorn alone logged "[Errno 98] address
+    already in use" after the build and exited 1); the port freed again passes."""
+    import socket
+
+    import yaml
+
+    from pard.serve.cli import check_port, main
+
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    port = holder.getsockname()[1]
+    try:
+        assert main([str(ROOT / "examples" / "tm.yaml"), "--host", "127.0.0.1", "--port", str(port)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("pard serve: error: --port ") and str(port) in err and err.count("\n") == 0, err
+        path = tmp_path / "busy.yaml"
+        data = yaml.safe_load((ROOT / "examples" / "tm.yaml").read_text())
+        data.setdefault("server", {}).update(host="127.0.0.1", port=port)
+        path.write_text(yaml.safe_dump(data))
+        assert main([str(path)]) == 2
+        err = capsys.readouterr().err
+        assert f"{path}: server.port {port}" in err, err
+    finally:
+        holder.close()
+    check_port("127.0.0.1", port, "--port")  # free again: no error
+    check_port("127.0.0.1", 0, "--port")

@@ -45,6 +45,26 @@ def check_host(host: str, where: str) -> None:
                              f"({reason}); e.g. 127.0.0.1, 0.0.0.0 or ::1") from None
 
 
+def check_port(host: str, port: int, where: str) -> None:
+    """PardValueError naming ``where`` when ``port`` on ``host`` is taken (uvicorn would log ``[Errno 98]``
+    after building the pipeline and exit 1, naming neither the option nor what to do).  Binds every address
+    ``host`` resolves to, as asyncio's ``create_server`` under uvicorn does (``SO_REUSEADDR``; IPv6 sockets
+    v6-only), so a port in TIME_WAIT passes; port 0 always passes."""
+    if port == 0:
+        return
+    for family, kind, proto, _, addr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(addr)
+            except OSError as exc:
+                raise PardValueError(f"{where} {port} on {host} cannot be listened on ({exc.strerror}); another "
+                                     f"server may hold it: stop it, or pick a free port (--port, or 0 for any "
+                                     f"free one)") from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``pard serve`` for parsed ``args``; returns the exit status (2 for a bad file or option)."""
     for module in ("starlette", "uvicorn", "prometheus_client", "yaml"):
@@ -56,7 +76,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         config = load_serve_config(args.config)
-        check_host(args.host or config.server.host, "--host" if args.host else f"{args.config}: server.host")
+        host = args.host or config.server.host
+        check_host(host, "--host" if args.host else f"{args.config}: server.host")
+        check_port(host, config.server.port if args.port is None else args.port,
+                   "--port" if args.port is not None else f"{args.config}: server.port")
     except PardError as exc:
         print(f"pard serve: error: {exc}", file=sys.stderr)  # the prefix of every pard command's usage errors
         return 2
