@@ -160,14 +160,14 @@ void register_scheduler(py::module_& m) {
              "Returns False when the ring is full (back-pressure: the caller must reject the request).")
         .def("publish", [](StageScheduler& s, double downstream_s, double mu, double eps, double queue_delay_s,
                            double admit_fraction, double service_rate, double duration_scale, double path_rate,
-                           double overload_downstream_s) {
+                           double overload_downstream_s, double floor_downstream_s) {
                  s.publish(PublishedTerms::from_seconds(downstream_s, mu, eps, queue_delay_s, admit_fraction,
                                                         service_rate, duration_scale, path_rate,
-                                                        overload_downstream_s));
+                                                        overload_downstream_s, floor_downstream_s));
              },
              py::kw_only(), py::arg("downstream_s"), py::arg("mu"), py::arg("eps"), py::arg("queue_delay_s"),
              py::arg("admit_fraction") = 1.0, py::arg("service_rate") = 0.0, py::arg("duration_scale") = 1.0,
-             py::arg("path_rate") = 0.0, py::arg("overload_downstream_s") = 0.0,
+             py::arg("path_rate") = 0.0, py::arg("overload_downstream_s") = 0.0, py::arg("floor_downstream_s") = 0.0,
              "Publish the planner's terms (DESIGN 3.2, 3.5) as one snapshot and step the adaptive order "
              "(3.3: mu > 1+eps -> HBF, mu < 1-eps -> LBF, else keep). ValueError for negative or non-finite "
              "values or admit_fraction outside [0, 1].")

@@ -89,6 +89,73 @@ def test_idle_chain_with_a_tight_feasible_slo_serves_every_request() -> None:
         assert (r.on_time, r.dropped, r.late) == (300, 0, 0), name
 
 
+def test_a_raised_term_that_no_queued_request_meets_is_not_applied() -> None:
+    """1000 queued as in the first test, but a raised term of 0.5 s, more than any request's whole budget
+    (due by 0.3999 s, a batch of 16 ends at 0.09 s): it would drop the entire queue, and a stage that drops
+    its entire queue sends the stages below nothing, so the premise of the raise (they are about to be
+    busy) never comes true. The published 0 applies instead: popped HBF, ids 999..984 run; the shed is
+    the same 888. (Applied, it dropped every request of a sustained overload: a new user's test, 2026-12-03.)"""
+    ids, dropped, codes = one_batch(1000, 0.5)
+    assert ids.tolist() == list(range(999, 983, -1))
+    assert sum(_core.REASONS[int(c)] == "shed" for c in codes) == 888 and len(dropped) == 888
+
+
+@pytest.mark.parametrize(("floor_s", "kept"), [(0.05, 16), (0.0, 0)])
+def test_a_published_term_that_no_queued_request_meets_falls_back_to_the_floor(floor_s: float, kept: int) -> None:
+    """20 requests due 0.3 + 1e-4 i s, published downstream 0.5 s (downstream="busy"'s forecast), floor
+    Σq + Σd = 0.05 s, no stage below holding anything: every request would be purged (0 + d(1) + 0.5 >
+    0.302), so the batch takes the floor: 0.09 + 0.05 <= 0.3, LBF pops ids 0..15, nothing dropped, 4 wait. No floor
+    published (0, every policy but downstream="busy"): the published term stands and all 20 are purged."""
+    s = linear_sched()
+    s.publish(downstream_s=0.5, mu=0.5, eps=0.1, queue_delay_s=0.0, service_rate=RATE, floor_downstream_s=floor_s)
+    for i in range(20):
+        s.submit(i, 0.0, 0.3 + 1e-4 * i, 0.0)
+    ids, dropped, _ = s.form_batch(0.0, 0.0)
+    assert ids.tolist() == list(range(kept)) and len(dropped) == (0 if kept else 20)  # 4 stay queued
+
+
+def test_two_requests_on_an_idle_chain_with_room_for_one() -> None:
+    """Two stages of 0.1 s (max_batch 1), SLO 0.25 s, two requests at t = 0, no jitter: the first is done at
+    0.2 s, the second could not be before 0.3 s, so exactly one is on time (as pard-paper, nexus and naive
+    serve). pard dropped both at the first stage: with two queued its overload test held and the raised term
+    (2 x 0.1 s below) left neither feasible (a new user's test, 2026-12-03)."""
+    spec = pard.PipelineSpec(name="pair", slo=0.25, stages=[
+        pard.StageSpec(name="a", profile={1: 0.1}, max_batch=1, workers=1, successors=["b"]),
+        pard.StageSpec(name="b", profile={1: 0.1}, max_batch=1, workers=1)])
+    for name in ("pard", "pard-paper", "naive"):
+        assert pard.simulate(spec, [0.0, 0.0], name, jitter_cv=0.0).on_time == 1, name
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.1])
+def test_a_tight_slo_chain_in_sustained_overload_keeps_its_goodput(jitter: float) -> None:
+    """Three stages (12.7, 29/34.9 for two, 34.3 ms; one worker each), SLO 0.135 s, Poisson at twice the
+    29.2 req/s capacity for 120 s: a request alone needs 76 ms, so the SLO leaves room, and the fluid bound
+    is the capacity. pard served 12 (jitter 0.1) and 2 (jitter 0) of 7 040 requests, under 0.01 of the bound
+    (pard-paper: 0.94): pard-upper's 2 Σd = 138 ms below the entry exceeds the SLO, so the raised term
+    dropped every request at the entry, and a stage below whose last batch was overloaded kept saying so
+    while idle. Now each forecast stands only while something below backs it; pard reaches 0.7 of the bound."""
+    spec = pard.PipelineSpec(name="three", slo=0.135, stages=[
+        pard.StageSpec(name="s0", profile={1: 0.0127}, max_batch=1, workers=1, successors=["s1"]),
+        pard.StageSpec(name="s1", profile={1: 0.029, 2: 0.0349}, max_batch=2, workers=1, successors=["s2"]),
+        pard.StageSpec(name="s2", profile={1: 0.0343}, max_batch=1, workers=1)])
+    arr = pard.workloads.poisson(2 * spec.capacity().pipeline, 120, seed=97)
+    r = pard.simulate(spec, arr, "pard", jitter_cv=jitter)
+    assert r.goodput_ratio >= 0.7, r
+
+
+def test_a_paced_stage_below_is_not_budgeted_a_running_batch() -> None:
+    """Two stages of 0.1 s (max_batch 1), SLO 0.25 s, Poisson at 1.2x the 10 req/s capacity for 300 s: the
+    stage below, fed one request per 0.1 s by the one above, is busy throughout, yet a request reaching it
+    starts at once. downstream="busy" budgeted it a whole running batch (rho d = 0.1 s), so the entry dropped
+    what it could serve: 0.36 of the bound (pard-paper 0.64). Now 0.5 of the bound at least."""
+    spec = pard.PipelineSpec(name="two", slo=0.25, stages=[
+        pard.StageSpec(name="a", profile={1: 0.1}, max_batch=1, workers=1, successors=["b"]),
+        pard.StageSpec(name="b", profile={1: 0.1}, max_batch=1, workers=1)])
+    arr = pard.workloads.poisson(1.2 * spec.capacity().pipeline, 300, seed=0)
+    r = pard.simulate(spec, arr, "pard", jitter_cv=0.1)
+    assert r.goodput_ratio >= 0.5, r
+
+
 def dag() -> list[PlannerStage]:
     """a -> {b, c} -> d: d(1) of b, c, d = 4, 7 (a single profile point: constant), 2 ms."""
     return [
@@ -113,6 +180,19 @@ def test_planner_publishes_sum_q_plus_twice_sum_d(on: bool) -> None:
     assert terms[0].publish_kwargs()["overload_downstream_s"] == terms[0].overload_downstream_s
 
 
+@pytest.mark.parametrize("mode", ["busy", "full"])
+def test_planner_publishes_the_floor_sum_q_plus_sum_d_for_busy_only(mode: str) -> None:
+    """As above (b_i = 1, q_d = 4 ms): a's floor is max(4 + 2, 7 + 2) + 4 = 13 ms, b's and c's 2 + 4 = 6 ms,
+    the sink's 0 (tests/test_planner_native.py holds the C++ planner to the same bits); with the paper's
+    downstream="full" every floor is 0 (the stage scheduler then never falls back)."""
+    pol = dataclasses.replace(POLICIES["pard"], name="v", downstream=mode)
+    stats = [{}, {}, {}, {"qdelay_s": np.array([0.003, 0.005])}]
+    terms = Planner(dag(), policy=pol).update(1.0, stats, [1, 1, 1, 1])
+    want = [0.013, 0.006, 0.006, 0.0] if mode == "busy" else [0.0] * 4
+    assert [t.floor_downstream_s for t in terms] == pytest.approx(want, abs=1e-12)
+    assert terms[0].publish_kwargs()["floor_downstream_s"] == terms[0].floor_downstream_s
+
+
 @pytest.mark.parametrize("value", [1, "yes", None])
 def test_bad_overload_upper_raises(value: object) -> None:
     """A non-bool overload_upper is a PardError naming the field and the value."""
@@ -122,10 +202,12 @@ def test_bad_overload_upper_raises(value: object) -> None:
 
 def test_busy_with_overload_upper_holds_on_a_burst_after_an_idle_gap() -> None:
     """lv, executors 3x their profile, 2 s bursts at 1.5x the true capacity every 10 s: downstream="busy"
-    alone budgets w from utilisations measured while idle and holds less of itself on the true profile than
-    with overload_upper (0.90 vs 0.96 today; below 0.9 before step 2b shed by the batch count); with
-    overload_upper it meets pard's bar (>= 0.9) and serves more than busy alone, and every request ends in
-    exactly one terminal state."""
+    alone budgets w from utilisations measured while idle; with overload_upper it serves more, on the wrong
+    profile (1 295 vs 974 on time today) and on the true one (1 438 vs 1 005), and holds pard's bar (>= 0.9
+    of itself on the true profile; 0.90 today, below 0.9 before step 2b shed by the batch count), and every
+    request ends in exactly one terminal state. (Until 2026-12-03 busy alone also held less of itself, 0.94
+    against 1.03; since the forecasts stand only while something below backs them, it holds 0.97 of a run
+    that serves as little, and the claim was dropped.)"""
     spec = resolve_pipeline("lv")
     data = spec.to_dict()
     for st in data["stages"]:
@@ -145,6 +227,5 @@ def test_busy_with_overload_upper_holds_on_a_burst_after_an_idle_gap() -> None:
         for r in (wrong, right):
             assert r.submitted == arr.size == r.on_time + r.late + r.dropped + r.rejected + r.failed
     held = {nm: wrong.on_time / right.on_time for nm, (wrong, right) in runs.items()}
-    assert held["busy"] < held["both"]
     assert held["both"] >= 0.9
-    assert runs["both"][0].on_time > runs["busy"][0].on_time
+    assert runs["both"][0].on_time > runs["busy"][0].on_time and runs["both"][1].on_time > runs["busy"][1].on_time

@@ -111,8 +111,9 @@ StageConfig stage_config() {
     return c;
 }
 
-// The stage below: reactive pard, published 100 req/s, so a burst of 512 requests due in 100 ms fails
-// its overload test (and is shed) while a trickle of 4 passes it.
+// The stage below: reactive pard, published 100 req/s, so a burst of 512 requests due in 300 ms fails
+// its overload test (and is shed to the 24 that can start in time, 16 of them still queued after the
+// first batch: overloaded_now() reads true) while a trickle of 4 passes it.
 StageConfig below_config() {
     StageConfig c = stage_config();
     c.stage = 1;
@@ -126,7 +127,7 @@ void below_driver(StageScheduler& below, Shared& sh) {
     std::uint64_t id = 0;
     for (int k = 0; sh.submitters_left.load(std::memory_order_acquire) > 0; ++k) {
         const int burst = (k % 2 == 0) ? 512 : 4;
-        for (int i = 0; i < burst; ++i) below.submit(Request{id++, 0, 100 * kMs, 0, 0, 0});
+        for (int i = 0; i < burst; ++i) below.submit(Request{id++, 0, 300 * kMs, 0, 0, 0});
         for (int i = 0; i < 4; ++i) {
             below.form_batch(0, 0, out);
             (below.overloaded_now() ? sh.below_overloaded : sh.below_calm).fetch_add(1, std::memory_order_relaxed);

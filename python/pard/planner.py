@@ -490,7 +490,7 @@ class Planner:
         hi_on = self._policy.overload_upper
         for k in range(n):
             best = 0.0 if own2 is None else z * float(np.sqrt(own2[k]))  # a sink budgets its own spread
-            best_w = hi = 0.0
+            best_w = hi = lo = 0.0
             if mode != "none":
                 for path, idx in self._paths[k]:
                     sq = float(q_path[idx].sum())
@@ -519,6 +519,8 @@ class Planner:
                         best, best_w = val, wq
                     if hi_on and sq + 2.0 * sd > hi:  # overload_upper: pard-upper's term, used while overloaded
                         hi = sq + 2.0 * sd
+                    if mode == "busy" and sq + sd > lo:  # the floor the pop rule falls back to (stage_scheduler.hpp)
+                        lo = sq + sd
             if cm is not None and not (cpath and self._paths[k] and mode != "none"):
                 best += float(cm[k])
             # Admission: the paper sheds nothing at admission; Dagor's (1 - alpha) throttle is applied by
@@ -531,7 +533,7 @@ class Planner:
                 wait_quantile_s=best_w, window_s=win, service_rate=service_l[k],
                 duration_scale=scale_l[k], demand_rate=demand_l[k], lam=self._lam,
                 path_rate=min((service_l[j] for j in self._pace_below[k]), default=0.0),
-                overload_downstream_s=hi,
+                overload_downstream_s=hi, floor_downstream_s=lo,
             ))
         self._terms = out
         if correct and self.warn_drift:  # after the terms are stored: a warning raised as an error leaves them

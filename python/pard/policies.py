@@ -23,10 +23,15 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
   ``w = sum rho_i d_i``, ``rho_i`` stage ``i``'s measured utilisation (:mod:`pard.utilisation`), instead of
   the 0.1-quantile of per-batch waits, which is 0 whenever workers idle between batches (requests admitted
   upstream then die downstream); a whole batch per stage (``pard-upper``'s ``w = sum d_i``) only where the
-  stage is always busy, so a stage above a partly idle path is not over-budgeted;
+  stage is always busy, so a stage above a partly idle path is not over-budgeted. The planner also
+  publishes the floor ``sum q_i + sum d_i``; a batch that the busy term would leave with no feasible request
+  while nothing below holds a request takes the floor instead (stage_scheduler.hpp step 1b: a stage fed at
+  its own pace by the one above is busy, yet a request reaching it starts at once);
 * ``overload_upper`` -- while a stage's hot-path overload test holds, its pop rule budgets ``w = sum d_i``:
   an overloaded stage forwards at its full rate, so the stages below are about to be busy before the
-  planner has measured it (``"busy"`` alone lags a burst that follows an idle gap by up to a sync);
+  planner has measured it (``"busy"`` alone lags a burst that follows an idle gap by up to a sync); not
+  where it would drop every queued request while nothing below holds one (with an SLO under ``2 sum d_i``
+  it dropped a whole sustained overload);
 * ``overload_below="overloaded"`` -- the same while a stage *below* found itself overloaded at its last
   batch, read on the hot path (a burst piling up at a downstream bottleneck reaches the stages above a
   sync late through the planner's averages);

@@ -49,13 +49,14 @@ struct PublishedTerms {
                                       // 0 = none measured yet (the stage uses its own: effective_terms)
     double path_rate = 0.0;           // requests/s the slowest stage below this one finishes (0 = none)
     std::int64_t overload_downstream_ns = 0;  // the pop rule's downstream floor when overloaded (0 = none)
+    std::int64_t floor_downstream_ns = 0;     // Σq + Σd below, the published term's fallback (0 = none)
 
     // The one validation of published terms (seconds in, ns stored); throws std::invalid_argument
     // naming the field and the value. Every binding that publishes goes through it.
     static PublishedTerms from_seconds(double downstream_s, double mu, double eps, double queue_delay_s,
                                        double admit_fraction = 1.0, double service_rate = 0.0,
                                        double duration_scale = 1.0, double path_rate = 0.0,
-                                       double overload_downstream_s = 0.0) {
+                                       double overload_downstream_s = 0.0, double floor_downstream_s = 0.0) {
         PublishedTerms t;
         t.downstream_ns = seconds_field(downstream_s, "downstream_s");
         t.mu = finite_nonneg(mu, "mu");
@@ -73,6 +74,7 @@ struct PublishedTerms {
         t.duration_scale = duration_scale;
         t.path_rate = finite_nonneg(path_rate, "path_rate");
         t.overload_downstream_ns = seconds_field(overload_downstream_s, "overload_downstream_s");
+        t.floor_downstream_ns = seconds_field(floor_downstream_s, "floor_downstream_s");
         return t;
     }
 
@@ -112,6 +114,7 @@ public:
         duration_scale_.store(t.duration_scale, std::memory_order_release);
         path_rate_.store(t.path_rate, std::memory_order_release);
         overload_downstream_ns_.store(t.overload_downstream_ns, std::memory_order_release);
+        floor_downstream_ns_.store(t.floor_downstream_ns, std::memory_order_release);
         seq_.store(s + 2, std::memory_order_release);
     }
 
@@ -130,6 +133,7 @@ public:
             t.duration_scale = duration_scale_.load(std::memory_order_acquire);
             t.path_rate = path_rate_.load(std::memory_order_acquire);
             t.overload_downstream_ns = overload_downstream_ns_.load(std::memory_order_acquire);
+            t.floor_downstream_ns = floor_downstream_ns_.load(std::memory_order_acquire);
             const std::uint64_t s2 = seq_.load(std::memory_order_relaxed);
             if (s1 == s2) return t;
         }
@@ -149,6 +153,7 @@ private:
     std::atomic<double> duration_scale_{1.0};
     std::atomic<double> path_rate_{0.0};
     std::atomic<std::int64_t> overload_downstream_ns_{0};
+    std::atomic<std::int64_t> floor_downstream_ns_{0};
     std::mutex writer_;
 };
 

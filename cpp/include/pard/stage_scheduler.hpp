@@ -22,6 +22,10 @@
 //      takes that share from the lowest-weight tiers first, by their recent arrival shares; `dagor`
 //      additionally, while the published queueing delay exceeds its threshold, admits only a
 //      (1 - alpha) share (reason `overload`).
+//   1b. pard only, downstream="busy" (a published floor_downstream): when the published downstream term
+//      leaves no queued request feasible in a batch of one and no stage below holds a request, this
+//      batch takes the floor Σq + Σd instead (floor_if_self_refuting says why). Likewise step 2b's raised
+//      term (raise_fits).
 //   2. pard only: the low-end purge (also run alone, with step 1, by purge(now, t_e)). While the heap's min would be dropped even in a batch of one,
 //      t_e + d_k(1) + downstream > deadline, remove it (reason `infeasible`). d_k(1) <= d_k(b), so
 //      the purge never drops a request that the pop-time rule would keep; it is what keeps HBF from
@@ -52,7 +56,8 @@
 //      overloaded stage forwards at its full rate, so the stages below are about to be busy whatever
 //      the planner measured over its window. The purge (step 2) keeps the published term.
 //      With the policy's overload_below, the pop rule takes that term also while a stage below this
-//      one signals, now, that it is backed up (BelowSignal: its own step 2b test held at its last batch,
+//      one signals, now, that it is backed up (BelowSignal: its own step 2b test held at its last batch
+//      and it still holds a request,
 //      or it holds a full batch queued): the planner's queueing and utilisation terms average over
 //      its window, so a burst that piles up at a downstream bottleneck is seen by the stages above only
 //      a sync later; the stages below are read here, once per batch, through relaxed atomics
@@ -253,9 +258,18 @@ public:
     void set_parallel(bool parallel) noexcept { parallel_ = parallel; }
     [[nodiscard]] bool parallel() const noexcept { return parallel_; }
 
-    // Whether this stage's hot-path overload test (step 2b) held at its last batch formation (false
-    // after one that found nothing queued). Any thread; best effort, a relaxed load.
-    [[nodiscard]] bool overloaded_now() const noexcept { return overloaded_.load(std::memory_order_relaxed); }
+    // When the batches this stage has formed are expected to end (the latest t_e + d_k(b); ns on the
+    // scheduler's clock). Any thread; relaxed.
+    [[nodiscard]] std::int64_t busy_until_ns() const noexcept { return busy_until_ns_.load(std::memory_order_relaxed); }
+
+    // Whether this stage's hot-path overload test (step 2b) held at its last batch formation and it still
+    // holds a request queued. Any thread; best effort, relaxed loads. The queue matters: a stage that went
+    // idle forms no batch to clear the flag, and a stage above that read it then raised its pop rule
+    // (overload_below) at every batch, dropped everything, and so never sent the request that would clear
+    // it: a three-stage chain at twice its capacity served 2 of 7 040 requests (jitter 0; 2026-12-03).
+    [[nodiscard]] bool overloaded_now() const noexcept {
+        return overloaded_.load(std::memory_order_relaxed) && queued() > 0;
+    }
 
     // How much longer than the planner's window mean (published queue_delay q) a request reaching this
     // stage transit_ns from now would wait here, by the queue now: max(0, queued / R - q - transit) in ns,
@@ -361,13 +375,14 @@ public:
         out.clear();
         sync_rank();
         const PublishedTerms published = terms_.load();
-        const PublishedTerms t = effective(published);
+        PublishedTerms t = effective(published);
         const DropRule rule = cfg_.policy.drop;
         if (run_eligible(t)) {
             take_run();  // step 1 without the heap (see take_run)
         } else {
             drain_locked(t, out.drops, is_cancelled);
         }
+        if (rule == DropRule::kPard) floor_if_self_refuting(t, t_e_ns);  // step 1b
         const Profile& prof = cfg_.profile;
 
         const double scale = t.duration_scale;
@@ -402,7 +417,7 @@ public:
                 pop_loop(out, pop_max, is_cancelled, [](const Request&) { return -1; });
                 break;
             case DropRule::kPard: {
-                const std::int64_t down = pop_downstream_ns(t, overloaded || below_signals());
+                const std::int64_t down = pop_downstream_ns(t, (overloaded || below_signals()) && raise_fits(t, t_e_ns, d));
                 if (cfg_.policy.live_queues && heap_.tiers() > 1) {  // a threshold per tier: tier_thresholds
                     tier_thresholds(t, t_e_ns - now_ns + d, t_e_ns, d, down);
                     pop_loop(out, pop_max, is_cancelled, [this](const Request& r) {
@@ -443,6 +458,9 @@ public:
                 break;
         }
         for (; run_lo_ < run_hi_; ++run_lo_) heap_.push(run_[run_lo_]);  // what the batch left of the run
+        if (!out.batch.empty() && t_e_ns + out.expected_duration_ns > busy_until_ns_.load(std::memory_order_relaxed)) {
+            busy_until_ns_.store(t_e_ns + out.expected_duration_ns, std::memory_order_relaxed);  // under mu_
+        }
         store_sizes();
     }
 
@@ -492,6 +510,7 @@ private:
         if (s != 1.0) {
             t.downstream_ns = scaled(t.downstream_ns, s);
             t.overload_downstream_ns = scaled(t.overload_downstream_ns, s);
+            t.floor_downstream_ns = scaled(t.floor_downstream_ns, s);
             t.service_rate /= s;
             t.path_rate /= s;
         }
@@ -550,6 +569,50 @@ private:
     // when this batch's overload test held (step 2b).
     [[nodiscard]] static std::int64_t pop_downstream_ns(const PublishedTerms& t, bool overloaded) noexcept {
         return overloaded && t.overload_downstream_ns > t.downstream_ns ? t.overload_downstream_ns : t.downstream_ns;
+    }
+
+    // Step 1b: the published downstream term of downstream="busy" (Σq + Σd + Σ rho_i d_i) forecasts that a
+    // request meets, at each stage below, a running batch as often as that stage was busy. When it leaves
+    // no queued request feasible, even the one with the most slack in a batch of one, this stage would
+    // purge and drop its whole queue; nothing then reaches the stages below, they go idle, and the
+    // forecast refutes itself: they were busy with what this stage sent them. Then this batch takes the
+    // published floor (Σq + Σd: the queueing the stages below showed and their executions) instead. A
+    // two-stage chain of 0.1 s stages fed at 1.2x its capacity with an SLO of 0.25 s served 3.4 req/s on
+    // time, against pard-paper's 6.3: the stage below, fed at its own pace by the one above, was busy
+    // throughout, yet a request reaching it never waited (a new user's test, 2026-12-03). A backlog that
+    // really piles up below shows in its q_i and, with live_queues, in the queues read per batch; and while
+    // any stage below holds a request queued now (or its step 2b test held at its last batch), the
+    // forecast has that evidence behind it and stands.
+    void floor_if_self_refuting(PublishedTerms& t, std::int64_t t_e_ns) const noexcept {
+        if (t.floor_downstream_ns <= 0 || t.floor_downstream_ns >= t.downstream_ns || heap_.empty()) return;
+        if (!below_idle(t_e_ns + scaled(cfg_.profile.duration_ns(1), t.duration_scale))) return;
+        const std::int64_t d1 = scaled(cfg_.profile.duration_ns(1), t.duration_scale);
+        if (pard_threshold(t_e_ns, d1, t.downstream_ns) > latest_deadline()) t.downstream_ns = t.floor_downstream_ns;
+    }
+
+    // Whether the raised term (overload_downstream) leaves the request with the most slack feasible. If it
+    // does not, it would drop the whole queue, and then nothing reaches the stages below: they stay idle,
+    // and the premise of the raise (an overloaded stage forwards at full rate, so the stages below are
+    // about to be busy) never comes true. With an SLO under pard-upper's Σq + 2Σd, a stage kept that up at
+    // every batch of a sustained overload: a three-stage chain at twice its capacity, SLO 0.135 s against
+    // 2Σd = 0.138 s, served 12 of 7 040 requests where pard-paper served 3 279 (a new user's test,
+    // 2026-12-03). The published term, measured from what the stages below do, decides then.
+    [[nodiscard]] bool raise_fits(const PublishedTerms& t, std::int64_t t_e_ns, std::int64_t d) const noexcept {
+        return t.overload_downstream_ns <= t.downstream_ns ||
+               pard_threshold(t_e_ns, d, t.overload_downstream_ns) <= latest_deadline() || !below_idle(t_e_ns + d);
+    }
+
+    // No stage below holds a request queued now, found itself overloaded at its last batch (step 2b), or
+    // has batches formed that run past arrive_ns (when a request leaving this stage gets there): what
+    // step 1b and raise_fits take as a forecast of busy stages below that nothing backs. A stage fed at
+    // its own pace by this one is busy, yet done when the next request arrives; a stage still working
+    // through what it took earlier is not (a burst into a -> b, b five times slower: b holds its running
+    // and its pre-collected batch with an empty queue, and each request a forwarded then died at b).
+    [[nodiscard]] bool below_idle(std::int64_t arrive_ns) const noexcept {
+        for (const StageScheduler* s : below_) {
+            if (s->overloaded_now() || s->queued() > 0 || s->busy_until_ns() > arrive_ns) return false;
+        }
+        return true;
     }
 
     // After every heap change (mu_ held): the size the other threads read (queued()) and, for a tiered
@@ -907,6 +970,7 @@ private:
     std::vector<std::atomic<std::size_t>> tier_size_;  // per tier, stored with heap_size_ (store_sizes)
     std::vector<std::int64_t> tier_thr_;               // tier_thresholds' output, per tier (under mu_)
     std::atomic<bool> overloaded_{false};           // step 2b's test at the last batch (overloaded_now)
+    std::atomic<std::int64_t> busy_until_ns_{std::numeric_limits<std::int64_t>::min()};  // busy_until_ns()
     bool parallel_ = false;                         // set_parallel: on a parallel DAG branch
     bool ranked_ = false;                           // the queue is keyed by rank now (sync_rank; mu_)
     std::uint64_t ranked_at_calm_ = 0;              // calm_publishes_ when ranked_ last changed (mu_)

@@ -68,10 +68,11 @@ struct SyncPlannerConfig {
 
 // The first seven published terms of one stage, in Simulator::publish order, then in_rate (req/s),
 // then the eighth published term, path_rate (req/s), then demand_rate (req/s, what an autoscaler sizes on),
-// then the ninth published term, overload_downstream_s (s).
+// then the ninth published term, overload_downstream_s (s), then the tenth, floor_downstream_s (s).
 struct SyncTerms {
     double downstream_s = 0, mu = 0, eps = 0, queue_delay_s = 0, admit_fraction = 1, service_rate = 0,
-           duration_scale = 1, in_rate = 0, path_rate = 0, demand_rate = 0, overload_downstream_s = 0;
+           duration_scale = 1, in_rate = 0, path_rate = 0, demand_rate = 0, overload_downstream_s = 0,
+           floor_downstream_s = 0;
 };
 
 class SyncPlanner {
@@ -458,6 +459,7 @@ private:
         for (std::size_t k = 0; k < n_; ++k) {
             double best = 0.0;
             double hi = 0.0;  // overload_upper's term
+            double lo = 0.0;  // downstream="busy": the floor, max over paths of (sum q + sum d)
             if (c_.mode != DownstreamMode::kNone) {
                 for (const auto& path : c_.paths[k]) {
                     gq.clear();
@@ -481,6 +483,7 @@ private:
                     }
                     if (val > best) best = val;
                     if (c_.overload_upper && sq + 2.0 * sd > hi) hi = sq + 2.0 * sd;
+                    if (c_.mode == DownstreamMode::kBusy && sq + sd > lo) lo = sq + sd;  // planner.py's floor
                 }
             }
             double mu = mu_[k];  // Python's max([...]): the first of the largest
@@ -500,6 +503,7 @@ private:
             t.path_rate = path_rate(k);
             t.demand_rate = rate_[k];
             t.overload_downstream_s = hi;
+            t.floor_downstream_s = lo;
         }
         // planner.py's paced demand: a stage below a paced one is sized for what that one would forward
         // unpaced, min(its input, its service rate), not for the paced flow it receives
