@@ -362,3 +362,17 @@ def test_profile_says_it_times_pards_stand_in_models_not_the_users() -> None:
     assert "not your executors" in note and "measure_profile" in note
     assert "not your executors" in _stand_in_note(builtin("tm"), "onnx")
     assert "measure_profile" not in _stand_in_note(builtin("tm"), "onnx")
+
+
+@pytest.mark.parametrize("column", [None, "ts"])
+def test_a_csv_saved_with_a_utf8_bom_replays(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              column: str | None) -> None:
+    """Excel's "CSV UTF-8" starts the file with a byte-order mark: the header is still ``ts``, guessed or
+    named, and the three requests replay (both failed until 2026-12-03, quoting a header with an invisible
+    BOM; the Python loader read the file fine)."""
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbfts\n0.0\n0.1\n0.2\n")
+    args = ["simulate", "--pipeline", "tm", "--trace", str(path), "--policies", "naive", "--json", "-"]
+    code, out, err = run_main(capsys, *args, *(["--column", column] if column else []))
+    assert code == 0, err
+    assert json.loads(out)["policies"]["naive"]["submitted"] == 3

@@ -238,7 +238,8 @@ def test_csv_timestamps_numeric_and_datetime(tmp_path: Path) -> None:
     p = write(tmp_path, "t.csv", "id,ms,when\n1,1500,2024-01-01T00:00:01\n2,2500,2024-01-01T00:00:03.5\n3,4000,2024-01-01T00:01:00\n")
     np.testing.assert_allclose(wl.csv_timestamps(p, column="ms", unit="ms"), [0.0, 1.0, 2.5])
     np.testing.assert_allclose(wl.csv_timestamps(p, column=1, unit="ms"), [0.0, 1.0, 2.5])
-    np.testing.assert_allclose(wl.csv_timestamps(p, column="ms"), [0.0, 1000.0, 2500.0])
+    np.testing.assert_allclose(wl.csv_timestamps(p, column="ms"), [0.0, 1.0, 2.5])  # the name states ms
+    np.testing.assert_allclose(wl.csv_timestamps(p, column="ms", unit="s"), [0.0, 1000.0, 2500.0])
     np.testing.assert_allclose(wl.csv_timestamps(p, column="when"), [0.0, 2.5, 59.0])
 
 
@@ -537,3 +538,31 @@ def test_generators_reject_non_real_rates() -> None:
     with pytest.raises(TypeError, match="rate"):
         wl.scale(np.array([0.0, 1.0, 2.0]), "10")  # type: ignore[arg-type]
     assert wl.poisson(np.float64(100.0), np.int64(1)).dtype == np.float64
+
+
+def test_csv_loaders_read_a_unit_the_column_name_states_as_the_cli_does(tmp_path: Path) -> None:
+    """Columns ``ts_ms`` and ``slo_ms``: csv_timestamps and csv_requests read milliseconds, as load_requests
+    (and so ``pard simulate``) does; they read seconds until 2026-12-03, 1000x too long and with an SLO of
+    400 s, silently (a new user's test). A unit passed explicitly still wins; a bare ``ts`` stays seconds."""
+    path = tmp_path / "req.csv"
+    path.write_text("ts_ms,slo_ms,ts\n0,400,0\n1500,250,1.5\n2500,400,2.5\n")
+    assert wl.csv_timestamps(path, column="ts_ms").tolist() == pytest.approx([0.0, 1.5, 2.5])
+    assert wl.csv_timestamps(path, column="ts").tolist() == pytest.approx([0.0, 1.5, 2.5])
+    assert wl.csv_timestamps(path, column="ts_ms", unit="s").tolist() == pytest.approx([0.0, 1500.0, 2500.0])
+    w = wl.csv_requests(path, column="ts_ms", slo_column="slo_ms")
+    assert w.arrivals_s.tolist() == pytest.approx([0.0, 1.5, 2.5]) and w.slo_s.tolist() == pytest.approx([0.4, 0.25, 0.4])
+    same, _ = wl.load_requests(str(path), column="ts_ms", slo_column="slo_ms")
+    assert same.arrivals_s.tolist() == pytest.approx(w.arrivals_s.tolist()) and same.slo_s.tolist() == pytest.approx(w.slo_s.tolist())
+    assert wl.csv_requests(path, column="ts", slo_column="slo_ms", slo_unit="s").slo_s.tolist() == [400.0, 250.0, 400.0]
+    with pytest.raises(pard.PardError, match="slo_unit must be one of"):
+        wl.csv_requests(path, column="ts", slo_column="slo_ms", slo_unit="minutes")  # type: ignore[arg-type]
+
+
+def test_a_flash_crowd_that_would_start_after_the_trace_ends_is_refused() -> None:
+    """start 50 s, duration 30 s: the crowd would begin after the last arrival, so the trace would be plain
+    Poisson traffic; it returned that silently until 2026-12-03 (a new user's test). A crowd that starts
+    inside and runs past the end is clipped, as documented: its expected count is base x (30 + 9 x 5)."""
+    with pytest.raises(pard.PardError, match=r"start must be < duration \(30 s\)"):
+        wl.flash_crowd(100, 10, start=50, length=10, duration=30)
+    arr = wl.flash_crowd(100, 10, start=25, length=10, duration=30, seed=1)
+    assert abs(arr.size - 100 * (30 + 9 * 5)) < 5 * math.sqrt(100 * 75)

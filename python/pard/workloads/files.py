@@ -26,8 +26,8 @@ from ..errors import PardWarning, TraceError
 from ._common import F64, clip, drop_blank_rows, first_missing, read_csv_text, sort_order
 from .requests import Workload
 from .synthetic import bursty, poisson
-from .traces import (_UNIT_SCALE, BUNDLED_TRACES, _check_request_columns, _read_timestamp_csv, _request_columns,
-                     _times_from_column, azure_functions, azure_llm, per_second_counts)
+from .traces import (_NAME_UNIT, _TIME_NAME, _UNIT_SCALE, BUNDLED_TRACES, _check_request_columns, _read_timestamp_csv,
+                     _request_columns, _times_from_column, _unit_in_name, azure_functions, azure_llm, per_second_counts)
 from .transforms import scale, window
 
 __all__ = ["load_trace", "load_requests", "resolve_file_format", "read_csv_trace", "csv_header", "TRACE_FORMATS",
@@ -226,30 +226,8 @@ def load_requests(
     return Workload(arrivals_s=times, slo_s=slo, tier=tier, tier_names=names), label
 
 
-_TIME_NAME = re.compile(r"^(t|ts|time|times|timestamp|timestamps|arrival|arrivals|arrival_?time|arrival_?s|"
-                        r"send_?time|send_?s|date|datetime|time_?s|seconds|sec|secs)$", re.IGNORECASE)
 _DATE_RE = re.compile(r"\s*\d{4}-\d{2}-\d{2}")
 UNITS = ("s", "ms", "us", "ns", "datetime")
-# a unit at the end of a column's name: "ts_ms", "time (ms)", "time[us]", "timeMs", "arrival_ns", "time_s"
-_NAME_UNIT = re.compile(r"^(?P<stem>.*?)(?P<sep>[\s_.\-(\[]*)(?P<unit>ms|us|µs|ns|s)[)\]]?\s*$", re.IGNORECASE)
-
-
-def _unit_in_name(name: str) -> str | None:
-    """The unit (``ms``, ``us``, ``ns``, ``s``) a column's name states at its end, or None.
-
-    The unit must stand apart: after a separator (``ts_ms``, ``time (ms)``), in camelCase (``timeMs``),
-    alone (``ms``), or right after a time-like word (``timems``); so ``items`` or ``status`` state none.
-    A bare ``s`` counts only after a separator (``times`` and ``ts`` are names, not units)."""
-    m = _NAME_UNIT.match(name.strip())
-    if m is None:
-        return None
-    stem, sep, unit = m["stem"], m["sep"], m["unit"]
-    if unit.lower() == "s":
-        apart = bool(sep)
-    else:
-        camel = bool(stem) and stem[-1].islower() and unit[0].isupper()
-        apart = bool(sep) or not stem or camel or bool(_TIME_NAME.match(stem))
-    return unit.lower().replace("µ", "u") if apart else None
 
 
 def _time_like(name: str) -> bool:
@@ -295,7 +273,7 @@ def _is_value(field: str) -> bool:
 def _head(path: Path, lines: int = 200) -> list[list[str]]:
     """The first ``lines`` non-blank lines of ``path``, split on commas."""
     rows: list[list[str]] = []
-    with path.open("r", errors="replace") as fh:
+    with path.open("r", encoding="utf-8-sig", errors="replace") as fh:  # -sig: a BOM (Excel's "CSV UTF-8") is no header text
         for line in fh:
             if line.strip():
                 rows.append([f.strip() for f in line.rstrip("\r\n").split(",")])

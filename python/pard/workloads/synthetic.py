@@ -267,7 +267,8 @@ def flash_crowd(
 
     Returns: shape (n,), float64, sorted seconds in ``[0, duration)``.
     Raises: ValueError if ``base``, ``factor``, ``length`` or ``duration`` is not finite and > 0,
-        or ``start`` is not finite and >= 0; TooManyArrivalsError (a ValueError) if the expected
+        or ``start`` is not finite and >= 0, or ``start >= duration`` (the crowd would begin after the
+        trace ends: plain Poisson traffic, no crowd); TooManyArrivalsError (a ValueError) if the expected
         count exceeds ``max_arrivals``.
     """
     b = check_positive("base", base)
@@ -275,6 +276,9 @@ def flash_crowd(
     s = check_nonnegative("start", start)
     ln = check_positive("length", length)
     d = 2 * s + ln if duration is None else check_positive("duration", duration)
+    if s >= d:
+        raise PardValueError(f"start must be < duration ({fmt_num(d)} s): the crowd at start={fmt_num(s)} s "
+                             f"would begin after the trace ends, leaving no crowd")
     e0, e1 = min(s, d), min(s + ln, d)
     edges = np.array([0.0, e0, e1, d])
     rates = np.array([b, b * f, b])

@@ -48,6 +48,30 @@ AZURE_FUNCTIONS_KEYS: tuple[str, ...] = ("HashOwner", "HashApp", "HashFunction",
 
 Unit = Literal["s", "ms", "us", "ns", "datetime"]
 _UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+
+_TIME_NAME = re.compile(r"^(t|ts|time|times|timestamp|timestamps|arrival|arrivals|arrival_?time|arrival_?s|"
+                        r"send_?time|send_?s|date|datetime|time_?s|seconds|sec|secs)$", re.IGNORECASE)
+# a unit at the end of a column's name: "ts_ms", "time (ms)", "time[us]", "timeMs", "arrival_ns", "time_s"
+_NAME_UNIT = re.compile(r"^(?P<stem>.*?)(?P<sep>[\s_.\-(\[]*)(?P<unit>ms|us|µs|ns|s)[)\]]?\s*$", re.IGNORECASE)
+
+
+def _unit_in_name(name: str) -> str | None:
+    """The unit (``ms``, ``us``, ``ns``, ``s``) a column's name states at its end, or None.
+
+    The unit must stand apart: after a separator (``ts_ms``, ``time (ms)``), in camelCase (``timeMs``),
+    alone (``ms``), or right after a time-like word (``timems``); so ``items`` or ``status`` state none.
+    A bare ``s`` counts only after a separator (``times`` and ``ts`` are names, not units)."""
+    m = _NAME_UNIT.match(name.strip())
+    if m is None:
+        return None
+    stem, sep, unit = m["stem"], m["sep"], m["unit"]
+    if unit.lower() == "s":
+        apart = bool(sep)
+    else:
+        camel = bool(stem) and stem[-1].islower() and unit[0].isupper()
+        apart = bool(sep) or not stem or camel or bool(_TIME_NAME.match(stem))
+    return unit.lower().replace("µ", "u") if apart else None
+
 _ISO_EXAMPLE = "2023-11-16 18:15:46.6805900"
 
 
@@ -63,12 +87,14 @@ def _require_columns(p: object, df: pd.DataFrame, expected: tuple[str, ...]) -> 
 def _times_from_column(
     p: object, df: pd.DataFrame, column: str | int, unit: Unit | None, line_offset: int
 ) -> F64:
-    """Raw seconds (any origin, unsorted) from the string column ``column`` of ``df``."""
+    """Raw seconds (any origin, unsorted) from the string column ``column`` of ``df``; ``unit`` None: date-times,
+    or numbers in the unit the column's name states (``ts_ms``: :func:`_unit_in_name`, the CLI's rule), else s."""
     pd = pandas()
     raw = df[column]
     if unit is None:
         first = raw.iloc[0] if len(raw) else ""
-        unit = "s" if not np.isnan(pd.to_numeric(pd.Series([first]), errors="coerce").iloc[0]) else "datetime"
+        numeric = not np.isnan(pd.to_numeric(pd.Series([first]), errors="coerce").iloc[0])
+        unit = (_unit_in_name(str(column)) or "s") if numeric else "datetime"
     if unit == "datetime":
         t = pd.to_datetime(raw, format="ISO8601", errors="coerce", utc=True)
         # ISO 8601 parsing alone would also accept bare numbers (as years): insist on a date.
@@ -322,7 +348,9 @@ def csv_timestamps(path: PathLike, *, column: str | int, unit: Unit | None = Non
         path: the CSV file (a header line, then one request per line; blank lines skipped).
         column: the column's name, or its 0-based position.
         unit: ``"datetime"`` (ISO 8601 date-times), or ``"s"``, ``"ms"``, ``"us"``, ``"ns"`` for
-            numbers (>= 0) in that unit; None infers datetime vs seconds from the first value.
+            numbers (>= 0) in that unit; None infers datetime vs numbers from the first value, and numbers
+            are in the unit the column's name states at its end (``ts_ms``, ``time (us)``), else seconds,
+            as ``pard simulate`` reads them.
 
     Returns:
         shape (n,), float64, sorted seconds from the first request.
@@ -384,13 +412,14 @@ def csv_requests(
     slo_column: str | None = None,
     tier_column: str | None = None,
     unit: Unit | None = None,
-    slo_unit: Literal["s", "ms"] = "s",
+    slo_unit: Literal["s", "ms", "us", "ns"] | None = None,
 ) -> Workload:
     """Requests from a CSV with arrival times and, optionally, per-request SLO and tier columns.
 
     Like :func:`csv_timestamps`, plus: ``slo_column`` holds each request's SLO (``slo_unit``,
     finite, > 0) and ``tier_column`` each request's tier name.  Tier codes follow the sorted tier
-    names, so the same file always gives the same codes.
+    names, so the same file always gives the same codes.  ``slo_unit`` None: the unit the SLO column's
+    name states (``slo_ms``), else seconds, as :func:`pard.workloads.load_requests` and the CLI read it.
 
     Returns:
         :class:`Workload` with ``arrivals_s`` (n,) sorted from 0, and ``slo_s`` / ``tier`` (n,)
@@ -403,6 +432,10 @@ def csv_requests(
     p, df, name, offset = _read_timestamp_csv(path, column)
     _check_request_columns(p, df, offset, name, slo_column, tier_column)
     times = _times_from_column(p, df, name, unit, offset)
+    if slo_unit is None:
+        slo_unit = (_unit_in_name(slo_column) or "s") if slo_column is not None else "s"  # type: ignore[assignment]
+    if slo_unit not in _UNIT_SCALE:
+        raise PardValueError(f"slo_unit must be one of 's', 'ms', 'us', 'ns' or None, got {slo_unit!r}")
     slo, tier, names = _request_columns(p, df, offset, slo_column, tier_column, _UNIT_SCALE[slo_unit])
     order = sort_order(times, str(p))
     if order is not None:
