@@ -23,9 +23,10 @@
 //      additionally, while the published queueing delay exceeds its threshold, admits only a
 //      (1 - alpha) share (reason `overload`).
 //   1b. pard only, downstream="busy" (a published floor_downstream): when the published downstream term
-//      leaves no queued request feasible in a batch of one and no stage below holds a request, this
-//      batch takes the floor Σq + Σd instead (floor_if_self_refuting says why). Likewise step 2b's raised
-//      term (raise_fits).
+//      leaves no queued request feasible in a batch of one and nothing below backs it (below_idle: no
+//      stage below holds a request, signals overload, or runs batches past the request's arrival there),
+//      this batch takes the floor Σq + Σd instead (floor_if_self_refuting says why). Likewise step 2b's
+//      raised term (raise_fits).
 //   2. pard only: the low-end purge (also run alone, with step 1, by purge(now, t_e)). While the heap's min would be dropped even in a batch of one,
 //      t_e + d_k(1) + downstream > deadline, remove it (reason `infeasible`). d_k(1) <= d_k(b), so
 //      the purge never drops a request that the pop-time rule would keep; it is what keeps HBF from
@@ -581,13 +582,13 @@ private:
     // time, against pard-paper's 6.3: the stage below, fed at its own pace by the one above, was busy
     // throughout, yet a request reaching it never waited (a new user's test, 2026-12-03). A backlog that
     // really piles up below shows in its q_i and, with live_queues, in the queues read per batch; and while
-    // any stage below holds a request queued now (or its step 2b test held at its last batch), the
-    // forecast has that evidence behind it and stands.
+    // something below backs the forecast (below_idle is false), it stands.
     void floor_if_self_refuting(PublishedTerms& t, std::int64_t t_e_ns) const noexcept {
         if (t.floor_downstream_ns <= 0 || t.floor_downstream_ns >= t.downstream_ns || heap_.empty()) return;
-        if (!below_idle(t_e_ns + scaled(cfg_.profile.duration_ns(1), t.duration_scale))) return;
         const std::int64_t d1 = scaled(cfg_.profile.duration_ns(1), t.duration_scale);
-        if (pard_threshold(t_e_ns, d1, t.downstream_ns) > latest_deadline()) t.downstream_ns = t.floor_downstream_ns;
+        if (pard_threshold(t_e_ns, d1, t.downstream_ns) > latest_deadline() && below_idle(t_e_ns + d1)) {
+            t.downstream_ns = t.floor_downstream_ns;
+        }
     }
 
     // Whether the raised term (overload_downstream) leaves the request with the most slack feasible. If it
@@ -608,6 +609,8 @@ private:
     // its own pace by this one is busy, yet done when the next request arrives; a stage still working
     // through what it took earlier is not (a burst into a -> b, b five times slower: b holds its running
     // and its pre-collected batch with an empty queue, and each request a forwarded then died at b).
+    // On Ray the stages below run in other processes and below_ is empty: there the forecasts stand
+    // exactly while they leave the request with the most slack feasible.
     [[nodiscard]] bool below_idle(std::int64_t arrive_ns) const noexcept {
         for (const StageScheduler* s : below_) {
             if (s->overloaded_now() || s->queued() > 0 || s->busy_until_ns() > arrive_ns) return false;
