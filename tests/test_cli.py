@@ -376,3 +376,23 @@ def test_a_csv_saved_with_a_utf8_bom_replays(tmp_path: Path, capsys: pytest.Capt
     code, out, err = run_main(capsys, *args, *(["--column", column] if column else []))
     assert code == 0, err
     assert json.loads(out)["policies"]["naive"]["submitted"] == 3
+
+
+def test_an_epoch_seconds_csv_names_the_file_and_the_start_that_replays_it(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Unix-epoch seconds (1.7e9) replayed exactly are past the simulator's 1e9 s: one line naming --trace, the
+    file and the --start that replays it (until 2026-12-03 only "arrivals must be <= 1e+09 s ... arrivals[4]
+    = 1704067210.1", naming no file); that --start replays all five, with the file's tiers too."""
+    path = tmp_path / "epoch.csv"
+    times = [1704067200.25 + 0.1 * i for i in range(5)]
+    path.write_text("timestamp,tier\n" + "".join(f"{t:.9f},gold\n" for t in times))
+    spec = tmp_path / "t.yaml"
+    spec.write_text("name: t\nslo: 0.2\ntiers: {gold: 3.0, free: 1.0}\nstages:\n"
+                    "  - {name: a, profile: {1: 0.01, 8: 0.04}, max_batch: 8}\n")
+    code, _, err = run_main(capsys, "simulate", "--pipeline", str(spec), "--trace", str(path), "--policies", "naive")
+    assert code == 2 and str(path) in err and "--start 1704067200.250000" in err, err
+    for extra in ([], ["--tier-column", "tier"]):
+        code, out, err = run_main(capsys, "simulate", "--pipeline", str(spec), "--trace", str(path), "--policies",
+                                  "naive", "--start", "1704067200.250000", "--json", "-", *extra)
+        assert code == 0, err
+        assert json.loads(out)["policies"]["naive"]["submitted"] == 5

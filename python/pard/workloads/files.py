@@ -13,6 +13,7 @@ for CSV files (the ``pard[cli]`` extra).
 from __future__ import annotations
 
 import codecs
+import math
 import re
 import warnings
 from collections.abc import Callable
@@ -120,7 +121,9 @@ def load_trace(
             _warn_if_ms(raw, capacity, str(trace), opt)
         keep = _replay_window(raw, start_s, duration_s)
         if keep is None:
+            _check_replayable(raw, trace, opt)
             return raw, f"{label} (exact)"
+        _check_replayable(raw[keep] - start_s, trace, opt)
         return raw[keep] - start_s, f"{label} (exact window)"
     dur = 300.0 if duration_s is None else duration_s
     raw = raw - raw[0]
@@ -138,6 +141,20 @@ def load_trace(
         arr = scale(sel, rate, mode="compress")
         arr = arr[arr < dur]
     return np.asarray(arr, dtype=np.float64), f"{label} ({scaling})"
+
+
+def _check_replayable(times_s: F64, trace: str, opt: Callable[[str], str]) -> None:
+    """TraceError naming the file when an exact replay's times lie past what the simulator takes: the
+    replay keeps the file's own times, and Unix-epoch seconds (1.7e9) are past ``MAX_ARRIVAL_S`` (1e9 s);
+    the simulator alone said "arrivals must be <= 1e+09 s", naming neither the file nor the way out."""
+    from ..sim import MAX_ARRIVAL_S  # here: pard.sim imports this package
+
+    if times_s.size and float(times_s.max()) > MAX_ARRIVAL_S:
+        first = math.floor(float(times_s.min()) * 1e6) / 1e6  # printed to the µs, never past the first
+        raise TraceError(
+            f"{opt('trace')} {trace!r}: an exact replay keeps the file's own times, and they reach "
+            f"{float(times_s.max()):.6g} s, past the {MAX_ARRIVAL_S:g} s the simulator takes (Unix-epoch "
+            f"seconds?); replay from the first one with {opt('start')} {first:.6f}, or scale with {opt('load')}")
 
 
 def _replay_window(times_s: F64, start_s: float, duration_s: float | None) -> npt.NDArray[np.bool_] | None:
@@ -219,6 +236,7 @@ def load_requests(
     keep = _replay_window(times, start_s, duration_s)
     if keep is not None:
         times, slo, tier = times[keep] - start_s, None if slo is None else slo[keep], None if tier is None else tier[keep]
+    _check_replayable(times, trace, opt)
     cols = "".join(f", {what} from column {name!r}" for what, name in (("tiers", tier_column), ("SLOs", slo_column)) if name)
     slo_note = f" ({slo_unit})" if slo_column is not None else ""
     label = (f"{path} (csv, {c.where}{cols}{slo_note}{'' if how == 'given' else '; format ' + how}) "
