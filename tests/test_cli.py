@@ -396,3 +396,17 @@ def test_an_epoch_seconds_csv_names_the_file_and_the_start_that_replays_it(tmp_p
                                   "naive", "--start", "1704067200.250000", "--json", "-", *extra)
         assert code == 0, err
         assert json.loads(out)["policies"]["naive"]["submitted"] == 5
+
+
+def test_a_duration_past_the_end_of_a_trace_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """The bundled conversation trace spans 3502 s: --duration 5000 replayed 3502 s while the header stated
+    5000 s, a rate over 5000 s and load 0.70 (a new user's report). Now one line naming --duration, the span
+    and what fits; 200 s from --start 3300 fits."""
+    code, _, err = run_main(capsys, "simulate", "--pipeline", "tm", "--policies", "naive", "--duration", "5000")
+    assert code == 2 and "--duration 5000 from --start 0 runs past the end" in err and "spans 3502 s" in err, err
+    code, _, err = run_main(capsys, "simulate", "--pipeline", "tm", "--policies", "naive", "--start", "3300",
+                            "--duration", "300")
+    assert code == 2 and "pass --duration 202 or less" in err, err
+    code, out, err = run_main(capsys, "simulate", "--pipeline", "tm", "--policies", "naive", "--start", "3300",
+                              "--duration", "200", "--json", "-")
+    assert code == 0, err

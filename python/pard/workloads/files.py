@@ -127,6 +127,12 @@ def load_trace(
         return raw[keep] - start_s, f"{label} (exact window)"
     dur = 300.0 if duration_s is None else duration_s
     raw = raw - raw[0]
+    if duration_s is not None and start_s + dur > float(raw[-1]) * (1 + 1e-9) + 1.0:
+        # the run would cover only what the trace has: the header would state the asked duration, a rate
+        # over it and a load of that, none of which the run had (--duration 5000 on a 3502 s trace: "load 0.70")
+        raise TraceError(f"{opt('duration')} {dur:g} from {opt('start')} {start_s:g} runs past the end of "
+                         f"{opt('trace')} {trace!r}, which spans {float(raw[-1]):.0f} s: pass {opt('duration')} "
+                         f"{max(float(raw[-1]) - start_s, 0.0):.0f} or less")
     if scaling == "amplify":
         sel = window(raw, start_s, dur)
         if sel.size < 2:
@@ -149,7 +155,8 @@ def _check_replayable(times_s: F64, trace: str, opt: Callable[[str], str]) -> No
     the simulator alone said "arrivals must be <= 1e+09 s", naming neither the file nor the way out."""
     from ..sim import MAX_ARRIVAL_S  # here: pard.sim imports this package
 
-    if times_s.size and float(times_s.max()) > MAX_ARRIVAL_S:
+    # only where a --start brings every time within range (past that, the simulator's own error stands)
+    if times_s.size and float(times_s.max()) > MAX_ARRIVAL_S >= float(times_s.max() - times_s.min()):
         first = math.floor(float(times_s.min()) * 1e6) / 1e6  # printed to the µs, never past the first
         raise TraceError(
             f"{opt('trace')} {trace!r}: an exact replay keeps the file's own times, and they reach "
