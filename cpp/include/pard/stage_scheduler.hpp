@@ -586,9 +586,7 @@ private:
     void floor_if_self_refuting(PublishedTerms& t, std::int64_t t_e_ns) const noexcept {
         if (t.floor_downstream_ns <= 0 || t.floor_downstream_ns >= t.downstream_ns || heap_.empty()) return;
         const std::int64_t d1 = scaled(cfg_.profile.duration_ns(1), t.duration_scale);
-        if (pard_threshold(t_e_ns, d1, t.downstream_ns) > latest_deadline() && below_idle(t_e_ns + d1)) {
-            t.downstream_ns = t.floor_downstream_ns;
-        }
+        if (self_refuting(t.downstream_ns, t_e_ns, d1)) t.downstream_ns = t.floor_downstream_ns;
     }
 
     // Whether the raised term (overload_downstream) leaves the request with the most slack feasible. If it
@@ -599,8 +597,14 @@ private:
     // 2Σd = 0.138 s, served 12 of 7 040 requests where pard-paper served 3 279 (a new user's test,
     // 2026-12-03). The published term, measured from what the stages below do, decides then.
     [[nodiscard]] bool raise_fits(const PublishedTerms& t, std::int64_t t_e_ns, std::int64_t d) const noexcept {
-        return t.overload_downstream_ns <= t.downstream_ns ||
-               pard_threshold(t_e_ns, d, t.overload_downstream_ns) <= latest_deadline() || !below_idle(t_e_ns + d);
+        return t.overload_downstream_ns <= t.downstream_ns || !self_refuting(t.overload_downstream_ns, t_e_ns, d);
+    }
+
+    // The one rule of step 1b and raise_fits: a downstream term that forecasts busy stages below refutes
+    // itself when it leaves no queued request feasible (not even the one with the most slack, in a batch
+    // of duration d starting at t_e) while nothing below backs it (below_idle).
+    [[nodiscard]] bool self_refuting(std::int64_t term_ns, std::int64_t t_e_ns, std::int64_t d) const noexcept {
+        return pard_threshold(t_e_ns, d, term_ns) > latest_deadline() && below_idle(t_e_ns + d);
     }
 
     // No stage below holds a request queued now, found itself overloaded at its last batch (step 2b), or

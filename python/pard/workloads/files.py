@@ -28,7 +28,8 @@ from ._common import F64, clip, drop_blank_rows, first_missing, read_csv_text, s
 from .requests import Workload
 from .synthetic import bursty, poisson
 from .traces import (_NAME_UNIT, _TIME_NAME, _UNIT_SCALE, BUNDLED_TRACES, _check_request_columns, _read_timestamp_csv,
-                     _request_columns, _times_from_column, _unit_in_name, azure_functions, azure_llm, per_second_counts)
+                     _request_columns, _times_from_column, _unit_in_name, azure_functions, azure_llm, per_second_counts,
+                     slo_unit_of)
 from .transforms import scale, window
 
 __all__ = ["load_trace", "load_requests", "resolve_file_format", "read_csv_trace", "csv_header", "TRACE_FORMATS",
@@ -231,7 +232,7 @@ def load_requests(
             raise TraceError(f"{opt(option)} {name!r}: {str(path)!r} has no such column; its header is "
                              f"{clip(','.join(map(str, c.df.columns)))}")
     _check_request_columns(path, c.df, c.offset, c.key, slo_column, tier_column)
-    slo_unit = (_unit_in_name(slo_column) or "s") if slo_column is not None else "s"
+    slo_unit = slo_unit_of(slo_column)
     slo, tier, names = _request_columns(path, c.df, c.offset, slo_column, tier_column, _UNIT_SCALE[slo_unit])
     order = sort_order(c.times_s, str(path))
     if order is not None:

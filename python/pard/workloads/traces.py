@@ -368,6 +368,11 @@ def csv_timestamps(path: PathLike, *, column: str | int, unit: Unit | None = Non
     return finish(_times_from_column(p, df, name, unit, offset), str(p))
 
 
+def slo_unit_of(slo_column: str | None) -> str:
+    """The unit of an SLO column: the one its name states (``slo_ms``), else seconds (also with no column)."""
+    return (_unit_in_name(slo_column) or "s") if slo_column is not None else "s"
+
+
 def _check_request_columns(p: object, df: pd.DataFrame, offset: int, name: str | int, slo_column: str | None,
                           tier_column: str | None) -> None:
     """TraceError unless the SLO and tier columns asked for exist and no row misses a time, SLO or tier."""
@@ -432,11 +437,10 @@ def csv_requests(
     p, df, name, offset = _read_timestamp_csv(path, column)
     _check_request_columns(p, df, offset, name, slo_column, tier_column)
     times = _times_from_column(p, df, name, unit, offset)
-    if slo_unit is None:
-        slo_unit = (_unit_in_name(slo_column) or "s") if slo_column is not None else "s"  # type: ignore[assignment]
-    if slo_unit not in _UNIT_SCALE:
+    if slo_unit is not None and slo_unit not in _UNIT_SCALE:
         raise PardValueError(f"slo_unit must be one of 's', 'ms', 'us', 'ns' or None, got {slo_unit!r}")
-    slo, tier, names = _request_columns(p, df, offset, slo_column, tier_column, _UNIT_SCALE[slo_unit])
+    unit = slo_unit or slo_unit_of(slo_column)
+    slo, tier, names = _request_columns(p, df, offset, slo_column, tier_column, _UNIT_SCALE[unit])
     order = sort_order(times, str(p))
     if order is not None:
         times = times[order]
