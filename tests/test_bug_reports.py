@@ -60,7 +60,8 @@ def test_runtime_full_ring_rejects_the_next_request_with_a_reason() -> None:
         assert refused.done()
         with pytest.raises(pard.Rejected) as info:
             refused.result(timeout=0)
-        assert "full" in info.value.reason and info.value.stage == "only"
+        assert info.value.reason == "ring_full" and info.value.stage == "only"
+        assert info.value.request_id == refused.request_id
         assert "''" not in str(info.value)  # no "stage 'only''s" (issue 13, Found 7)
         assert info.value.retry_after_s is None or info.value.retry_after_s >= 0.0
         assert not any(f.done() for f in queued)

@@ -360,3 +360,25 @@ def test_pard_run_notes_the_columns_it_does_not_use(tmp_path: Path, capsys: pyte
     assert err.splitlines() == ["note: the trace's columns 'tier' and 'slo' were ignored; pard run rescales the trace "
                                 "and serves every request alike; pard simulate replays them exactly with "
                                 "--tier-column tier and --slo-column slo"]
+
+
+@pytest.mark.parametrize(("column", "value"), [("slo", "2e9"), ("slo_ms", "1e-7")])
+def test_slo_outside_the_cores_range_names_its_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], column: str,
+                                                    value: str) -> None:
+    """An SLO past 1e9 s, or under 1 ns once its column's unit is applied, exits 2 naming file, line and column
+    (it reached the simulator before, which named only the request's index)."""
+    trace = write(tmp_path / "r.csv", f"t,{column}\n0,0.1\n1,{value}\n2,0.2\n")
+    code, out, err = run_main(capsys, "simulate", "--pipeline", "tm", "--trace", str(trace), "--slo-column", column)
+    assert code == 2 and out == ""
+    assert f"r.csv, line 3, column '{column}': SLO '{value}' is not a number of seconds in [1e-09, 1e+09]" in one_line(err)
+
+
+def test_an_exact_replay_too_long_to_simulate_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A whole-file exact replay over the size limit names what was asked (no --load, no --duration were given)
+    and how to cut it, instead of a --load and --duration the user never passed."""
+    trace = write(tmp_path / "far.csv", "t\n0\n1\n999999999\n")
+    code, out, err = run_main(capsys, "simulate", "--pipeline", "tm", "--trace", str(trace), "--unit", "s")
+    assert code == 2 and out == ""
+    line = one_line(err)
+    assert "the exact replay of the whole trace is too large to simulate" in line
+    assert "(--start, --duration) or rescale it with --load" in line and "--load replay" not in line

@@ -132,7 +132,8 @@ def test_queue_bound_rejects_with_retry_after() -> None:
         with pytest.raises(Rejected) as info:
             refused.result(timeout=5)
         e = info.value
-        assert e.stage == "s0" and "max_queue_size 3" in e.reason
+        assert e.stage == "s0" and e.reason == "queue_full" and "max_queue_size 3" in e.detail
+        assert e.request_id == refused.request_id  # the exception names the request its future carries
         assert e.retry_after_s == pytest.approx((3 + 1) * d * 2)  # _chain's profile: d(1) = 2 d here
         assert rt.counts()["rejected"] == 1
         gate.release.set()

@@ -11,6 +11,7 @@ from typing import Any
 
 __all__ = [
     "PardError",
+    "REJECT_REASONS",
     "PardValueError",
     "PardTypeError",
     "ConfigError",
@@ -111,26 +112,36 @@ class Dropped(PardError):
 
 
 class Rejected(PardError):
-    """A request was refused at admission (e.g. the ingress ring is full: back-pressure).
+    """A request was refused at admission (back-pressure: a full queue or ingress ring).
 
     Attributes:
-        reason: why (str).
+        reason: why, a code a caller can branch on: ``"queue_full"`` (the stage held ``max_queue_size``
+            requests) or ``"ring_full"`` (its lock-free ingress ring was full); see :data:`REJECT_REASONS`.
+        detail: the same in words, with the figures (e.g. ``"its queue is full (2 queued,
+            max_queue_size 2)"``), or None.
         retry_after_s: when the caller may retry (seconds), or None when pard has no estimate.
         stage: name of the stage that refused it, or None (e.g. refused before any stage).
-        request_id: the refused request's id (int), or None (``Runtime.infer`` sets it).
+        request_id: the refused request's id (int, the id its future carries), or None when the
+            refusal came before an id was given.
     """
 
     def __init__(self, reason: str, retry_after_s: float | None = None, stage: str | None = None,
-                 request_id: int | None = None) -> None:
+                 request_id: int | None = None, detail: str | None = None) -> None:
         where = "" if stage is None else f" at stage {stage!r}"
-        super().__init__(f"request rejected{where}: {reason}{_hint(retry_after_s)}")
+        rid = "" if request_id is None else f" {request_id}"
+        super().__init__(f"request{rid} rejected{where}: {detail or reason}{_hint(retry_after_s)}")
         self.reason = reason
+        self.detail = detail
         self.retry_after_s = retry_after_s
         self.stage = stage
         self.request_id = request_id
 
-    def __reduce__(self) -> tuple[type, tuple[str, float | None, str | None, int | None]]:
-        return (type(self), (self.reason, self.retry_after_s, self.stage, self.request_id))
+    def __reduce__(self) -> tuple[type, tuple[str, float | None, str | None, int | None, str | None]]:
+        return (type(self), (self.reason, self.retry_after_s, self.stage, self.request_id, self.detail))
+
+
+#: The codes of :attr:`Rejected.reason`.
+REJECT_REASONS = ("queue_full", "ring_full")
 
 
 class ExecutorError(PardError):

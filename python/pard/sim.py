@@ -30,7 +30,7 @@ from . import _core
 from ._checks import check_bool, check_float, fmt_bytes, fmt_num, real_array, show
 from ._extras import require
 from .config import MAX_WORKERS, resolve_pipeline
-from .config.models import MAX_SLO_S
+from .config.models import MAX_SLO_S, MIN_SLO_S
 from .errors import PardTypeError, PardValueError, TooManyArrivalsError
 from .planner import MAX_SAMPLES, Planner
 from .planner_native import covers, native_planner, native_recorder
@@ -329,10 +329,10 @@ def simulate(
     _check_size(n, (float(arr[-1]) - math.floor(arr[0]) + 1) if n else 1.0, ns, max_visits)
     _check_syncs((float(arr[-1]) - math.floor(arr[0])) if n else 0.0, sync, max_syncs)
     slo_s = _per_request("slo", spec.slo if slo is None else slo, n, spec.slo, np.float64, positive=True)
-    out_of_range = (slo_s < 1e-9) | (slo_s > MAX_SLO_S)  # the C++ core's ns clock: 1 ns .. 1e9 s
+    out_of_range = (slo_s < MIN_SLO_S) | (slo_s > MAX_SLO_S)  # the C++ core's ns clock: 1 ns .. 1e9 s
     if out_of_range.any():
         i = int(np.flatnonzero(out_of_range)[0])
-        raise PardValueError(f"slo[{i}] = {show(slo_s[i])} must be a number of seconds in [1e-9, {MAX_SLO_S:g}] "
+        raise PardValueError(f"slo[{i}] = {show(slo_s[i])} must be a number of seconds in [{MIN_SLO_S:g}, {MAX_SLO_S:g}] "
                              f"(the C++ core's nanosecond clock)")
     tier = _tiers(tiers, n, spec)
 

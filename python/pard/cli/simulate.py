@@ -85,10 +85,14 @@ def register(subparsers: Any) -> None:
 
 def _too_big(args: argparse.Namespace, load: float | None, capacity: float, exc: Exception) -> str:
     """One line for a run over the size limits: what was asked, what it means, what to lower."""
-    dur = 300.0 if args.duration is None else args.duration
-    rate = "" if load is None else f" ({load * capacity:.4g} req/s)"
     what = str(exc).split("; lower ")[0].split("; simulate ")[0]
-    return (f"--load {load if load is not None else 'replay'} --duration {dur:g}{rate} is too large to "
+    if load is None:  # an exact replay: no --load was given, and without --duration it is the whole file
+        asked = "the exact replay of the whole trace" if args.duration is None else \
+            f"the exact replay's --duration {args.duration:g}"
+        return (f"{asked} is too large to simulate: {what}; replay a part of it (--start, --duration) "
+                f"or rescale it with --load")
+    dur = 300.0 if args.duration is None else args.duration
+    return (f"--load {load} --duration {dur:g} ({load * capacity:.4g} req/s) is too large to "
             f"simulate: {what}; lower --duration or --load")
 
 

@@ -23,7 +23,7 @@ from ..errors import ConfigError, PardValueError, PardWarning, UnknownStageError
 from .graph import MAX_PATHS, count_paths, downstream_paths, find_cycle
 from .writers import save
 
-__all__ = ["StageSpec", "PipelineSpec", "Capacity", "MAX_WORKERS", "MAX_BATCH", "MAX_DURATION_S", "MAX_SLO_S",
+__all__ = ["StageSpec", "PipelineSpec", "Capacity", "MAX_WORKERS", "MAX_BATCH", "MAX_DURATION_S", "MAX_SLO_S", "MIN_SLO_S",
            "min_latency_path", "warn_unreachable_slo", "Format", "PathLike"]
 
 Format = Literal["yaml", "json", "toml"]
@@ -53,6 +53,9 @@ MAX_DURATION_S = 1e9
 #: Largest SLO, seconds: deadlines are int64 nanoseconds in the C++ core and the bindings refuse
 #: times past 9e9 s, so a request's ``send + slo`` must stay well inside that (1e9 s is 31 years).
 MAX_SLO_S = 1e9
+
+#: Smallest per-request SLO the simulator takes, seconds: one tick of the C++ core's nanosecond clock.
+MIN_SLO_S = 1e-9
 
 
 def min_latency_path(spec: "PipelineSpec") -> tuple[float, list[str]]:

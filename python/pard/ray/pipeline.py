@@ -224,7 +224,8 @@ class RayPipeline:
             elif kind == "reject":
                 _, rid, stage, t = ev
                 led.finish(r, REJECTED, stage, _REJECTED_CODE, t,
-                           Rejected(f"stage {names[stage]!r}'s ingress ring is full"))
+                           Rejected("ring_full", stage=names[stage], request_id=rid,
+                                    detail="its ingress ring is full"))
             elif kind == "fail":
                 _, rid, stage, text, cause, t = ev
                 err = ExecutorError(text)

@@ -46,10 +46,12 @@ def error_factory(names: Sequence[str], max_queue: Sequence[int]) -> Callable[..
             return ExecutorError(f"submit into entry stage failed: {type(raw).__name__}: {raw}",
                                  request_id=rid, stage=name, cause=raw)
         if kind in (KIND["queue_full"], KIND["ring_full"]):
-            why = (f"its queue is full ({queued} queued, max_queue_size {max_queue[stage]})"
-                   if kind == KIND["queue_full"] else "its ingress ring is full")
+            full = kind == KIND["queue_full"]
+            why = f"its queue is full ({queued} queued, max_queue_size {max_queue[stage]})" if full \
+                else "its ingress ring is full"
             if state == REJECTED:
-                return Rejected(why, retry_after_s=retry_after_s, stage=name)
+                return Rejected("queue_full" if full else "ring_full", retry_after_s=retry_after_s, stage=name,
+                                request_id=rid, detail=why)
             return Dropped(rid, name, "rejected", retry_after_s=retry_after_s)
         return Dropped(rid, name, REASONS[reason] if reason >= 0 else "unknown")
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable, Literal
 
 import numpy as np
 
+from ..config.models import MAX_SLO_S, MIN_SLO_S as _MIN_SLO_S
 from ..errors import PardValueError, TraceError
 from ._common import (pandas, F64, PathLike, clip, drop_blank_rows, existing_trace_file, finish, first_missing, read_csv,
                       read_csv_text, rng, sort_order, spread_counts)
@@ -392,15 +393,17 @@ def _request_columns(p: object, df: pd.DataFrame, offset: int, slo_column: str |
     pd = pandas()
     slo: F64 | None = None
     if slo_column is not None:
-        slo = pd.to_numeric(df[slo_column], errors="coerce").to_numpy(dtype=np.float64)
-        bad = ~np.isfinite(slo) | (slo <= 0)
+        slo = pd.to_numeric(df[slo_column], errors="coerce").to_numpy(dtype=np.float64) * slo_scale
+        # the simulator's and the runtime's range (the C++ core's nanosecond clock), named at its line here
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(slo) | (slo < _MIN_SLO_S) | (slo > MAX_SLO_S)
         if bad.any():
             i = int(np.argmax(bad))
+            unit = "" if slo_scale == 1.0 else f", read in units of {slo_scale:g} s"
             raise TraceError(
                 f"{p}, line {int(df.index[i]) + offset}, column {slo_column!r}: SLO "
-                f"{df[slo_column].iloc[i]!r} is not a finite number > 0"
+                f"{df[slo_column].iloc[i]!r} is not a number of seconds in [{_MIN_SLO_S:g}, {MAX_SLO_S:g}]{unit}"
             )
-        slo = slo * slo_scale
     tier: I32 | None = None
     names: tuple[str, ...] = ()
     if tier_column is not None:
@@ -432,7 +435,7 @@ def csv_requests(
 
     Raises:
         TraceError: as :func:`csv_timestamps`, plus a missing SLO/tier column or value, or an SLO
-            that is not a finite number > 0 (names line and column).
+            outside [1e-9, 1e9] s (names line and column).
     """
     p, df, name, offset = _read_timestamp_csv(path, column)
     _check_request_columns(p, df, offset, name, slo_column, tier_column)
