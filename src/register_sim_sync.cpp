@@ -138,9 +138,9 @@ void register_sim_sync(py::module_& m) {
                  c.samples = samples;
                  c.cv_history_s = cv_history_s;
                  c.min_cv_intervals = min_cv_intervals;
-                 if (constants.size() != 7) {
+                 if (constants.size() != 8) {
                      throw std::invalid_argument("SyncPlanner: constants must be (lam_min, lam_max, lam_up, lam_down, "
-                                                 "loss_target, scale_min, scale_max)");
+                                                 "loss_target, scale_min, scale_max, precollected_wait)");
                  }
                  c.lam_min = constants[0];
                  c.lam_max = constants[1];
@@ -149,6 +149,7 @@ void register_sim_sync(py::module_& m) {
                  c.loss_target = constants[4];
                  c.scale_min = constants[5];
                  c.scale_max = constants[6];
+                 c.precollected_wait = constants[7];
                  c.idle_batch = idle_batch;
                  c.half_life_s = half_life_s;
                  c.prior_batches = prior_batches;

@@ -336,6 +336,27 @@ def test_busy_mode_budgets_each_downstream_wait_by_its_stages_utilisation() -> N
     assert t[1].downstream_s == pytest.approx(d + 0.2 * d) and t[2].downstream_s == 0.0
 
 
+@pytest.mark.parametrize(("qdelay", "wait", "expect"), [
+    (0.03, [0.0] * 5, 0.1 + 0.05),                # never waited for a batch: max(q, rho d) = rho d
+    (0.07, [0.0] * 5, 0.1 + 0.07),                # ... and q above rho d: max(q, rho d) = q
+    (0.03, [0.005] * 5, 0.1 + 0.05),              # a live formation's wait (a twentieth of d): the same
+    (0.03, [0.1, 0.0, 0.0, 0.0, 0.0], 0.1 + 0.03 + 0.05),  # one batch waited a whole batch: q + rho d
+])
+def test_busy_mode_adds_the_running_batch_to_the_queue_only_where_a_stage_was_backlogged(
+        qdelay: float, wait: list[float], expect: float) -> None:
+    """downstream="busy", stage 1 busy half the second (rho 0.5, d = 0.1 s) with a mean queueing delay q:
+    a request that waited in its queue for the running batch and was collected as it ended has q holding
+    that residual, so the stage's wait is max(q, rho d); only where some request, once collected, waited
+    for another batch (batch wait over a tenth of its batch's duration) is it q + rho d (DESIGN 3.1)."""
+    d = 0.1
+    stats = [{}, {"batch_size": np.ones(5), "batch_duration_s": np.full(5, d), "qdelay_s": np.full(5, qdelay),
+                  "batch_wait_s": np.asarray(wait)}]
+    t = Planner(chain(2, d), policy=_paper_with(downstream="busy"), window_s=1.0,
+                adapt_window=False).update(1.0, stats, [1, 1])
+    assert t[0].downstream_s == pytest.approx(expect)
+    assert t[0].floor_downstream_s == pytest.approx(qdelay + d)  # step 1b's floor: sum q + sum d, unchanged
+
+
 def test_busy_mode_utilisation_is_the_larger_of_window_and_last_interval() -> None:
     """rho over a 2 s window weighs the intervals 0.5 and 1: busy then idle gives 0.5 / 1.5 = 1/3 (the last
     interval's 0 is lower); idle then busy gives the last interval's 1 (a burst shows within one sync); a

@@ -23,9 +23,11 @@ KEYS_NS = ("arrival", "qdelay_t", "qdelay", "batch_start", "batch_size", "batch_
 
 def random_interval(rng: np.random.Generator, stages: list[PlannerStage], t_ns: int, burst: float) -> list[dict]:
     """One sync interval of plausible simulator statistics per stage, as int64 ns (the C++ form); some
-    stages idle, many waits exactly 0 (ties), the arrival rate scaled by ``burst``."""
+    stages idle, many waits exactly 0 (ties), the arrival rate scaled by ``burst``. Stage 1 never waits
+    for another batch (downstream="busy" budgets it as not backlogged) and stage 2's waits sit at a tenth
+    of their batch's duration (PRECOLLECTED_WAIT's boundary, where the two comparisons must agree)."""
     out = []
-    for st in stages:
+    for k, st in enumerate(stages):
         if rng.random() < 0.15:
             out.append({k: np.zeros(0, np.int64) for k in KEYS_NS} | {"dropped": 0, "late": 0})
             continue
@@ -34,6 +36,11 @@ def random_interval(rng: np.random.Generator, stages: list[PlannerStage], t_ns: 
         size = rng.integers(1, st.max_batch + 1, nb).astype(np.int64)
         nq = int(size.sum())
         wait = rng.integers(0, 20_000_000, nb) * (rng.random(nb) < 0.6)
+        duration = rng.integers(2_000_000, 80_000_000, nb)
+        if k == 1:
+            wait = np.zeros(nb, np.int64)
+        elif k == 2:
+            wait = duration // 10 + rng.integers(-1, 2, nb)
         out.append({
             "arrival": np.sort(rng.integers(t_ns - 10**9, t_ns, n_arr)),
             "qdelay_t": rng.integers(t_ns - 10**9, t_ns, nq),
@@ -41,7 +48,7 @@ def random_interval(rng: np.random.Generator, stages: list[PlannerStage], t_ns: 
             "batch_start": np.sort(rng.integers(t_ns - 10**9, t_ns, nb)),
             "batch_size": size,
             "batch_wait": wait.astype(np.int64),
-            "batch_duration": rng.integers(2_000_000, 80_000_000, nb),
+            "batch_duration": duration,
             "dropped": int(rng.integers(0, 30)),
             "late": int(rng.integers(0, 5)),
         })

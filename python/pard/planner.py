@@ -28,7 +28,9 @@ What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.Poli
   waits up to a whole ``d``, and per-request samples weigh that batch by the requests that waited in it.
 * ``downstream="busy"``: the downstream batch wait is budgeted from each stage's measured utilisation,
   ``w_P = sum_{i in P} rho_i d_i(b_i)`` (:func:`pard.utilisation.utilisation` gives ``rho_i`` and the
-  M/G/1 argument): ``w = sum d_i`` when every stage is busy, 0 when they idle.
+  M/G/1 argument): ``w = sum d_i`` when every stage is busy, 0 when they idle.  It adds to ``q_i`` only
+  where stage ``i`` was backlogged over the window; elsewhere ``q_i`` already holds that residual and the
+  stage's wait is ``max(q_i, rho_i d_i)`` (:func:`pard.utilisation.busy_wait`).
 * ``correct_durations``: ``d_i`` is scaled by ``s_i``, the measured / profiled batch-duration ratio of
   :class:`pard.duration_scale.DurationScale` (count-weighted from the run's first batch, then running;
   pooled over the stages while a stage has few batches); ``s_i`` is published so the C++ stage scales its
@@ -117,7 +119,7 @@ from .duration_scale import SCALE_MAX, SCALE_MIN, DurationScale
 from .errors import PardValueError
 from .planner_types import PlannerStage, StageTerms
 from .policies import PolicySpec, get_policy, paces
-from .utilisation import utilisation
+from .utilisation import busy_wait, utilisation, waited_requests
 
 __all__ = ["PlannerStage", "StageTerms", "Planner", "window_for_cv", "downstream_wait_quantile", "MAX_SAMPLES",
            "LAM_MIN", "LAM_MAX", "LAM_UP", "LAM_DOWN", "LOSS_TARGET", "ADMIT_GROWTH", "ADMIT_MIN"]
@@ -167,9 +169,9 @@ def _count(x: Any) -> float:
     return float(x.reshape(-1)[0]) if one else float(np.sum(x))
 
 
-# Columns of one ingested interval's per-stage row (8): arrivals, sum and count of queueing delays, sum and
+# Columns of one ingested interval's per-stage row (9): arrivals, sum and count of queueing delays, sum and
 # count of batch sizes, sums of measured and of profiled batch durations, sum of squared queueing delays
-# (queue_z only, else 0).
+# (queue_z only, else 0), requests that waited for another batch (downstream="busy" only, else 0).
 
 
 class Planner:
@@ -363,17 +365,18 @@ class Planner:
             n_arr = len(s.get("arrival_s", ()))
             q = np.asarray(s.get("qdelay_s", ()), dtype=np.float64)
             b = np.asarray(s.get("batch_size", ()), dtype=np.float64)
-            dm = dp = 0.0
+            dm = dp = waited = 0.0
             if (correct or self._busy) and b.size:
                 bd = np.asarray(s.get("batch_duration_s", ()), dtype=np.float64)
                 pr = self._profiled(k, s.get("batch_size", ()), b)
                 dm, dp = float(bd.sum()), float(pr.sum())
+                waited = waited_requests(b, s.get("batch_wait_s", ()), bd) if self._busy else 0.0
                 if need_cv:
                     r = bd / pr
                     r1[k], r2[k] = r.sum(), (r * r).sum()
             bsum = b.sum()
             q2 = float((q * q).sum()) if self._queue_z else 0.0
-            rows.append((n_arr, q.sum(), q.size, bsum, b.size, dm, dp, q2))
+            rows.append((n_arr, q.sum(), q.size, bsum, b.size, dm, dp, q2, waited))
             if drawn and k in drawn:
                 bw = np.array(s.get("batch_wait_s", ()), dtype=np.float64)
                 if self._tail and bw.size == b.size:  # per-request samples: each batch's W once per request
@@ -412,8 +415,8 @@ class Planner:
             self._waits.popleft()
         wt = (np.fromiter(self._ends, dtype=np.float64, count=len(self._ends)) - start) / win
         dts = np.fromiter(self._dts, dtype=np.float64, count=len(self._dts))
-        m = np.stack(self._rows, axis=-1)  # (n, 8, T)
-        na, qs, qn, bs, bn, m_dm, m_dp, q2s = m.transpose(1, 0, 2)  # each (n, T)
+        m = np.stack(self._rows, axis=-1)  # (n, 9, T)
+        na, qs, qn, bs, bn, m_dm, m_dp, q2s, m_wait = m.transpose(1, 0, 2)  # each (n, T)
         with np.errstate(divide="ignore", invalid="ignore"):
             wqn = (wt * qn).sum(axis=-1)
             q_i = np.where(wqn > 0, (wt * qs).sum(axis=-1) / wqn, 0.0)
@@ -488,6 +491,7 @@ class Planner:
             cm = self._policy.contended_z * rho_i * self._scale.cv * d_i
         cpath = cm is not None and self._policy.contended_path
         hi_on = self._policy.overload_upper
+        backlog = m_wait.sum(axis=-1) > 0  # a request in the window waited for another batch (busy_wait)
         for k in range(n):
             best = 0.0 if own2 is None else z * float(np.sqrt(own2[k]))  # a sink budgets its own spread
             best_w = hi = lo = 0.0
@@ -503,10 +507,10 @@ class Planner:
                     elif mode == "upper":
                         val = sq + 2.0 * sd
                         wq = sd
-                    elif mode == "busy":
+                    elif mode == "busy":  # each stage's wait: busy_wait
                         assert rho_i is not None
-                        wq = float((rho_i[idx] * d_i[idx]).sum())
-                        val = sq + sd + wq
+                        val = sd + float(busy_wait(q_path[idx], rho_i[idx] * d_i[idx], backlog[idx]).sum())
+                        wq = val - sd - sq
                     else:
                         wq = _quantile(path_total(path, draws, totals), self._lam)
                         val = sq + sd + wq

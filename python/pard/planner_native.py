@@ -27,6 +27,7 @@ from . import planner as _planner
 from .planner import Planner
 from .policies import PolicySpec
 from .recorder import RunRecorder
+from .utilisation import PRECOLLECTED_WAIT
 
 __all__ = ["covers", "native_planner", "native_recorder", "KNOWN_POLICY_FIELDS"]
 
@@ -74,7 +75,7 @@ def native_planner(planner: Planner) -> Any:
         tune_lam=pol.tune_lam, mu_at_capacity=pol.mu_at_capacity, adapt_window=p._adapt, lam=p._lam,
         window_s=p._window0, samples=p._samples, cv_history_s=p._cv_history_s, min_cv_intervals=p._min_cv_intervals,
         constants=[_planner.LAM_MIN, _planner.LAM_MAX, _planner.LAM_UP, _planner.LAM_DOWN, _planner.LOSS_TARGET,
-                   _planner.SCALE_MIN, _planner.SCALE_MAX],
+                   _planner.SCALE_MIN, _planner.SCALE_MAX, PRECOLLECTED_WAIT],
         generator=p._rng, idle_batch=pol.idle_batch, half_life_s=p.durations.half_life_s,
         prior_batches=p.durations.prior_batches, contended_z=pol.contended_z,
         pace_below=[list(x) for x in p._pace_below], overload_upper=pol.overload_upper,

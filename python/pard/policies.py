@@ -20,7 +20,8 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
   the stage can finish within the queued requests' slack); the order switches to HBF and the requests
   it cannot reach in time are shed at once, instead of at the next sync;
 * ``downstream="busy"`` -- the downstream batch wait budgeted from what the stages below really do:
-  ``w = sum rho_i d_i``, ``rho_i`` stage ``i``'s measured utilisation (:mod:`pard.utilisation`), instead of
+  ``w = sum rho_i d_i``, ``rho_i`` stage ``i``'s measured utilisation (:mod:`pard.utilisation`; added to
+  ``q_i`` where stage ``i`` was backlogged, else ``max(q_i, rho_i d_i)``: ``busy_wait``), instead of
   the 0.1-quantile of per-batch waits, which is 0 whenever workers idle between batches (requests admitted
   upstream then die downstream); a whole batch per stage (``pard-upper``'s ``w = sum d_i``) only where the
   stage is always busy, so a stage above a partly idle path is not over-budgeted. The planner also
@@ -111,7 +112,8 @@ DOWNSTREAM_MODES: Mapping[str, str] = MappingProxyType(
         "lower": "sum q_i + sum d_i(b_i) (w_k = 0; pard-lower)",
         "upper": "sum q_i + 2 * sum d_i(b_i) (w_k = sum d_i; pard-upper)",
         "tail": "sum q_i + sum d_i(b_i) + w_k, w_k the lambda-quantile of summed per-request batch waits",
-        "busy": "sum q_i + sum d_i(b_i) + w_k, w_k = sum rho_i d_i(b_i), rho_i stage i's measured utilisation",
+        "busy": "sum d_i(b_i) + sum of each stage's wait: q_i + rho_i d_i(b_i) where it was backlogged (a request "
+                "waited for another batch), else max(q_i, rho_i d_i(b_i)); rho_i its measured utilisation",
     }
 )
 

@@ -57,6 +57,7 @@ struct SyncPlannerConfig {
     std::int64_t min_cv_intervals = 10;
     double lam_min = 0.05, lam_max = 0.95, lam_up = 0.05, lam_down = 0.01, loss_target = 0.01;
     double scale_min = 0.1, scale_max = 10.0;
+    double precollected_wait = 0.1;  // pard.utilisation.PRECOLLECTED_WAIT
     // pard.duration_scale.DurationScale (correct_durations) and PolicySpec.idle_batch
     double half_life_s = 2.5, prior_batches = 8.0;
     bool idle_batch = false;
@@ -151,7 +152,8 @@ public:
     }
 
 private:
-    static constexpr std::size_t kCols = 7;  // arrivals, sum/count of queueing delays, sum/count of sizes, dm, dp
+    // arrivals, sum/count of queueing delays, sum/count of sizes, dm, dp, requests that waited for another batch
+    static constexpr std::size_t kCols = 8;
 
     void ingest(double now_s, double dt, const std::vector<StageStats>& stats) {
         std::vector<double> row(n_ * kCols, 0.0);
@@ -169,7 +171,7 @@ private:
             const double qsum = npo::numpy_sum(scratch_);
             double bsum = 0.0;  // integers as float64: exact in any order
             for (std::int64_t b : s.batch_size) bsum += static_cast<double>(b);
-            double dm = 0.0, dp = 0.0;
+            double dm = 0.0, dp = 0.0, waited = 0.0;
             // measured batch seconds: the d(b) correction's numerator and, for "busy", the utilisation
             if ((c_.correct_durations || c_.mode == DownstreamMode::kBusy) && !s.batch_size.empty()) {
                 to_seconds(s.batch_duration, scratch_);
@@ -180,6 +182,14 @@ private:
                     scratch_[i] = table.at(static_cast<std::size_t>(s.batch_size[i]));
                 }
                 dp = npo::numpy_sum(scratch_);
+                if (c_.mode == DownstreamMode::kBusy && s.batch_wait.size() == s.batch_size.size()) {
+                    // pard.utilisation.busy_wait's backlog: batches that waited for another to end
+                    for (std::size_t i = 0; i < s.batch_size.size(); ++i) {
+                        const double w = static_cast<double>(s.batch_wait[i]) * 1e-9;
+                        const double dur = static_cast<double>(s.batch_duration[i]) * 1e-9;
+                        if (w > c_.precollected_wait * dur) waited += static_cast<double>(s.batch_size[i]);
+                    }
+                }
                 if (need_cv) {  // DurationScale's per-batch ratio sums: r = measured / profiled
                     to_seconds(s.batch_duration, ratio_);
                     for (std::size_t i = 0; i < ratio_.size(); ++i) ratio_[i] = ratio_[i] / scratch_[i];
@@ -196,6 +206,7 @@ private:
             r[4] = static_cast<double>(s.batch_size.size());
             r[5] = dm;
             r[6] = dp;
+            r[7] = waited;
             const int slot = drawn_slot_[k];
             if (slot >= 0) {
                 std::vector<double>& bw = waits[static_cast<std::size_t>(slot)];
@@ -336,6 +347,7 @@ private:
         mu_.assign(n_, 0.0);
         service_.assign(n_, 0.0);
         rho_.assign(n_, 0.0);
+        backlog_.assign(n_, false);
         std::vector<double> rates(t_n), dev(t_n);
         for (std::size_t k = 0; k < n_; ++k) {
             const double wqn = wsum(k, 2);
@@ -373,6 +385,8 @@ private:
             service_[k] = w * c_.max_batch[k] / d_full;
             if (c_.mu_at_capacity && (c_.mu_at_capacity_entry || !c_.entry[k])) mu_[k] = service_[k] > 0 ? rate_[k] / service_[k] : (rate_[k] > 0 ? inf : 0.0);
             if (c_.mode == DownstreamMode::kBusy || contended()) rho_[k] = utilisation(k, w, wdts);
+            backlog_[k] = false;  // planner.py: m_wait.sum(axis=-1) > 0 (the counts are >= 0)
+            for (const auto& row : rows_) backlog_[k] = backlog_[k] || row[k * kCols + 7] > 0;
         }
     }
 
@@ -469,7 +483,8 @@ private:
                         const auto u = static_cast<std::size_t>(i);
                         gq.push_back(q_[u]);
                         gd.push_back(d_[u]);
-                        gw.push_back(rho_[u] * d_[u]);  // "busy": w_P = sum rho_i d_i(b_i)
+                        const double rd = rho_[u] * d_[u];  // "busy": pard.utilisation.busy_wait
+                        gw.push_back(backlog_[u] ? q_[u] + rd : (q_[u] > rd ? q_[u] : rd));
                     }
                     const double sq = npo::numpy_sum(gq);
                     const double sd = npo::numpy_sum(gd);
@@ -478,7 +493,7 @@ private:
                         case DownstreamMode::kSf: val = sd; break;
                         case DownstreamMode::kLower: val = sq + sd; break;
                         case DownstreamMode::kUpper: val = sq + 2.0 * sd; break;
-                        case DownstreamMode::kBusy: val = sq + sd + npo::numpy_sum(gw); break;
+                        case DownstreamMode::kBusy: val = sd + npo::numpy_sum(gw); break;
                         default: val = sq + sd + quantile(path_total(path)); break;
                     }
                     if (val > best) best = val;
@@ -549,6 +564,7 @@ private:
     std::vector<double> last_batch_, memo_b_, memo_d_;
     std::vector<int> drawn_slot_;
     std::vector<double> wt_, q_, d_, b_, rate_, eps_, scale_, mu_, service_, rho_;
+    std::vector<bool> backlog_;  // downstream="busy": a request in the window waited for another batch
     std::vector<double> ds_m_, ds_p_, ds_w_, ds_scale_;  // DurationScale's decayed sums and its ratio
     std::vector<double> ds_r1_, ds_r2_, ds_cv_, r1_, r2_, ratio_;  // its spread (contended_z)
     double last_g_ = 1.0;
