@@ -78,6 +78,11 @@ def test_relative_pipeline_paths_resolve_against_the_file(tmp_path: Path) -> Non
     ({"outputs": [{"name": "y", "stage": "detect"}]}, "outputs[0].stage", "detect"),
     ({"pipeline": "no-such-pipeline"}, "pipeline", "no-such-pipeline"),
     ({"pipeline": {"name": "x", "slo": -1, "stages": []}}, "pipeline", "slo"),
+    ({"inputs": [{"name": "x", "shape": [-2]}]}, "inputs.0.shape", "-2"),
+    ({"inputs": [{"name": "x", "shape": [100000, 100000, 100]}]}, "inputs[0].shape", "above server.max_body_bytes"),
+    ({"inputs": [{"name": "x", "shape": [4], "stage": "detect"}]}, "inputs[0].stage", "detect"),
+    ({"planner": {"lam": 5}}, "planner", "got 5"),
+    ({"planner": {"nosuch": 1}}, "planner", "nosuch"),
 ])
 def test_bad_fields_are_named_with_their_value(changes: dict, field: str, value: str) -> None:
     """Each bad field raises ServeConfigError (a ConfigError) whose message has the field and the value."""
@@ -85,7 +90,16 @@ def test_bad_fields_are_named_with_their_value(changes: dict, field: str, value:
         parse_serve_config(config(**changes), source="test.yaml")
     msg = str(info.value)
     assert "test.yaml" in msg and field in msg and value in msg, msg
+    assert "pipeline: pipeline:" not in msg and "planner: planner" not in msg  # each field named once
     assert isinstance(info.value, ConfigError) and isinstance(info.value, ValueError)
+
+
+def test_a_variable_dimension_is_taken_as_tritons_minus_one() -> None:
+    """shape [-1, 3] loads (no warm-up payload: its size is unknown) and matches any first dimension."""
+    cfg = parse_serve_config(config(inputs=[{"name": "x", "shape": [-1, 3]}]), source="test.yaml")
+    t = cfg.inputs[0]
+    assert t.matches((5, 3)) and t.matches((1, 3)) and not t.matches((5, 4)) and not t.matches((3,))
+    assert not t.fixed()
 
 
 @pytest.mark.parametrize(("executor", "kwargs", "text"), [

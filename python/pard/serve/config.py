@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..config import PipelineSpec
 from ..config import load as load_pipeline
@@ -82,8 +82,24 @@ class TensorSpec(_Strict):
 
     name: str = Field(min_length=1)
     datatype: str = "FP32"
-    shape: list[int] | None = None
+    shape: list[int] | None = None  # -1: a variable dimension (Triton's marker)
     stage: str | None = None  # outputs only: the exit stage it comes from (several exits)
+
+    @field_validator("shape")
+    @classmethod
+    def _dims(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None and any(d < -1 for d in v):
+            raise ValueError("dimensions must be >= 0, or -1 for a variable one")
+        return v
+
+    def fixed(self) -> bool:
+        """Whether the shape is known and has no variable (-1) dimension."""
+        return self.shape is not None and -1 not in self.shape
+
+    def matches(self, shape: tuple[int, ...]) -> bool:
+        """Whether an array's ``shape`` fits this tensor's (a -1 dimension takes any size)."""
+        return self.shape is None or (len(shape) == len(self.shape) and
+                                      all(e in (-1, g) for e, g in zip(self.shape, shape)))
 
 
 class ServerOptions(_Strict):
@@ -135,8 +151,8 @@ class ServeConfig(_Strict):
         if isinstance(self.pipeline, dict):
             try:
                 return PipelineSpec.from_dict(self.pipeline, source="pipeline")
-            except ConfigError as exc:
-                raise ServeConfigError(f"pipeline: {exc}") from None
+            except ConfigError as exc:  # its message names the source, "pipeline", already
+                raise ServeConfigError(str(exc)) from None
         path = Path(self.base_dir) / self.pipeline
         target = path if path.is_file() else self.pipeline
         try:
@@ -188,9 +204,19 @@ class ServeConfig(_Strict):
                 if t.datatype not in DATATYPES:
                     raise ServeConfigError(f"{field_name}[{i}].datatype: {t.datatype!r} is not one of "
                                            f"{sorted(DATATYPES)}")
+                if t.stage is not None and field_name == "inputs":
+                    raise ServeConfigError(f"inputs[{i}].stage: {t.stage!r}: only outputs name a stage (the exit "
+                                           f"stage an output comes from); every input goes to the entry stages "
+                                           f"{spec.entry_stages()}")
                 if t.stage is not None and t.stage not in spec.exit_stages():
                     raise ServeConfigError(f"{field_name}[{i}].stage: {t.stage!r} is not an exit stage "
                                            f"of {spec.name!r} ({spec.exit_stages()})")
+                if field_name == "inputs" and t.fixed():  # the warm-up builds one; a request could not carry it
+                    nbytes = math.prod(t.shape or []) * np.dtype(DATATYPES[t.datatype]).itemsize
+                    if nbytes > self.server.max_body_bytes:
+                        raise ServeConfigError(f"inputs[{i}].shape: {t.shape} of {t.datatype} is {nbytes:.3g} "
+                                               f"bytes a request, above server.max_body_bytes "
+                                               f"{self.server.max_body_bytes}")
         q = self.queue
         if q.priority_levels and q.default_priority_level > q.priority_levels:
             raise ServeConfigError(f"queue.default_priority_level: {q.default_priority_level} exceeds "
@@ -263,7 +289,24 @@ def parse_serve_config(data: Any, *, source: str = "<serve config>", base_dir: s
     for key, value in cfg.planner.items():
         if isinstance(value, float) and not math.isfinite(value):
             raise ServeConfigError(f"{source}: planner.{key}: must be finite, got {value!r}")
+    _check_planner(cfg, spec, source)
     return cfg
+
+
+def _check_planner(cfg: ServeConfig, spec: Any, source: str) -> None:
+    """The ``planner`` options as the runtime will take them (pard.Planner's keywords), checked at load:
+    ServeConfigError naming ``planner`` and the option."""
+    from ..errors import PardError
+    from ..planner import Planner
+    from ..runtime.setup import options_arg
+    from ..wiring import planner_stages
+
+    try:
+        opts = options_arg(cfg.planner, "planner", Planner.__init__, skip=("self", "stages", "policy"))
+        Planner(planner_stages(spec), policy=cfg.policy, **opts)
+    except (PardError, ValueError, TypeError) as exc:
+        msg = str(exc)
+        raise ServeConfigError(f"{source}: {msg if msg.startswith('planner ') else 'planner: ' + msg}") from None
 
 
 def load_serve_config(path: str | Path) -> ServeConfig:
@@ -293,7 +336,7 @@ def load_serve_config(path: str | Path) -> ServeConfig:
 
 def sample_payload(tensors: list[TensorSpec]) -> Any:
     """A zero payload for warm-up: one array, or a dict of arrays for several inputs (None: unknown shape)."""
-    if any(t.shape is None for t in tensors):
+    if not all(t.fixed() for t in tensors):
         return None
     arrays = {t.name: np.zeros(t.shape or [], dtype=DATATYPES[t.datatype]) for t in tensors}
     return next(iter(arrays.values())) if len(arrays) == 1 else arrays

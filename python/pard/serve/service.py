@@ -148,8 +148,7 @@ class ServedPipeline:
             warm = self._warm(executors, join) if cfg.warmup else {}
             runtime = Runtime(
                 self.spec, executors, policy=cfg.policy, workers=cfg.workers, sync_interval_s=cfg.sync_interval_s,
-                payload_shape=self.inputs[0].shape if len(self.inputs) == 1 and self.inputs[0].shape is not None
-                else None, join=join, planner_options=cfg.planner or None, start=False,
+                payload_shape=self.inputs[0].shape if len(self.inputs) == 1 and self.inputs[0].fixed() else None, join=join, planner_options=cfg.planner or None, start=False,
             )
         except PardError as exc:  # name the file, once
             msg = str(exc)
@@ -413,7 +412,7 @@ class ServedPipeline:
             t = declared[name]
             if datatype_of(arr) != t.datatype:
                 raise ProtocolError(f"inputs[{i}].datatype: {name!r} must be {t.datatype}, got {datatype_of(arr)}")
-            if t.shape is not None and list(arr.shape) != list(t.shape):
+            if not t.matches(arr.shape):
                 raise ProtocolError(f"inputs[{i}].shape: {name!r} must be {list(t.shape)}, got {list(arr.shape)}")
         outs = {t.name for t in self.outputs}
         bad = [n for n in req.outputs if n not in outs]
