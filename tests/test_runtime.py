@@ -739,9 +739,13 @@ def test_tier_codes_index_the_declared_tiers_and_report_stays_usable() -> None:
         assert [rt.submit(i, tier=t).result(timeout=10) for i, t in enumerate([0, 1, 1])] == [0, 1, 2]
         with pytest.raises(ValueError, match=r"tier = 2 is not a valid tier code.*valid: 0\.\.1"):
             rt.submit(9, tier=2)
+        # a tier's name (as X-Pard-Tier and a trace's tier column give it) and None (tier 0), as infer takes them
+        assert [rt.submit(i, tier=t).result(timeout=10) for i, t in [(3, "free"), (4, "gold"), (5, None)]] == [3, 4, 5]
+        with pytest.raises(ValueError, match=r"tier = 'silver' is not a tier of pipeline 'chain' \(its tiers: gold, free\)"):
+            rt.submit(9, tier="silver")
         rep = rt.report()
-    assert rep.submitted == 3 and rep.on_time == 3
-    assert rep.weighted_goodput * rep.duration_s == pytest.approx(4.0 + 1.0 + 1.0)
+    assert rep.submitted == 6 and rep.on_time == 6
+    assert rep.weighted_goodput * rep.duration_s == pytest.approx(4.0 + 1.0 + 1.0 + 1.0 + 4.0 + 4.0)
 
 
 def test_sub_second_burst_is_a_rate_over_one_bin_live_and_simulated() -> None:

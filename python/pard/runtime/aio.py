@@ -85,7 +85,7 @@ class AsyncRuntimeMixin:
     Mixed into the Runtime class; every method uses only the Runtime's public interface.
     """
 
-    async def infer(self, payload: Any, slo: float | None = None, tier: int | None = None,
+    async def infer(self, payload: Any, slo: float | None = None, tier: int | str | None = None,
                     deadline: float | None = None) -> Any:
         """Serve one request: ``await rt.infer(x)`` returns the pipeline's output.
 
@@ -97,7 +97,7 @@ class AsyncRuntimeMixin:
             payload: the entry stage's input (as :meth:`Runtime.submit`).
             slo: end-to-end SLO in seconds, ``(0, 1e9]``; default the pipeline's ``slo``.
             tier: service tier, as :meth:`Runtime.submit`: the index of one of the pipeline's ``tiers``
-                (its weight, not the index, says what it is worth); default 0.
+                or its name (its weight, not the index, says what it is worth); default (None) 0.
             deadline: an absolute deadline on the runtime's clock (:meth:`Runtime.now`, s), e.g.
                 a client's ``now() + timeout``.  The request's deadline is the earlier of
                 ``send + slo`` and ``deadline``.  A deadline already past still submits the
@@ -118,7 +118,7 @@ class AsyncRuntimeMixin:
         """
         return (await self.infer_outcome(payload, slo, tier, deadline))[0]
 
-    async def infer_outcome(self, payload: Any, slo: float | None = None, tier: int | None = None,
+    async def infer_outcome(self, payload: Any, slo: float | None = None, tier: int | str | None = None,
                             deadline: float | None = None,
                             on_orphan: Callable[[str], None] | None = None) -> tuple[Any, str]:
         """As :meth:`infer`, and says whether the pipeline finished the request in time:

@@ -312,7 +312,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             warnings.warn(lifecycle.hung_message(timeout_s, stuck), RuntimeWarning, stacklevel=2)
 
     # ------------------------------------------------------------------ submit
-    def submit(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> RequestFuture:
+    def submit(self, payload: Any, *, slo: float | None = None, tier: int | str | None = 0) -> RequestFuture:
         """Submit one request; returns its future at once.
 
         Args:
@@ -321,14 +321,17 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 default the pipeline's ``slo``.  The deadline is ``send + slo`` with ``send`` the
                 runtime clock at this call.
             tier: service tier: the index of one of the pipeline's ``tiers`` (``0 .. len(tiers) - 1``;
-                only 0 when it declares none), passed to the schedulers.
+                only 0 when it declares none), or its name (a key of ``tiers``, as the HTTP front's
+                ``X-Pard-Tier`` and a trace's tier column give it), or None for tier 0; passed to the
+                schedulers.
 
         Returns:
             a :class:`RequestFuture` resolving to the output, or raising ``pard.Dropped``,
             ``pard.Rejected`` (entry ring full) or ``pard.ExecutorError``.
 
         Raises (the request is then counted nowhere, and ``close()`` does not wait for it):
-            PardValueError: ``slo`` not in ``(0, 1e9]`` or not finite; ``tier`` out of range; the
+            PardValueError: ``slo`` not in ``(0, 1e9]`` or not finite; ``tier`` out of range or an
+                unknown name; the
                 payload's shape differs from the expected one (``payload_shape``, given or learnt,
                 see :class:`Runtime`).
             PardTypeError: ``slo`` or ``tier`` of the wrong type.
@@ -345,8 +348,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             raise lifecycle.ForkedError(lifecycle.forked_message(self._pid))
         slo_s = self._slo if slo is None else _check_slo(slo)
         if tier.__class__ is not int or not 0 <= tier <= self._top_tier:  # the common case costs one test
-            _check_tier(tier, self._spec)
-            tier = int(tier)
+            tier = _tier_code(tier, self._spec)
         sh = self._shape
         shape, learning = sh.check(payload) if sh.shape is not None or sh.learn else (None, False)
         if not self._accepting:
@@ -462,14 +464,23 @@ def _dead_message(st: Any) -> str:
             f"(outside the executor call); the Runtime cannot serve requests any more, close it")
 
 
-def _check_tier(tier: Any, spec: PipelineSpec) -> None:
-    if isinstance(tier, bool) or not isinstance(tier, (int, np.integer)):
-        raise PardTypeError(f"tier must be an int, got {type(tier).__name__}: {tier!r}")
+def _tier_code(tier: Any, spec: PipelineSpec) -> int:
+    """A submit's ``tier`` as the schedulers' code: None is 0, a name its index in ``spec.tiers``."""
     names = list(spec.tiers)
+    if tier is None:
+        return 0
+    if isinstance(tier, str):
+        if tier not in names:
+            have = f"its tiers: {', '.join(names)}" if names else "it declares no tiers"
+            raise PardValueError(f"tier = {tier!r} is not a tier of pipeline {spec.name!r} ({have})")
+        return names.index(tier)
+    if isinstance(tier, bool) or not isinstance(tier, (int, np.integer)):
+        raise PardTypeError(f"tier must be an int code, a tier name or None, got {type(tier).__name__}: {tier!r}")
     if not 0 <= int(tier) <= max(len(names) - 1, 0):
         valid = (f"0..{len(names) - 1} (indices of the spec's tiers {names!r})" if names
                  else "0 (the pipeline declares no tiers)")
         raise PardValueError(f"tier = {tier!r} is not a valid tier code for pipeline {spec.name!r}; valid: {valid}")
+    return int(tier)
 
 
 def _check_slo(slo: Any) -> float:
