@@ -46,7 +46,7 @@ from ..config import PipelineSpec
 from ..config import load as load_pipeline
 from ..config.parsers import parse
 from .._extras import require
-from ..errors import ConfigError
+from ..errors import ConfigError, PardValueError
 from .protocol import DATATYPES
 
 __all__ = [
@@ -89,7 +89,7 @@ class TensorSpec(_Strict):
     @classmethod
     def _dims(cls, v: list[int] | None) -> list[int] | None:
         if v is not None and any(d < -1 for d in v):
-            raise ValueError("dimensions must be >= 0, or -1 for a variable one")
+            raise PardValueError("dimensions must be >= 0, or -1 for a variable one")
         return v
 
     def fixed(self) -> bool:
