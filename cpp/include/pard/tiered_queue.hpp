@@ -5,11 +5,14 @@
 // remaining path). Within one stage every request has the same remaining path, so (2) orders like the
 // deadline; (1) is a small set of fixed values. One heap per tier, keyed by the stage's key (deadline,
 // or arrival for FCFS), keeps every end O(1) to find and every push/pop O(log n):
-//   * low end, global     pop_min(): the smallest key over all tiers (EDF across tiers; O(T) peeks).
+//   * low end, global     pop_min(): the smallest key over all tiers (EDF across tiers; O(T) peeks; FCFS pops it).
 //   * high end, by value  pop_top(): the largest key of the highest-weight non-empty tier (what HBF
 //                         serves in overload: the most valuable request with the most slack).
 //   * low end, by value   pop_bottom(): the smallest key of the lowest-weight non-empty tier (what an
 //                         overloaded stage sheds first: the least valuable request with the least slack).
+//   * top tier, low end   pop_top_low(): the smallest key of the highest-weight non-empty tier (what a
+//                         calm tiered stage serves first, LBF within the most valuable tier: pop_min
+//                         across tiers would serve a low tier's tighter SLOs ahead of a high tier).
 // All requests at a stage cost the same compute, so serving a higher-weight request first always yields
 // at least as much weighted goodput per unit of compute; slack breaks ties within a tier.
 //
@@ -80,6 +83,7 @@ public:
 
     Request pop_min() { return take(min_heap(), false); }
     Request pop_top() { return take(first_nonempty(by_value_.begin(), by_value_.end()), true); }
+    Request pop_top_low() { return take(first_nonempty(by_value_.begin(), by_value_.end()), false); }
     Request pop_bottom() { return take(first_nonempty(by_value_.rbegin(), by_value_.rend()), false); }
 
     // Removes, from every tier's low end, requests while pred(min of that tier) holds; out(Request&&).
