@@ -331,9 +331,8 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
 
         Raises (the request is then counted nowhere, and ``close()`` does not wait for it):
             PardValueError: ``slo`` not in ``(0, 1e9]`` or not finite; ``tier`` out of range or an
-                unknown name; the
-                payload's shape differs from the expected one (``payload_shape``, given or learnt,
-                see :class:`Runtime`).
+                unknown name; the payload's shape differs from the expected one (``payload_shape``,
+                given or learnt, see :class:`Runtime`).
             PardTypeError: ``slo`` or ``tier`` of the wrong type.
             RuntimeStateError (a PardError and a RuntimeError): the runtime is not started or is
                 closed, or a stage is dead (one of its worker threads died outside the executor call;
