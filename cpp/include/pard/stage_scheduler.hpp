@@ -645,8 +645,8 @@ private:
         for (std::size_t k = 0; k < tier_thr_.size(); ++k) {
             const std::int64_t pub = tier_downstream_ns(t, k);
             const std::int64_t live = pub + below_lag_ns(transit_ns, cfg_.tier_weights[k]);
-            const std::int64_t floor = outranks(k) ? pub : down;  // an outranking tier: no busy or overload term
-            tier_thr_[k] = pard_threshold(t_e_ns, d, live > floor ? live : floor);
+            const std::int64_t base = outranks(k) ? pub : down;  // an outranking tier: no busy or overload term
+            tier_thr_[k] = pard_threshold(t_e_ns, d, live > base ? live : base);
         }
     }
 
