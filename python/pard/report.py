@@ -276,6 +276,14 @@ class Report:
         self.tier = np.zeros(n, dtype=np.int32) if tier is None else np.asarray(tier, dtype=np.int32)
         self.tiers = tier_results(self.state, self.tier, tier_names, tier_weights)
 
+    def tier_goodput_per_s(self) -> F64:
+        """On-time requests per second of send time, per tier: shape ``(len(tiers), n_bins)``, row ``k``
+        the tier of code ``k`` (rows sum to :attr:`goodput_per_s`)."""
+        on_time = self.state == _ON_TIME
+        rows = [bin_per_second(self.send_s[on_time & (self.tier == k)], self.t0_s, self.arrivals_per_s.size)
+                for k in range(len(self.tiers))]
+        return np.stack(rows) if rows else np.zeros((0, self.arrivals_per_s.size))
+
     # ------------------------------------------------------------------ metrics
     @property
     def goodput(self) -> float:
