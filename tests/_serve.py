@@ -138,8 +138,12 @@ def gate(*, key: str) -> Gate:
     return GATES.setdefault(key, Gate())
 
 
+#: what ``_serve:failing``'s KeyError says (a 500's body carries it only with server.error_detail)
+FAILING_TEXT = "weights not found"
+
+
 def failing() -> Any:
     """Factory ``_serve:failing``: an executor whose every batch raises KeyError."""
     def fail(xs: list[Any]) -> list[Any]:
-        raise KeyError("weights not found")
+        raise KeyError(FAILING_TEXT)
     return fail

@@ -19,7 +19,7 @@ from pard.serve.app import create_app  # noqa: E402
 from pard.serve.config import parse_serve_config  # noqa: E402
 
 import _serve  # noqa: E402
-from _serve import config, v2_body  # noqa: E402
+from _serve import FAILING_TEXT, config, v2_body  # noqa: E402
 
 Client = Callable[..., Awaitable[Any]]
 
@@ -179,8 +179,23 @@ def test_executor_failure_is_500_with_the_request_id() -> None:
 
     async def body(c: httpx.AsyncClient, app: Any) -> None:
         r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
-        assert r.status_code == 500 and r.json()["request_id"] == 0 and "KeyError" in r.json()["error"]
+        doc = r.json()
+        assert r.status_code == 500 and doc["request_id"] == 0 and doc["stage"] == "classify"
+        assert doc["error_type"] == "KeyError" and FAILING_TEXT not in doc["error"]  # the text stays in the log
         assert app.state.service.runtime.counts()["failed"] == 1
+
+    _run(doc, body)
+
+
+def test_executor_failure_text_reaches_the_body_only_with_error_detail() -> None:
+    """server.error_detail: true puts the executor's exception text in the 500's body."""
+    doc = config(stages={"detect": {"executor": "pard.serve.factories:sleep_profile"},
+                         "classify": {"executor": "_serve:failing"}}, warmup=False, policy="naive",
+                 server={**config()["server"], "error_detail": True})
+
+    async def body(c: httpx.AsyncClient, app: Any) -> None:
+        r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
+        assert r.status_code == 500 and FAILING_TEXT in r.json()["error"] and r.json()["stage"] == "classify"
 
     _run(doc, body)
 

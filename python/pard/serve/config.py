@@ -115,6 +115,9 @@ class ServerOptions(_Strict):
     max_loop_lag_s: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     model_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.\-]+$")
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
+    #: a 500's body carries the executor's exception text (True), or only the stage, the request id and
+    #: the exception's type (False: the text may hold paths, inputs or secrets; the server log has it)
+    error_detail: bool = False
 
 
 class QueueOptions(_Strict):

@@ -47,6 +47,7 @@ from ..runtime import Runtime
 from ..runtime.aio import retry_after_s
 from .config import ServeConfig, ServeConfigError, TensorSpec, sample_payload
 from .factories import reference_model
+from .failure_log import FailureLog
 from .metrics import TIER_OUTCOMES, Observed
 from .params import request_deadline, request_tier
 from .protocol import InferRequest, ProtocolError, datatype_of, decode_request, encode_response
@@ -87,6 +88,19 @@ def _error(status: int, outcome: str, message: str, **fields: Any) -> Answer:
     return Answer(status, json.dumps(doc).encode("utf-8"), headers, outcome)
 
 
+def _failed(e: ExecutorError, detail: bool) -> Answer:
+    """The 500 of a request whose stage's executor raised: the exception's text only with ``detail``
+    (``server.error_detail``: an executor's message may hold paths, inputs or credentials; the server
+    log has it, :class:`FailureLog`), else the stage and the exception's type."""
+    if detail:
+        return _error(500, "failed", str(e), request_id=e.request_id, stage=e.stage)
+    cause = type(e.cause).__name__ if e.cause is not None else type(e).__name__
+    where = f"stage {e.stage!r}" if e.stage else "the pipeline"
+    return _error(500, "failed", f"{where} failed on this request's batch ({cause}); the server log has the "
+                  "details (server.error_detail: true puts them here)", request_id=e.request_id,
+                  stage=e.stage, error_type=cause)
+
+
 class ServedPipeline:
     """The pipeline behind ``pard serve``: builds and owns its Runtime, answers requests, drains.
 
@@ -121,6 +135,7 @@ class ServedPipeline:
         lag = config.server.max_loop_lag_s
         self.max_loop_lag_s = 0.5 * self.default_slo_s if lag is None else float(lag)
         self.loop_lag = LoopLag()
+        self._failure_log = FailureLog(log)
         #: the /metrics histograms, observed once per request and per batch
         self.observed = Observed(self.model_name, self.default_slo_s, [st.name for st in self.spec.stages],
                                  max(int(st.max_batch) for st in self.spec.stages))
@@ -250,7 +265,8 @@ class ServedPipeline:
             answer = await self._answer(model, body, headers, disconnected, arrived_s)
         except Exception as exc:  # a bug of ours must still be one answer, counted once  # noqa: BLE001
             log.exception("pard serve: unexpected error answering a request")
-            answer = _error(500, "output_error", f"internal error: {type(exc).__name__}: {exc}")
+            text = f": {exc}" if self.config.server.error_detail else " (the server log has the details)"
+            answer = _error(500, "output_error", f"internal error: {type(exc).__name__}{text}")
         finally:
             self.inflight -= 1
         if answer.outcome in self.counts:
@@ -322,7 +338,8 @@ class ServedPipeline:
             return _error(429, "rejected", str(e), request_id=e.request_id, stage=e.stage, reason=e.reason,
                           retry_after_s=e.retry_after_s)
         except ExecutorError as e:
-            return _error(500, "failed", str(e), request_id=e.request_id)
+            self._failure_log.note(e)
+            return _failed(e, self.config.server.error_detail)
         except _ClientClosed:
             return Answer(499, b"", {}, "client_closed")
         except RuntimeError as e:  # the runtime closed between the check above and submit
