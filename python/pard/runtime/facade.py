@@ -9,6 +9,7 @@ arguments).  See :mod:`pard.runtime`.
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import threading
@@ -63,6 +64,28 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+#: At interpreter exit, how long (s) each runtime still open waits for its threads (:func:`_close_at_exit`).
+EXIT_JOIN_S = 5.0
+
+
+def _close_at_exit() -> None:
+    """Close every runtime still open when the interpreter exits: cancel what is in flight and join the
+    threads for up to :data:`EXIT_JOIN_S` s each.  Why: the interpreter's finalization kills daemon
+    threads that are still running, and one killed inside the C++ core (waiting for a batch with the
+    GIL released) aborts the whole process ("terminate called without an active exception", exit 134;
+    a script that never called ``close`` hit it on every exit).  A thread still in a hung executor after
+    the wait is left, as ``close(timeout_s=...)`` leaves it."""
+    for rt in list(_RUNTIMES):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a hung stage: nothing left to warn at exit
+                rt.close(drain=False, timeout_s=EXIT_JOIN_S)
+        except Exception:  # noqa: BLE001 -- exit must go on for the other runtimes
+            pass
+
+
+atexit.register(_close_at_exit)
 
 
 class Runtime(AsyncRuntimeMixin, MonitorMixin):
@@ -238,7 +261,8 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        """Start the worker and planner threads (idempotent).  Raises RuntimeStateError (a RuntimeError) once closed."""
+        """Start the worker and planner threads (idempotent).  Raises RuntimeStateError (a RuntimeError) once
+        closed, or when the OS refuses a thread (too many workers; the threads started are joined first)."""
         if self._closed:
             raise RuntimeStateError("this Runtime is closed; create a new one")
         if self._started:
@@ -251,8 +275,14 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         self._started = True
         self._accepting = True
         self._live.open_admission()
-        self._pool.start()
-        self._loop.start()
+        try:
+            self._pool.start()
+            self._loop.start()
+        except RuntimeError as exc:  # the OS refused a thread: stop and join those started, then say why
+            self.close(drain=False, timeout_s=EXIT_JOIN_S)
+            n = sum(st.workers for st in self._stages)
+            raise RuntimeStateError(f"Runtime.start: could not start the worker threads ({n} workers in all, one "
+                                    f"thread each): {exc}; lower the workers") from exc
 
     def __enter__(self) -> Runtime:
         self.start()

@@ -95,8 +95,8 @@ class WorkerPool:
         for st in self._stages:
             for w in range(st.workers):
                 t = threading.Thread(target=self._worker, args=(st,), name=f"pard-{st.name}-{w}", daemon=True)
-                st.threads.append(t)
                 t.start()
+                st.threads.append(t)  # after start: one the OS refused is not joined by close
 
     def stop(self) -> None:
         """Ask every worker to return once its running batch ends."""
