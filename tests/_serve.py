@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import yaml
 
 def pipeline(slow: float = 1.0) -> dict[str, Any]:
@@ -147,3 +149,11 @@ def failing() -> Any:
     def fail(xs: list[Any]) -> list[Any]:
         raise KeyError(FAILING_TEXT)
     return fail
+
+
+def unencodable() -> Any:
+    """Factory ``_serve:unencodable``: echoes its payloads, except that a payload whose first element is 9
+    becomes a complex array, which the v2 codec cannot encode (a 500 output_error)."""
+    def run(xs: list[Any]) -> list[Any]:
+        return [np.array([1 + 2j]) if float(np.asarray(x).ravel()[0]) == 9.0 else x for x in xs]
+    return run

@@ -200,6 +200,25 @@ def test_executor_failure_text_reaches_the_body_only_with_error_detail() -> None
     _run(doc, body)
 
 
+def test_an_output_that_cannot_be_encoded_is_counted_once_as_output_error() -> None:
+    """The pipeline finishes both requests; one output cannot be encoded (500).  The report and /metrics
+    count that one under output_error alone, so the outcomes add up to the answers sent."""
+    doc = config(stages={"detect": {"executor": "pard.serve.factories:sleep_profile"},
+                         "classify": {"executor": "_serve:unencodable"}}, warmup=False, policy="naive")
+
+    async def body(c: httpx.AsyncClient, app: Any) -> tuple[list[int], dict[str, Any], str]:
+        statuses = [(await c.post("/v2/models/duo/infer", json=v2_body([v, 0, 0, 0]))).status_code for v in (1, 9)]
+        return statuses, app.state.service.report(), (await c.get("/metrics")).text
+
+    statuses, rep, text = _run(doc, body)
+    out, m = rep["outcomes"], _metrics(text)
+    assert statuses == [200, 500] and rep["runtime"]["on_time"] + rep["runtime"]["late"] == 2
+    assert out["output_error"] == 1 and out["on_time"] + out["late"] == 1
+    assert sum(v for k, v in out.items() if k != "pending") == len(statuses) == sum(rep["http"].values())
+    for outcome in ("on_time", "late", "output_error"):
+        assert m[("pard_requests_total", (("outcome", outcome), ("pipeline", "duo")))] == out[outcome]
+
+
 def test_drain_fails_readiness_and_answers_new_requests_503() -> None:
     """After begin_drain, /ready is 503 and an inference gets 503 reason draining with Retry-After."""
     async def body(c: httpx.AsyncClient, app: Any) -> None:

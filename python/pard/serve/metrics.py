@@ -18,7 +18,8 @@ Names follow Prometheus' conventions (base units, ``_total``, ``_seconds``):
 ==================================  =========  ===================================================
 pard_requests_total                 counter    {pipeline, outcome}: on_time, late, dropped,
                                                rejected, failed (the runtime's, plus the server's
-                                               queue-limit rejections), invalid, unavailable
+                                               queue-limit rejections), invalid, unavailable,
+                                               output_error (a 500 the server itself answered)
 pard_tier_requests_total            counter    {pipeline, tier, outcome}: the decoded requests of each tier
                                                (``"default"`` without tiers) by outcome
 pard_drops_total                    counter    {pipeline, stage, reason}
@@ -129,7 +130,7 @@ class PipelineCollector(Collector):
         p = svc.model_name
         rep = svc.report()["outcomes"]
         req = CounterMetricFamily("pard_requests", "Requests answered, by outcome.", labels=["pipeline", "outcome"])
-        for outcome in ("on_time", "late", "dropped", "rejected", "failed", "invalid", "unavailable"):
+        for outcome in ("on_time", "late", "dropped", "rejected", "failed", "invalid", "unavailable", "output_error"):
             req.add_metric([p, outcome], float(rep[outcome]))
         yield req
         tiers = CounterMetricFamily("pard_tier_requests", "Decoded requests answered, by tier and outcome.",

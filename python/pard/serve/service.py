@@ -127,6 +127,7 @@ class ServedPipeline:
         # Requests whose client hung up after their batch was collected: the runtime counts them on time or
         # late, but no answer went out (499), so the report counts them dropped (_orphaned, report()).
         self.orphans = {"on_time": 0, "late": 0}
+        self.unencoded = {"on_time": 0, "late": 0}  # finished, but the output failed to encode (500): report()
         self._orphan_lock = threading.Lock()
         self.tier_counts: dict[tuple[int, str], int] = {}  # (tier code, outcome) of every decoded request
         self.inflight = 0  # infer calls in progress (the HTTP answer not yet returned)
@@ -349,6 +350,8 @@ class ServedPipeline:
         except (PardError, ValueError, TypeError) as e:  # a payload submit refused (shape, tier)
             return _error(400, "invalid", str(e))
         answer = self._encode(req, result)
+        if answer.outcome == "output_error":  # the runtime counted it finished; the client got a 500
+            self.unencoded[state] += 1
         return self._timed(answer, state, t0, deadline)
 
     def _timed(self, answer: Answer, state: str, t0: float, deadline: float) -> Answer:
@@ -469,17 +472,9 @@ class ServedPipeline:
         ``server.closed_after_collected``); ``http`` counts the answers by status code.
         """
         rt = self.runtime.counts() if self.runtime is not None else {}
-        merged = {k: int(rt.get(k, 0)) for k in ("on_time", "late", "dropped", "rejected", "failed", "pending")}
-        merged["rejected"] += self.counts["queue_full"] + self.counts["busy"]
-        merged["on_time"] -= self.late_answers  # answered after their deadline (_timed)
-        merged["late"] += self.late_answers
         with self._orphan_lock:
             orphans = dict(self.orphans)
-        for state, n in orphans.items():  # finished after their client hung up: no answer went out
-            merged[state] -= n
-            merged["dropped"] += n
-        for k in ("invalid", "unavailable", "output_error"):
-            merged[k] = self.counts[k]
+        merged = _merged_outcomes(rt, self.counts, self.late_answers, orphans, self.unencoded)
         return {"pipeline": self.model_name, "runtime": rt, "tiers": self.tier_report(),
                 "server": {**self.counts, "late_answers": self.late_answers,
                            "closed_after_collected": sum(orphans.values())},
@@ -499,6 +494,24 @@ class ServedPipeline:
             row["weighted_on_time"] = float(weight) * row["on_time"]
             out[name] = row
         return out
+
+
+def _merged_outcomes(rt: Mapping[str, int], counts: Mapping[str, int], late_answers: int,
+                     orphans: Mapping[str, int], unencoded: Mapping[str, int]) -> dict[str, int]:
+    """``ServedPipeline.report``'s ``outcomes``: the runtime's counts ``rt`` with the server's own moved in,
+    so that every answer is counted under exactly one outcome."""
+    merged = {k: int(rt.get(k, 0)) for k in ("on_time", "late", "dropped", "rejected", "failed", "pending")}
+    merged["rejected"] += counts["queue_full"] + counts["busy"]
+    merged["on_time"] -= late_answers  # answered after their deadline (_timed)
+    merged["late"] += late_answers
+    for state, n in orphans.items():  # finished after their client hung up: no answer went out
+        merged[state] -= n
+        merged["dropped"] += n
+    for state, n in unencoded.items():  # finished, but answered 500 output_error: counted there alone
+        merged[state] -= n
+    for k in ("invalid", "unavailable", "output_error"):
+        merged[k] = counts[k]
+    return merged
 
 
 def _described(output: Any) -> dict[str, Any]:
