@@ -67,7 +67,7 @@ class ServeConfigError(ConfigError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)  # "8000" or true for an int: refused
 
 
 class ExecutorRef(_Strict):
