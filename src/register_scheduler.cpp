@@ -160,14 +160,16 @@ void register_scheduler(py::module_& m) {
              "Returns False when the ring is full (back-pressure: the caller must reject the request).")
         .def("publish", [](StageScheduler& s, double downstream_s, double mu, double eps, double queue_delay_s,
                            double admit_fraction, double service_rate, double duration_scale, double path_rate,
-                           double overload_downstream_s, double floor_downstream_s) {
+                           double overload_downstream_s, double floor_downstream_s, double outrank_downstream_s) {
                  s.publish(PublishedTerms::from_seconds(downstream_s, mu, eps, queue_delay_s, admit_fraction,
                                                         service_rate, duration_scale, path_rate,
-                                                        overload_downstream_s, floor_downstream_s));
+                                                        overload_downstream_s, floor_downstream_s,
+                                                        outrank_downstream_s));
              },
              py::kw_only(), py::arg("downstream_s"), py::arg("mu"), py::arg("eps"), py::arg("queue_delay_s"),
              py::arg("admit_fraction") = 1.0, py::arg("service_rate") = 0.0, py::arg("duration_scale") = 1.0,
              py::arg("path_rate") = 0.0, py::arg("overload_downstream_s") = 0.0, py::arg("floor_downstream_s") = 0.0,
+             py::arg("outrank_downstream_s") = 0.0,
              "Publish the planner's terms (DESIGN 3.2, 3.5) as one snapshot and step the adaptive order "
              "(3.3: mu > 1+eps -> HBF, mu < 1-eps -> LBF, else keep). ValueError for negative or non-finite "
              "values or admit_fraction outside [0, 1].")
@@ -266,6 +268,13 @@ void register_scheduler(py::module_& m) {
              "The stages below this one, read by the pop rule under Policy.overload_below (set once, before "
              "any batch forms; the list is kept alive with this scheduler).")
         .def_property_readonly("overloaded_now", &StageScheduler::overloaded_now)
+        .def("queue_lag", [](const StageScheduler& s, double transit_s, double min_weight) {
+                 return to_s(s.queue_lag_ns(to_ns(transit_s, "transit_s"), min_weight));
+             },
+             py::arg("transit_s") = 0.0, py::arg("min_weight") = 0.0,
+             "queue_lag_s for a request reaching this stage transit_s from now, of a tier weighing min_weight: "
+             "while the stage serves the highest-weight tier first (HBF, and LBF unless keyed by arrival), "
+             "only the queued requests of tiers weighing at least min_weight count.")
         .def_property_readonly("queue_lag_s", [](const StageScheduler& s) { return to_s(s.queue_lag_ns()); },
                                "How much longer than the published queue_delay_s a request arriving now would wait "
                                "by the queue now: max(0, queued / service_rate - queue_delay_s) (s; 0 while the "

@@ -140,29 +140,33 @@ void register_sim(py::module_& m) {
         .def_property_readonly("num_requests", &Simulator::num_requests)
         .def("publish", [](Simulator& s, std::int64_t stage, double downstream_s, double mu, double eps,
                            double queue_delay_s, double admit_fraction, double service_rate, double duration_scale,
-                           double path_rate, double overload_downstream_s, double floor_downstream_s) {
+                           double path_rate, double overload_downstream_s, double floor_downstream_s,
+                           double outrank_downstream_s) {
                  s.publish(stage_index(s, stage),
                            PublishedTerms::from_seconds(downstream_s, mu, eps, queue_delay_s, admit_fraction,
                                                         service_rate, duration_scale, path_rate,
-                                                        overload_downstream_s, floor_downstream_s));
+                                                        overload_downstream_s, floor_downstream_s,
+                                                        outrank_downstream_s));
              },
              py::arg("stage"), py::kw_only(), py::arg("downstream_s"), py::arg("mu"), py::arg("eps"),
              py::arg("queue_delay_s"), py::arg("admit_fraction") = 1.0, py::arg("service_rate") = 0.0,
              py::arg("duration_scale") = 1.0, py::arg("path_rate") = 0.0, py::arg("overload_downstream_s") = 0.0,
-             py::arg("floor_downstream_s") = 0.0)
-        .def("publish_all", [](Simulator& s, const std::vector<std::array<double, 10>>& terms) {
+             py::arg("floor_downstream_s") = 0.0, py::arg("outrank_downstream_s") = 0.0)
+        .def("publish_all", [](Simulator& s, const std::vector<std::array<double, 11>>& terms) {
                  if (terms.size() != s.num_stages()) {
                      throw std::invalid_argument("publish_all: terms has " + std::to_string(terms.size()) +
                                                  " rows but the simulation has " + std::to_string(s.num_stages()) + " stages");
                  }
                  for (std::size_t k = 0; k < terms.size(); ++k) {
                      const auto& t = terms[k];
-                     s.publish(k, PublishedTerms::from_seconds(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9]));
+                     s.publish(k, PublishedTerms::from_seconds(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9],
+                                                               t[10]));
                  }
              },
              py::arg("terms"),
              "publish() for every stage at once: one row (downstream_s, mu, eps, queue_delay_s, admit_fraction, "
-             "service_rate, duration_scale, path_rate, overload_downstream_s, floor_downstream_s) per stage, in stage order.")
+             "service_rate, duration_scale, path_rate, overload_downstream_s, floor_downstream_s, outrank_downstream_s) per "
+             "stage, in stage order.")
         .def("set_workers", [](Simulator& s, std::int64_t stage, int n) { s.set_workers(stage_index(s, stage), n); },
              py::arg("stage"), py::arg("n"),
              "Set a stage's target worker count (>= 1): new workers serve after cold_start_s; removal takes "

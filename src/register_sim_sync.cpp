@@ -76,7 +76,7 @@ py::list terms_list(const std::vector<SyncTerms>& terms) {
     for (const SyncTerms& t : terms) {
         out.append(py::make_tuple(t.downstream_s, t.mu, t.eps, t.queue_delay_s, t.admit_fraction, t.service_rate,
                                   t.duration_scale, t.in_rate, t.path_rate, t.demand_rate, t.overload_downstream_s,
-                                  t.floor_downstream_s));
+                                  t.floor_downstream_s, t.outrank_downstream_s));
     }
     return out;
 }
@@ -184,7 +184,7 @@ void register_sim_sync(py::module_& m) {
              py::arg("now_s"), py::arg("stats"), py::arg("workers"),
              "Planner.update on statistics given as int64 ns arrays (keys arrival, qdelay_t, qdelay, batch_start, "
              "batch_size, batch_wait, batch_duration; ints dropped, late). Returns per stage (downstream_s, mu, "
-             "eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate, path_rate, demand_rate, overload_downstream_s, floor_downstream_s).")
+             "eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate, path_rate, demand_rate, overload_downstream_s, floor_downstream_s, outrank_downstream_s).")
         .def("terms", [](const PySyncPlanner& p) { return terms_list(p.core->terms()); },
              "The last update's terms, as update_ns returns them ([] before the first).")
         .def("start", [](PySyncPlanner& p, double now_s) { p.core->start(now_s); }, py::arg("now_s"))
@@ -242,7 +242,7 @@ void register_sim_sync(py::module_& m) {
                         s.publish(k, PublishedTerms::from_seconds(x.downstream_s, x.mu, x.eps, x.queue_delay_s,
                                                                   x.admit_fraction, x.service_rate, x.duration_scale,
                                                                   x.path_rate, x.overload_downstream_s,
-                                                                  x.floor_downstream_s));
+                                                                  x.floor_downstream_s, x.outrank_downstream_s));
                     }
                 }
             }

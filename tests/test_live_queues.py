@@ -128,9 +128,10 @@ def test_a_high_tier_request_is_budgeted_only_the_tiers_ahead_of_it_below() -> N
     """Below pops HBF, so a gold request there waits only behind the 4 gold: 4 / R = 11.2 ms, less the 20 ms
     batch above, is no lag, and gold's threshold is 20 ms against its 0.2 s: kept. A free request waits behind
     all 144: 0.405 s - 20 ms = 0.385 s of lag, threshold 0.405 s > 0.2 s: dropped. (A tier-blind lag dropped
-    both.) Below in LBF every queued request may be ahead of either, so both are dropped."""
+    both.) Below in LBF the same: a tiered LBF stage serves the top tier first too (pop_top_low); until
+    2026-12-03 the lag counted every queued request there, and both were dropped."""
     assert tiered_pair(2.0) == ([1], [2])
-    assert tiered_pair(0.5) == ([], [1, 2])
+    assert tiered_pair(0.5) == ([1], [2])
 
 
 def path_lags(successors: list[list[int]], lag: list[float], k: int) -> float:
@@ -183,3 +184,24 @@ def test_a_non_bool_live_queues_names_the_field() -> None:
 
     with pytest.raises(PardTypeError, match=r"PolicySpec\.live_queues must be True or False, got 'true'"):
         dataclasses.replace(POLICIES["pard"], live_queues="true")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("order", "mu", "want_high"), [("adaptive", 0.5, 3), ("adaptive", 5.0, 3), ("fcfs", 0.5, 15)])
+def test_a_tier_served_first_counts_only_its_own_and_higher_tiers_ahead(order: str, mu: float, want_high: int) -> None:
+    """Tiers weighted [1, 4] (codes 0, 1), 12 low and 3 high queued: a request of the high tier waits behind
+    the 3 high ones in LBF (mu 0.5) and in HBF (mu 5), which both serve the top tier first, and behind all 15
+    in FCFS; a low-tier request, or a tier-blind asker (min_weight 0), behind all 15.  Until 2026-12-03 LBF
+    counted all 15 for the high tier too."""
+    prof = _core.Profile([1, B], [A + C, A + C * B])
+    pol = _core.Policy(order=order, drop="pard", tiered=True, reactive=True, live_queues=True)
+    s = _core.StageScheduler(stage=1, profile=prof, max_batch=B, policy=pol, budget_fraction=1.0,
+                             tier_weights=[1.0, 4.0], entry=False)
+    s.publish(downstream_s=0.0, mu=mu, eps=0.1, queue_delay_s=0.0, service_rate=RATE, duration_scale=1.0)
+    for i in range(15):
+        s.submit(i, 0.0, 10.0 + i, 0.0, 1 if i % 5 == 0 else 0)
+    s.purge(0.0, 0.0)  # drains the ring into the tiers' heaps
+    assert s.current_order == ("fcfs" if order == "fcfs" else ("hbf" if mu > 1 else "lbf"))
+    assert s.queue_lag(min_weight=4.0) == pytest.approx(want_high / RATE, abs=1e-9)
+    assert s.queue_lag(min_weight=1.0) == pytest.approx(15 / RATE, abs=1e-9)
+    assert s.queue_lag() == pytest.approx(15 / RATE, abs=1e-9)
+    assert s.queue_lag(transit_s=5 / RATE, min_weight=1.0) == pytest.approx(10 / RATE, abs=1e-9)

@@ -355,6 +355,25 @@ def test_busy_mode_adds_the_running_batch_to_the_queue_only_where_a_stage_was_ba
                 adapt_window=False).update(1.0, stats, [1, 1])
     assert t[0].downstream_s == pytest.approx(expect)
     assert t[0].floor_downstream_s == pytest.approx(qdelay + d)  # step 1b's floor: sum q + sum d, unchanged
+    assert t[0].outrank_downstream_s == pytest.approx(min(qdelay, d / 2) + d)  # a tier served first: min(q, d/2) + d
+
+
+def test_outrank_term_caps_each_stage_below_at_half_its_batch_and_takes_the_worst_path() -> None:
+    """outrank_downstream_s (the term of a tier served first below): per path, sum over its stages of
+    min(q_i, d_i / 2) + d_i, the most over paths; the all-tier q_i of a stage with a backlog is what the lower
+    tiers wait.  A fork 0 -> {1, 2}: stage 1 d 0.1 s q 0.3 s (backlogged: 0.05 + 0.1), stage 2 d 0.1 s
+    q 0.02 s (0.02 + 0.1); the entry's term is the larger, 0.15; the floor keeps sum q + sum d = 0.4."""
+    d = 0.1
+    stats = [{}, {"batch_size": np.ones(5), "batch_duration_s": np.full(5, d), "qdelay_s": np.full(5, 0.3)},
+             {"batch_size": np.ones(5), "batch_duration_s": np.full(5, d), "qdelay_s": np.full(5, 0.02)}]
+    stages = chain(3, d)
+    stages = [dataclasses.replace(stages[0], paths=((1,), (2,))), dataclasses.replace(stages[1], paths=()),
+              stages[2]]
+    t = Planner(stages, policy=_paper_with(downstream="busy"), window_s=1.0, adapt_window=False).update(
+        1.0, stats, [1, 1, 1])
+    assert t[0].outrank_downstream_s == pytest.approx(0.05 + d)
+    assert t[0].floor_downstream_s == pytest.approx(0.3 + d)
+    assert t[1].outrank_downstream_s == 0.0 and t[2].outrank_downstream_s == 0.0  # nothing below a sink
 
 
 def test_busy_mode_utilisation_is_the_larger_of_window_and_last_interval() -> None:

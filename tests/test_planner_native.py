@@ -123,9 +123,9 @@ def test_native_planner_terms_equal_python_planner_bit_for_bit(policy: PolicySpe
         got = fast.update_ns(t_ns * 1e-9, stats, workers)
         for k, (w, g) in enumerate(zip(want, got)):
             kw = w.publish_kwargs()
-            late = ("path_rate", "overload_downstream_s", "floor_downstream_s")
+            late = ("path_rate", "overload_downstream_s", "floor_downstream_s", "outrank_downstream_s")
             expect = (*(v for f, v in kw.items() if f not in late), w.in_rate, kw["path_rate"], w.demand_rate,
-                      kw["overload_downstream_s"], kw["floor_downstream_s"])
+                      kw["overload_downstream_s"], kw["floor_downstream_s"], kw["outrank_downstream_s"])
             assert np.array_equal(np.array(expect), np.array(g)), (i, k, expect, g)
         assert fast.lam == ref.lam and fast.window_s == ref.window_s
 
@@ -150,9 +150,9 @@ def test_native_planner_equals_python_through_idle_syncs_then_batches() -> None:
         assert all(w.duration_scale == 0.0 for w in want) == (i < 3)
         for w, g in zip(want, got):
             kwp = w.publish_kwargs()
-            late = ("path_rate", "overload_downstream_s", "floor_downstream_s")
+            late = ("path_rate", "overload_downstream_s", "floor_downstream_s", "outrank_downstream_s")
             expect = (*(v for f, v in kwp.items() if f not in late), w.in_rate, kwp["path_rate"], w.demand_rate,
-                      kwp["overload_downstream_s"], kwp["floor_downstream_s"])
+                      kwp["overload_downstream_s"], kwp["floor_downstream_s"], kwp["outrank_downstream_s"])
             assert np.array_equal(np.array(expect), np.array(g)), (i, expect, g)
 
 

@@ -129,7 +129,8 @@ class StageScheduler:
     # PublishedTerms::from_seconds.
     def publish(self, *, downstream_s: float, mu: float, eps: float, queue_delay_s: float,
                 admit_fraction: float = 1.0, service_rate: float = 0.0, duration_scale: float = 1.0,
-                path_rate: float = 0.0, overload_downstream_s: float = 0.0) -> None: ...
+                path_rate: float = 0.0, overload_downstream_s: float = 0.0, floor_downstream_s: float = 0.0,
+                outrank_downstream_s: float = 0.0) -> None: ...
     # a batch of `size` ran measured_s seconds (live workers and the simulator call it after every batch)
     def observe_batch(self, size: int, measured_s: float) -> None: ...  # ValueError for size < 1
     @property
@@ -154,6 +155,8 @@ class StageScheduler:
     def overloaded_now(self) -> bool: ...        # the reactive overload test held at the last batch
     @property
     def queue_lag_s(self) -> float: ...          # max(0, queued / service_rate - queue_delay_s) (s); 0 unmeasured
+    # queue_lag_s less transit_s, counting only the tiers weighing >= min_weight while they are served first
+    def queue_lag(self, transit_s: float = 0.0, min_weight: float = 0.0) -> float: ...
     @property
     def parallel(self) -> bool: ...              # on a parallel DAG branch (Policy.coherent_rank applies)
     @parallel.setter
@@ -188,11 +191,12 @@ class Simulator:
     # stage out of range: IndexError (publish, set_workers, workers, queued, current_order)
     def publish(self, stage: int, *, downstream_s: float, mu: float, eps: float, queue_delay_s: float,
                 admit_fraction: float = 1.0, service_rate: float = 0.0, duration_scale: float = 1.0,
-                path_rate: float = 0.0, overload_downstream_s: float = 0.0) -> None: ...
+                path_rate: float = 0.0, overload_downstream_s: float = 0.0, floor_downstream_s: float = 0.0,
+                outrank_downstream_s: float = 0.0) -> None: ...
     # publish() for every stage: one row (downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate,
-    # duration_scale, path_rate, overload_downstream_s) per stage, in stage order; ValueError for a wrong row
-    # count or a bad value
-    def publish_all(self, terms: list[tuple[float, float, float, float, float, float, float, float, float]]) -> None: ...
+    # duration_scale, path_rate, overload_downstream_s, floor_downstream_s, outrank_downstream_s) per stage,
+    # in stage order; ValueError for a wrong row count or a bad value
+    def publish_all(self, terms: list[tuple[float, ...]]) -> None: ...
     def set_workers(self, stage: int, n: int) -> None: ...   # target (>= 1, else ValueError); new workers serve after cold_start_s
     def workers(self, stage: int) -> int: ...                # serving now (idle or busy, not cold, not retiring)
     def serving(self) -> list[int]: ...                      # workers(stage) of every stage, in stage order

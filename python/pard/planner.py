@@ -494,7 +494,7 @@ class Planner:
         backlog = m_wait.sum(axis=-1) > 0  # a request in the window waited for another batch (busy_wait)
         for k in range(n):
             best = 0.0 if own2 is None else z * float(np.sqrt(own2[k]))  # a sink budgets its own spread
-            best_w = hi = lo = 0.0
+            best_w = hi = lo = lm = 0.0
             if mode != "none":
                 for path, idx in self._paths[k]:
                     sq = float(q_path[idx].sum())
@@ -523,8 +523,8 @@ class Planner:
                         best, best_w = val, wq
                     if hi_on and sq + 2.0 * sd > hi:  # overload_upper: pard-upper's term, used while overloaded
                         hi = sq + 2.0 * sd
-                    if mode == "busy" and sq + sd > lo:  # the floor the pop rule falls back to (stage_scheduler.hpp)
-                        lo = sq + sd
+                    if mode == "busy":  # step 1b's floor (stage_scheduler.hpp); a tier served first's term
+                        lo, lm = max(lo, sq + sd), max(lm, float(np.minimum(q_path[idx], 0.5 * d_i[idx]).sum()) + sd)
             if cm is not None and not (cpath and self._paths[k] and mode != "none"):
                 best += float(cm[k])
             # Admission: the paper sheds nothing at admission; Dagor's (1 - alpha) throttle is applied by
@@ -537,7 +537,7 @@ class Planner:
                 wait_quantile_s=best_w, window_s=win, service_rate=service_l[k],
                 duration_scale=scale_l[k], demand_rate=demand_l[k], lam=self._lam,
                 path_rate=min((service_l[j] for j in self._pace_below[k]), default=0.0),
-                overload_downstream_s=hi, floor_downstream_s=lo,
+                overload_downstream_s=hi, floor_downstream_s=lo, outrank_downstream_s=lm,
             ))
         self._terms = out
         if correct and self.warn_drift:  # after the terms are stored: a warning raised as an error leaves them

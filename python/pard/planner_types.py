@@ -64,7 +64,7 @@ class StageTerms:
     """What the planner publishes to one stage's scheduler, plus diagnostics.
 
     ``downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale, path_rate,
-    overload_downstream_s, floor_downstream_s`` are the
+    overload_downstream_s, floor_downstream_s, outrank_downstream_s`` are the
     arguments of ``StageScheduler.publish`` / ``Simulator.publish``; ``in_rate`` (req/s, arrivals at the
     stage), ``demand_rate`` (req/s the stage would receive without rate-aware shedding at the entry and
     with no stage above it paced: what an autoscaler sizes for), ``batch_size``, ``wait_quantile_s``,
@@ -87,6 +87,7 @@ class StageTerms:
     path_rate: float = 0.0
     overload_downstream_s: float = 0.0
     floor_downstream_s: float = 0.0
+    outrank_downstream_s: float = 0.0
 
     def publish_kwargs(self) -> dict[str, float]:
         """The keyword arguments of ``publish(stage, **kwargs)``."""
@@ -101,4 +102,5 @@ class StageTerms:
             "path_rate": self.path_rate,
             "overload_downstream_s": self.overload_downstream_s,
             "floor_downstream_s": self.floor_downstream_s,
+            "outrank_downstream_s": self.outrank_downstream_s,
         }

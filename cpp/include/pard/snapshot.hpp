@@ -50,13 +50,15 @@ struct PublishedTerms {
     double path_rate = 0.0;           // requests/s the slowest stage below this one finishes (0 = none)
     std::int64_t overload_downstream_ns = 0;  // the pop rule's downstream floor when overloaded (0 = none)
     std::int64_t floor_downstream_ns = 0;     // Σq + Σd below, the published term's fallback (0 = none)
+    std::int64_t outrank_downstream_ns = 0;   // Σ min(q, d/2) + Σd below: a tier served first's (0 = none)
 
     // The one validation of published terms (seconds in, ns stored); throws std::invalid_argument
     // naming the field and the value. Every binding that publishes goes through it.
     static PublishedTerms from_seconds(double downstream_s, double mu, double eps, double queue_delay_s,
                                        double admit_fraction = 1.0, double service_rate = 0.0,
                                        double duration_scale = 1.0, double path_rate = 0.0,
-                                       double overload_downstream_s = 0.0, double floor_downstream_s = 0.0) {
+                                       double overload_downstream_s = 0.0, double floor_downstream_s = 0.0,
+                                       double outrank_downstream_s = 0.0) {
         PublishedTerms t;
         t.downstream_ns = seconds_field(downstream_s, "downstream_s");
         t.mu = finite_nonneg(mu, "mu");
@@ -75,6 +77,7 @@ struct PublishedTerms {
         t.path_rate = finite_nonneg(path_rate, "path_rate");
         t.overload_downstream_ns = seconds_field(overload_downstream_s, "overload_downstream_s");
         t.floor_downstream_ns = seconds_field(floor_downstream_s, "floor_downstream_s");
+        t.outrank_downstream_ns = seconds_field(outrank_downstream_s, "outrank_downstream_s");
         return t;
     }
 
@@ -115,6 +118,7 @@ public:
         path_rate_.store(t.path_rate, std::memory_order_release);
         overload_downstream_ns_.store(t.overload_downstream_ns, std::memory_order_release);
         floor_downstream_ns_.store(t.floor_downstream_ns, std::memory_order_release);
+        outrank_downstream_ns_.store(t.outrank_downstream_ns, std::memory_order_release);
         seq_.store(s + 2, std::memory_order_release);
     }
 
@@ -134,6 +138,7 @@ public:
             t.path_rate = path_rate_.load(std::memory_order_acquire);
             t.overload_downstream_ns = overload_downstream_ns_.load(std::memory_order_acquire);
             t.floor_downstream_ns = floor_downstream_ns_.load(std::memory_order_acquire);
+            t.outrank_downstream_ns = outrank_downstream_ns_.load(std::memory_order_acquire);
             const std::uint64_t s2 = seq_.load(std::memory_order_relaxed);
             if (s1 == s2) return t;
         }
@@ -154,6 +159,7 @@ private:
     std::atomic<double> path_rate_{0.0};
     std::atomic<std::int64_t> overload_downstream_ns_{0};
     std::atomic<std::int64_t> floor_downstream_ns_{0};
+    std::atomic<std::int64_t> outrank_downstream_ns_{0};
     std::mutex writer_;
 };
 

@@ -285,10 +285,10 @@ public:
     // ratio published): a live stage whose thread has not run yet holds a queue that its profile may
     // overstate a hundredfold (the README's embedded example lost 79 % of a burst to it). What the stages
     // above read under Policy::live_queues. Any thread; best effort (relaxed loads).
-    // min_weight > 0 (a tiered stage above asking for one of its tiers): while this stage pops HBF, which
-    // serves the highest-weight non-empty tier first, only the requests of tiers weighing at least
-    // min_weight are ahead of such a request (and, untiered yet, whatever waits in the ring); in LBF or
-    // FCFS every queued request may be.
+    // min_weight > 0 (a tiered stage above asking for one of its tiers): while this stage serves the
+    // highest-weight non-empty tier first (HBF, and LBF unless keyed by arrival: queued_ahead), only the
+    // requests of tiers weighing at least min_weight are ahead of such a request (and, untiered yet,
+    // whatever waits in the ring); in FCFS every queued request may be.
     [[nodiscard]] std::int64_t queue_lag_ns(std::int64_t transit_ns = 0, double min_weight = 0.0) const noexcept {
         const PublishedTerms published = terms_.load();
         if (unmeasured(published)) return 0;  // R would be the profile's word alone (as step 2b's shed)
@@ -342,11 +342,12 @@ public:
 
     [[nodiscard]] const StageConfig& config() const noexcept { return cfg_; }
 
-    // queued(), less the heap's requests of tiers weighing under min_weight while this stage pops HBF
+    // queued(), less the heap's requests of tiers weighing under min_weight while this stage pops the
+    // highest-weight tier first: in HBF, and in LBF unless keyed by arrival (by_tier_low_, pop_top_low)
     // (queue_lag_ns). Best effort (relaxed loads of sizes stored after each heap change).
     [[nodiscard]] std::size_t queued_ahead(double min_weight) const noexcept {
         const std::size_t all = queued();
-        if (!(min_weight > 0.0) || tier_size_.size() < 2 || current_order() != Order::kHbf) return all;
+        if (!(min_weight > 0.0) || tier_size_.size() < 2 || !(by_tier_low_ || current_order() == Order::kHbf)) return all;
         std::size_t below = 0;
         for (std::size_t k = 0; k < tier_size_.size(); ++k) {
             if (cfg_.tier_weights[k] < min_weight) below += tier_size_[k].load(std::memory_order_relaxed);
@@ -517,6 +518,7 @@ private:
             t.downstream_ns = scaled(t.downstream_ns, s);
             t.overload_downstream_ns = scaled(t.overload_downstream_ns, s);
             t.floor_downstream_ns = scaled(t.floor_downstream_ns, s);
+            t.outrank_downstream_ns = scaled(t.outrank_downstream_ns, s);
             t.service_rate /= s;
             t.path_rate /= s;
         }
@@ -652,17 +654,24 @@ private:
 
     // The published downstream term for a request of tier k. A tier that outranks another (some tier
     // weighs less) is served first at every stage below, ahead of whatever lower tiers queue there, so it
-    // meets at a stage below its own tier's queue and the batch running when it arrives: the floor
-    // Σq + Σd (the all-tier mean queueing delay, which holds that residual and bounds its own tier's)
-    // plus, with live_queues, the queues below of its own and higher tiers (below_lag_ns). The busy term's
-    // whole batch per stage below, and the overload term's (Σq + 2Σd), are the backlog the lower tiers meet.
-    // A four-stage chain of 10-30 ms batches at 1.3x load, gold (weight 10, 15 % of requests) with a 0.15 s
-    // SLO against 0.3 s and 0.45 s for the others: gold was dropped at the entry on the busy term (3 064
-    // of 3 102), though gold alone is served in full; pard-paper served 244 (a new user's test, 2026-12-03).
+    // meets at a stage below its own tier's queue and the batch running when it arrives: Σd plus, per
+    // stage below, min(q_i, d_i / 2) (the mean residual of a running batch, or less where requests wait
+    // less: outrank_downstream, published by the planner), plus, with live_queues, the queues below of its
+    // own and higher tiers (below_lag_ns). The all-tier q_i is the wait of the lower tiers' backlog in a
+    // burst. Without outrank_downstream (a planner that does not publish it) the floor Σq + Σd.
+    // The busy term's whole batch per stage below, and the overload term's (Σq + 2Σd), are the backlog
+    // the lower tiers meet.
+    // - A four-stage chain of 10-30 ms batches at 1.3x load, gold (weight 10, 15 % of requests) with a
+    //   0.15 s SLO against 0.3 s and 0.45 s for the others: gold was dropped at the entry on the busy term
+    //   (3 064 of 3 102), though gold alone is served in full; pard-paper served 244 (a new user's test).
+    // - A six-stage chain, on/off bursts (3 s at 1.6x capacity, 3 s off), gold / silver / free weighted
+    //   4 / 2 / 1 with SLOs 0.28 / 0.4 / 0.8 s: on the floor Σq + Σd pard served 744 of 3 239 gold,
+    //   pard-paper 1 588 (a new user's test, 2026-12-03; tests/test_sim.py).
     // The lowest-weight tier, and every request of a tier-blind stage, keeps the published term.
     [[nodiscard]] std::int64_t tier_downstream_ns(const PublishedTerms& t, std::size_t k) const noexcept {
-        const bool floor = outranks(k) && t.floor_downstream_ns > 0 && t.floor_downstream_ns < t.downstream_ns;
-        return floor ? t.floor_downstream_ns : t.downstream_ns;
+        if (!outranks(k)) return t.downstream_ns;
+        const std::int64_t own = t.outrank_downstream_ns > 0 ? t.outrank_downstream_ns : t.floor_downstream_ns;
+        return own > 0 && own < t.downstream_ns ? own : t.downstream_ns;
     }
     [[nodiscard]] bool outranks(std::size_t k) const noexcept { return k < outranks_.size() && outranks_[k]; }
     // Per tier: whether some other tier weighs less (empty for one tier).

@@ -69,11 +69,12 @@ struct SyncPlannerConfig {
 
 // The first seven published terms of one stage, in Simulator::publish order, then in_rate (req/s),
 // then the eighth published term, path_rate (req/s), then demand_rate (req/s, what an autoscaler sizes on),
-// then the ninth published term, overload_downstream_s (s), then the tenth, floor_downstream_s (s).
+// then the ninth published term, overload_downstream_s (s), then the tenth, floor_downstream_s (s), then
+// the eleventh, outrank_downstream_s (s).
 struct SyncTerms {
     double downstream_s = 0, mu = 0, eps = 0, queue_delay_s = 0, admit_fraction = 1, service_rate = 0,
            duration_scale = 1, in_rate = 0, path_rate = 0, demand_rate = 0, overload_downstream_s = 0,
-           floor_downstream_s = 0;
+           floor_downstream_s = 0, outrank_downstream_s = 0;
 };
 
 class SyncPlanner {
@@ -466,7 +467,7 @@ private:
     void publish_terms() {
         totals_.clear();
         out_.assign(n_, SyncTerms{});
-        std::vector<double> gq, gd, gw;
+        std::vector<double> gq, gd, gw, gm;
         // DurationScale.measured: no stage has run a batch yet, so every ratio is the prior's 1
         bool unmeasured = c_.correct_durations;
         for (std::int64_t c : ds_count_) unmeasured = unmeasured && c == 0;
@@ -474,15 +475,18 @@ private:
             double best = 0.0;
             double hi = 0.0;  // overload_upper's term
             double lo = 0.0;  // downstream="busy": the floor, max over paths of (sum q + sum d)
+            double lm = 0.0;  // and a tier served first's term, max over paths of (sum min(q, d/2) + sum d)
             if (c_.mode != DownstreamMode::kNone) {
                 for (const auto& path : c_.paths[k]) {
                     gq.clear();
                     gd.clear();
                     gw.clear();
+                    gm.clear();
                     for (int i : path) {
                         const auto u = static_cast<std::size_t>(i);
                         gq.push_back(q_[u]);
                         gd.push_back(d_[u]);
+                        gm.push_back(q_[u] < 0.5 * d_[u] ? q_[u] : 0.5 * d_[u]);  // np.minimum(q, 0.5 * d)
                         const double rd = rho_[u] * d_[u];  // "busy": pard.utilisation.busy_wait
                         gw.push_back(backlog_[u] ? q_[u] + rd : (q_[u] > rd ? q_[u] : rd));
                     }
@@ -499,6 +503,10 @@ private:
                     if (val > best) best = val;
                     if (c_.overload_upper && sq + 2.0 * sd > hi) hi = sq + 2.0 * sd;
                     if (c_.mode == DownstreamMode::kBusy && sq + sd > lo) lo = sq + sd;  // planner.py's floor
+                    if (c_.mode == DownstreamMode::kBusy) {
+                        const double m = npo::numpy_sum(gm) + sd;
+                        if (m > lm) lm = m;
+                    }
                 }
             }
             double mu = mu_[k];  // Python's max([...]): the first of the largest
@@ -519,6 +527,7 @@ private:
             t.demand_rate = rate_[k];
             t.overload_downstream_s = hi;
             t.floor_downstream_s = lo;
+            t.outrank_downstream_s = lm;
         }
         // planner.py's paced demand: a stage below a paced one is sized for what that one would forward
         // unpaced, min(its input, its service rate), not for the paced flow it receives
