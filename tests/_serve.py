@@ -157,3 +157,13 @@ def unencodable() -> Any:
     def run(xs: list[Any]) -> list[Any]:
         return [np.array([1 + 2j]) if float(np.asarray(x).ravel()[0]) == 9.0 else x for x in xs]
     return run
+
+
+def hanging(seconds: float = 1.5) -> Any:
+    """Factory ``_serve:hanging``: echoes its payloads, but a batch holding a payload whose first element
+    is 7 first sleeps ``seconds`` (a model call that hangs)."""
+    def run(xs: list[Any]) -> list[Any]:
+        if any(float(np.asarray(x).ravel()[0]) == 7.0 for x in xs):
+            time.sleep(seconds)
+        return list(xs)
+    return run

@@ -219,6 +219,32 @@ def test_an_output_that_cannot_be_encoded_is_counted_once_as_output_error() -> N
         assert m[("pard_requests_total", (("outcome", outcome), ("pipeline", "duo")))] == out[outcome]
 
 
+def test_a_hung_stage_is_answered_504_past_the_deadline_and_counted_dropped() -> None:
+    """A batch that hangs 1.5 s (SLO 0.3 s, server.answer_grace_s 0.1): its request is answered 504
+    (reason deadline) once 0.1 s past its deadline, not when the model returns; the model's late result
+    is then counted dropped (no one was answered with it), so the outcomes still equal the answers."""
+    doc = config(stages={"detect": {"executor": "pard.serve.factories:sleep_profile"},
+                         "classify": {"executor": "_serve:hanging"}}, warmup=False, policy="naive",
+                 server={**config()["server"], "answer_grace_s": 0.1})
+    doc["pipeline"] = {**doc["pipeline"], "slo": 0.3}
+
+    async def body(c: httpx.AsyncClient, app: Any) -> tuple[list[httpx.Response], dict[str, Any]]:
+        hung, ok = await asyncio.gather(c.post("/v2/models/duo/infer", json=v2_body([7, 0, 0, 0])),
+                                        c.post("/v2/models/duo/infer", json=v2_body([1, 0, 0, 0])))
+        await asyncio.sleep(0)
+        svc = app.state.service
+        await svc.drain(grace_s=0.0)  # waits for the hung batch to end
+        return [hung, ok], svc.report()
+
+    (hung, ok), rep = _run(doc, body)
+    assert hung.status_code == 504 and hung.json()["reason"] == "deadline"
+    assert ok.status_code in (200, 504)  # batched with the hung payload or not
+    statuses = [hung.status_code, ok.status_code]
+    out = rep["outcomes"]
+    assert out["dropped"] == statuses.count(504) and out["on_time"] + out["late"] == statuses.count(200)
+    assert sum(v for k, v in out.items() if k != "pending") == 2 and out["pending"] == 0
+
+
 def test_drain_fails_readiness_and_answers_new_requests_503() -> None:
     """After begin_drain, /ready is 503 and an inference gets 503 reason draining with Retry-After."""
     async def body(c: httpx.AsyncClient, app: Any) -> None:

@@ -118,6 +118,9 @@ class ServerOptions(_Strict):
     #: a 500's body carries the executor's exception text (True), or only the stage, the request id and
     #: the exception's type (False: the text may hold paths, inputs or secrets; the server log has it)
     error_detail: bool = False
+    #: how long (s) past its deadline a request may wait for the pipeline before it is answered 504 and
+    #: cancelled (a hung model otherwise holds its clients until shutdown); None: the default SLO
+    answer_grace_s: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
 
 class QueueOptions(_Strict):

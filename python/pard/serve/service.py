@@ -9,6 +9,7 @@ outcome          status  when
 ===============  ======  ===================================================================
 on_time / late   200     the pipeline's output (the runtime tells on time from late)
 dropped          503     a stage's policy dropped it (``Retry-After``; stage and reason)
+dropped          504     no answer ``server.answer_grace_s`` past its deadline (a hung stage): cancelled
 rejected         429     refused at admission: the entry ring was full, or ``max_queue_size``
                          requests already wait at the entry stage, or the event loop runs more than
                          ``server.max_loop_lag_s`` behind (refused before the body is read;
@@ -328,7 +329,11 @@ class ServedPipeline:
                       disconnected: Callable[[], Awaitable[Any]] | None) -> Answer:
         """The answer to a decoded request: the pipeline's output, or why there is none."""
         try:
-            result, state = await self._run(self._admit(payload, slo, tier, deadline), disconnected)
+            grace = self.config.server.answer_grace_s
+            # then 504: no client waits for a hung stage until shutdown
+            give_up_s = deadline + (self.default_slo_s if grace is None else grace)
+            result, state = await _await_answer(self._admit(payload, slo, tier, deadline), disconnected,
+                                                give_up_s - self.runtime.now(), self._orphaned)
         except _QueueFull as e:
             return _error(429, "queue_full", str(e), stage=e.stage, reason="queue_full",
                           retry_after_s=e.retry_after_s)
@@ -343,6 +348,10 @@ class ServedPipeline:
             return _failed(e, self.config.server.error_detail)
         except _ClientClosed:
             return Answer(499, b"", {}, "client_closed")
+        except _GaveUp:
+            return _error(504, "dropped", f"no answer from the pipeline {give_up_s - deadline:.3f} s past the "
+                          "request's deadline (a stage still in its executor?); the request is cancelled",
+                          reason="deadline")
         except RuntimeError as e:  # the runtime closed between the check above and submit
             if self.draining:
                 return self.unavailable()
@@ -385,30 +394,6 @@ class ServedPipeline:
         runtime thread, or the event loop, calls this)."""
         with self._orphan_lock:
             self.orphans[state] += 1
-
-    async def _run(self, infer: Awaitable[Any], disconnected: Callable[[], Awaitable[Any]] | None) -> Any:
-        """Await ``infer``; if the client disconnects first, cancel it (the request is cancelled in the pipeline)."""
-        task = asyncio.ensure_future(infer)
-        if disconnected is None:
-            return await task
-        gone = asyncio.ensure_future(disconnected())
-        try:
-            done, _ = await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
-        finally:
-            gone.cancel()
-        if task in done:
-            return task.result()
-        task.cancel()
-        try:
-            _, state = await task
-        except (asyncio.CancelledError, PardError):
-            pass
-        else:  # it finished as the client left: counted by the runtime, answered by no one
-            self._orphaned(state)
-        raise _ClientClosed
 
     # ------------------------------------------------------------------ decoding
     def _decode(self, body: bytes, headers: Mapping[str, str]) -> InferRequest:
@@ -575,3 +560,37 @@ class _QueueFull(Exception):
 
 class _ClientClosed(Exception):
     """The client disconnected before its answer was ready."""
+
+
+class _GaveUp(Exception):
+    """The pipeline had not answered by the request's deadline plus ``server.answer_grace_s``."""
+
+
+async def _await_answer(infer: Awaitable[Any], disconnected: Callable[[], Awaitable[Any]] | None,
+                        give_up_in_s: float, orphaned: Callable[[str], None]) -> Any:
+    """Await ``infer``; if the client disconnects first (:class:`_ClientClosed`), or ``give_up_in_s``
+    seconds pass first (:class:`_GaveUp`), cancel it: the request is cancelled in the pipeline, and one
+    that finishes anyway (its batch was already collected) is passed to ``orphaned`` with its state, as
+    the runtime counted it but no one was answered with it."""
+    task = asyncio.ensure_future(infer)
+    timer = asyncio.ensure_future(asyncio.sleep(max(0.0, give_up_in_s)))
+    gone = asyncio.ensure_future(disconnected()) if disconnected is not None else None
+    try:
+        done, _ = await asyncio.wait({task, timer} | ({gone} if gone else set()), return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    finally:
+        timer.cancel()
+        if gone is not None:
+            gone.cancel()
+    if task in done:
+        return task.result()
+    task.cancel()
+    try:
+        _, state = await task
+    except (asyncio.CancelledError, PardError):
+        pass
+    else:  # it finished as the wait ended: counted by the runtime, answered by no one
+        orphaned(state)
+    raise _ClientClosed if gone is not None and gone in done else _GaveUp
