@@ -65,6 +65,8 @@ def test_relative_pipeline_paths_resolve_against_the_file(tmp_path: Path) -> Non
     ({"server": {"port": 70000}}, "server.port", "70000"),
     ({"server": {"port": "18011"}}, "server.port", "18011"),      # a quoted number is not an int (strict)
     ({"workers": {"detect": True}}, "workers.detect", "True"),    # nor is a bool
+    ({"model_options": {"scale": 0.5, "sede": 3}}, "model_options.sede", "3"),  # a typo of seed
+    ({"model_options": {"scale": 0}}, "model_options.scale", "0"),
     ({"server": {"drain_timeout_s": -1}}, "server.drain_timeout_s", "-1"),
     ({"queue": {"max_queue_size": -3}}, "queue.max_queue_size", "-3"),
     ({"queue": {"priority_levels": 2, "default_priority_level": 5}}, "queue.default_priority_level", "5"),

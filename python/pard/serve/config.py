@@ -102,6 +102,13 @@ class TensorSpec(_Strict):
                                       all(e in (-1, g) for e, g in zip(self.shape, shape)))
 
 
+class ModelOptions(_Strict):
+    """The reference models' options (``pard.serve.factories:reference_model``), when ``stages`` is absent."""
+
+    scale: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    seed: int = 0
+
+
 class ServerOptions(_Strict):
     """Where and how the HTTP server listens, and how it drains on SIGTERM/SIGINT."""
 
@@ -142,7 +149,7 @@ class ServeConfig(_Strict):
     sync_interval_s: float = Field(default=1.0, gt=0, allow_inf_nan=False)
     workers: dict[str, int] | None = None
     stages: dict[str, ExecutorRef] | None = None
-    model_options: dict[str, Any] | None = None
+    model_options: ModelOptions | None = None
     inputs: list[TensorSpec] | None = None
     outputs: list[TensorSpec] | None = None
     warmup: bool = True

@@ -188,7 +188,7 @@ class ServedPipeline:
         if not self.inputs:  # the reference models take images of INPUT_SHAPE
             self.inputs = [TensorSpec(name="INPUT0", datatype="FP32", shape=list(INPUT_SHAPE))]
 
-        opts = dict(self.config.model_options or {})
+        opts = self.config.model_options.model_dump() if self.config.model_options is not None else {}
         return {st.name: reference_model(stage=st, pipeline=self.spec, **opts) for st in self.spec.stages}, join_inputs
 
     def _warm(self, executors: Mapping[str, Any], join: Any) -> dict[str, Any]:
