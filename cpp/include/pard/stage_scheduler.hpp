@@ -29,7 +29,8 @@
 //      raised term (raise_fits).
 //   2. pard only: the low-end purge (also run alone, with step 1, by purge(now, t_e)). While the heap's min would be dropped even in a batch of one,
 //      t_e + d_k(1) + downstream > deadline, remove it (reason `infeasible`; on a tiered stage each tier's
-//      low end with its own term, tier_downstream_ns: a tier that outranks another takes the floor). d_k(1) <= d_k(b), so
+//      low end with its own term, tier_downstream_ns: a tier that outranks another takes its
+//      outrank_downstream term, the running batch and its own queues below). d_k(1) <= d_k(b), so
 //      the purge never drops a request that the pop-time rule would keep; it is what keeps HBF from
 //      letting low-budget requests sit in the queue forever. (d_k is the profile's d(b) times the
 //      published duration_scale, the online measured/profiled ratio, throughout; until the planner
@@ -347,7 +348,8 @@ public:
     // (queue_lag_ns). Best effort (relaxed loads of sizes stored after each heap change).
     [[nodiscard]] std::size_t queued_ahead(double min_weight) const noexcept {
         const std::size_t all = queued();
-        if (!(min_weight > 0.0) || tier_size_.size() < 2 || !(by_tier_low_ || current_order() == Order::kHbf)) return all;
+        const bool top_first = by_tier_low_ || current_order() == Order::kHbf;
+        if (!(min_weight > 0.0) || tier_size_.size() < 2 || !top_first) return all;
         std::size_t below = 0;
         for (std::size_t k = 0; k < tier_size_.size(); ++k) {
             if (cfg_.tier_weights[k] < min_weight) below += tier_size_[k].load(std::memory_order_relaxed);
@@ -530,7 +532,9 @@ private:
     void purge_low_end(const PublishedTerms& t, std::int64_t t_e_ns, std::vector<Drop>& drops,
                        IsCancelled& is_cancelled) {
         const std::int64_t d1 = scaled(cfg_.profile.duration_ns(1), t.duration_scale);
-        for (std::size_t k = 0; k < purge_thr_.size(); ++k) purge_thr_[k] = pard_threshold(t_e_ns, d1, tier_downstream_ns(t, k));
+        for (std::size_t k = 0; k < purge_thr_.size(); ++k) {
+            purge_thr_[k] = pard_threshold(t_e_ns, d1, tier_downstream_ns(t, k));
+        }
         heap_.drain_min_while([this](const Request& r) { return pard_drops(r, purge_thr_[heap_.index(r.tier)]); },
                               [&](Request&& r) { discard(drops, r, Reason::kInfeasible, is_cancelled); });
     }

@@ -502,8 +502,8 @@ private:
                     }
                     if (val > best) best = val;
                     if (c_.overload_upper && sq + 2.0 * sd > hi) hi = sq + 2.0 * sd;
-                    if (c_.mode == DownstreamMode::kBusy && sq + sd > lo) lo = sq + sd;  // planner.py's floor
-                    if (c_.mode == DownstreamMode::kBusy) {
+                    if (c_.mode == DownstreamMode::kBusy) {  // planner.py's floor and a tier served first's term
+                        if (sq + sd > lo) lo = sq + sd;
                         const double m = npo::numpy_sum(gm) + sd;
                         if (m > lm) lm = m;
                     }

@@ -165,7 +165,8 @@ class ServedPipeline:
             warm = self._warm(executors, join) if cfg.warmup else {}
             runtime = Runtime(
                 self.spec, executors, policy=cfg.policy, workers=cfg.workers, sync_interval_s=cfg.sync_interval_s,
-                payload_shape=self.inputs[0].shape if len(self.inputs) == 1 and self.inputs[0].fixed() else None, join=join, planner_options=cfg.planner or None, start=False,
+                payload_shape=self.inputs[0].shape if len(self.inputs) == 1 and self.inputs[0].fixed() else None,
+                join=join, planner_options=cfg.planner or None, start=False,
             )
         except PardError as exc:  # name the file, once
             msg = str(exc)
