@@ -319,7 +319,7 @@ def test_module_json_inconsistent_pres_subs() -> None:
     del mods[0]["durations_ms"]
     with pytest.raises(ConfigError, match="exactly one of"):
         config.from_module_json(mods, name="x", slo=1.0)
-    with pytest.raises(ConfigError, match="needs a pipeline name and slo"):
+    with pytest.raises(ConfigError, match="needs a pipeline name and an SLO: wrap it as"):
         config.from_module_json(mods)
 
 

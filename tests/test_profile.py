@@ -66,3 +66,18 @@ def test_peak_throughput_by_hand() -> None:
     # b/d: 1/0.01 = 100, 4/0.02 = 200, 8/0.06 = 133; max_batch 6 -> d(6) = 0.04, 6/0.04 = 150
     assert prof.peak_throughput({1: 0.01, 4: 0.02, 8: 0.06}, 6) == pytest.approx(200.0)
     assert prof.peak_throughput({4: 0.010}, 8) == pytest.approx(800.0)  # constant past a single point
+
+
+def test_dense_profile_one_point_per_batch_size() -> None:
+    """A profile with a point at every batch size up to 2**17 (as a sweep of every size measures): d(b)
+    hits each point exactly and interpolates between sparse ones.  The core fills its table by a binary
+    search per batch size; a linear scan made this quadratic (a 10**6-point profile never finished)."""
+    n = 1 << 17
+    sizes = np.arange(1, n + 1)
+    durations = 0.01 + sizes * 1e-6
+    core = _core.Profile(sizes.tolist(), durations.tolist())
+    for b in (1, 2, 3, 1000, 65_537, n - 1, n):
+        assert core.duration(b) == pytest.approx(0.01 + b * 1e-6, abs=1e-9)
+    sparse = _core.Profile([1, 10, n], [0.01, 0.02, 0.5])
+    assert sparse.duration(5) == pytest.approx(0.01 + 4 * 0.01 / 9, abs=1e-9)
+    assert sparse.duration(n // 2) == pytest.approx(0.02 + (n // 2 - 10) * 0.48 / (n - 10), abs=1e-9)

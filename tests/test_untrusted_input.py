@@ -364,3 +364,126 @@ def test_simulate_out_of_range_arguments_are_pard_errors(kw: dict[str, Any], fie
     """pard.simulate with an SLO outside the core's [1 ns, 1e9 s] or a window below 1 ms is a PardValueError naming the field, not a bare ValueError/IndexError (found by bench/fuzz.py)."""
     with pytest.raises(pard.PardError, match=rf"^{field}\b"):
         pard.simulate("tm", np.array([0.0, 0.1, 0.2]), "pard", **kw)
+
+
+# ------------------------------------------------------------ the sixteenth round's fresh-user pass
+
+
+def test_counts_files_past_the_arrival_limit_are_refused_before_allocating(tmp_path: Path) -> None:
+    """A counts file with one huge count (10^12, or 10^23, past int64) is a TraceError naming the file and
+    the limit, raised before one time per arrival is allocated (it raised numpy's 7 TiB MemoryError)."""
+    counts = tmp_path / "counts.txt"
+    for huge in ("1000000000000", "100000000000000000000000"):
+        counts.write_text(f"5\n{huge}\n")
+        with deadline(10.0), pytest.raises(pard.errors.TraceError, match=r"counts\.txt: the counts sum to 1e\+"):
+            wl.per_second_counts(counts)
+    counts.write_text("5\n20\n")
+    with pytest.raises(pard.errors.TraceError, match="max_arrivals=10"):
+        wl.per_second_counts(counts, max_arrivals=10)
+    assert wl.per_second_counts(counts, max_arrivals=25).size == 25
+    azf = tmp_path / "azf.csv"
+    azf.write_text("HashOwner,HashApp,HashFunction,Trigger," + ",".join(map(str, range(1, 1441))) + "\n"
+                   + "o,a,f,http," + ",".join(["1000000000000"] + ["3"] * 1439) + "\n")
+    with deadline(10.0), pytest.raises(pard.errors.TraceError, match=r"azf\.csv: the counts sum to 1e\+12"):
+        wl.azure_functions(azf)
+
+
+def test_quoted_csv_header_is_read_as_pandas_reads_it(tmp_path: Path) -> None:
+    """A header of quoted names (pandas' QUOTE_ALL) is found by the CLI's reader: the time column is
+    guessed, and --column names it unquoted."""
+    p = tmp_path / "q.csv"
+    p.write_text('"ts","tier"\n"0.5","gold"\n"1.5","free"\n"2.5","gold"\n')
+    base = dict(trace_format=None, scaling="amplify", rate=None, start_s=0.0, duration_s=None, seed=0)
+    for column in (None, "ts"):
+        arr, label = wl.load_trace(str(p), column=column, **base)
+        assert arr.tolist() == [0.5, 1.5, 2.5]
+        assert "column 'ts'" in label
+
+
+@pytest.mark.parametrize("kw, field", [
+    (dict(start_s=float("nan")), "start"), (dict(start_s=-1.0), "start"), (dict(duration_s=-5.0), "duration"),
+    (dict(duration_s=0.0), "duration"), (dict(duration_s=float("inf")), "duration"),
+    (dict(scaling="zz", rate=50.0), "scaling"), (dict(scaling="Amplify", rate=50.0), "scaling"),
+])
+def test_load_trace_window_and_scaling_are_checked(tmp_path: Path, kw: dict[str, Any], field: str) -> None:
+    """A NaN or negative window selected nothing and an unknown scaling acted as 'compress', silently."""
+    p = tmp_path / "t.csv"
+    p.write_text("ts\n" + "".join(f"{0.01 * i:.2f}\n" for i in range(2000)))
+    base = dict(trace_format=None, scaling="amplify", rate=None, start_s=0.0, duration_s=None, seed=0)
+    with pytest.raises(pard.errors.TraceError, match=field):
+        wl.load_trace(str(p), **{**base, **kw})
+    if "scaling" not in kw:
+        with pytest.raises(pard.errors.TraceError, match=field):
+            wl.load_requests(str(p), **kw)
+
+
+def _two_stage(tiers: dict[str, float] | None = None) -> pard.PipelineSpec:
+    return pard.PipelineSpec(name="p", slo=0.3, tiers=tiers or {}, stages=[
+        pard.StageSpec(name="a", profile={1: 0.01, 8: 0.03}, max_batch=8, workers=1, successors=["b"]),
+        pard.StageSpec(name="b", profile={1: 0.004}, max_batch=8, workers=1)])
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda s: s.stages[0].successors.append("zz"), "unknown successor 'zz'"),
+    (lambda s: s.stages[0].profile.__setitem__(1, -5.0), r"d\(1\) = -5.0"),
+    (lambda s: s.tiers.__setitem__("gold", -3.0), "tier 'gold' weight"),
+])
+def test_spec_changed_in_place_is_revalidated(change: Any, field: str) -> None:
+    """The spec is frozen but its lists and dicts are not: a change made in place after validation is a
+    ConfigError naming the field when the spec is used, not a KeyError or the core's ValueError."""
+    spec = _two_stage({"gold": 1.0})
+    change(spec)
+    with pytest.raises(pard.ConfigError, match=f"changed in place.*{field}"):
+        pard.simulate(spec, np.linspace(0.0, 1.0, 50))
+
+
+def test_spec_changed_in_place_validly_runs_as_changed() -> None:
+    """A valid in-place change is taken, and re-validated: stage b made 1 s per batch, the SLO-can-never-be-met
+    warning comes again, and every request is late."""
+    spec = _two_stage()
+    assert pard.simulate(spec, np.linspace(0.0, 1.0, 50), policy="naive").on_time == 50
+    spec.stages[1].profile[1] = 1.0
+    with pytest.warns(pard.PardWarning, match="can never be met"):
+        assert pard.simulate(spec, np.linspace(0.0, 1.0, 50), policy="naive").on_time == 0
+
+
+@pytest.mark.parametrize("rows, ok", [
+    (["2024-01-01T00:00:00+02:00", "2024-01-01T00:00:01"], False),
+    (["2024-01-01T00:00:00", "2024-01-01T00:00:01Z"], False),
+    (["2024-01-01T00:00:00Z", "2024-01-01T00:00:01+00:00"], True),
+    (["2024-01-01T00:00:00", "2024-01-01 00:00:01.5"], True),
+    (["2024-01-01", "2024-01-02"], True),
+])
+def test_timestamps_mixing_utc_offsets_and_none_are_refused(tmp_path: Path, rows: list[str], ok: bool) -> None:
+    """Naive timestamps beside zoned ones were read as UTC: one +02:00 row moved the replay by two hours."""
+    p = tmp_path / "m.csv"
+    p.write_text("timestamp\n" + "\n".join(rows) + "\n")
+    if ok:
+        assert wl.csv_timestamps(str(p), column="timestamp")[-1] in (1.0, 1.5, 86400.0)
+    else:
+        with pytest.raises(pard.errors.TraceError, match="line 3.*UTC offset, unlike line 2"):
+            wl.csv_timestamps(str(p), column="timestamp")
+
+
+def test_slo_column_of_plain_numbers_that_look_like_ms_warns(tmp_path: Path) -> None:
+    """A plain ``slo`` column of 250-300 is read as seconds, with a warning naming the column and the fix;
+    a column whose name states the unit (slo_ms, slo_s) does not warn."""
+    p = tmp_path / "r.csv"
+    p.write_text("ts,slo,slo_ms,slo_s\n0.1,300,300,300\n0.2,250,250,250\n")
+    with pytest.warns(pard.PardWarning, match="column 'slo': every SLO is 250 s or more.*slo_ms"):
+        w = wl.csv_requests(p, column="ts", slo_column="slo")
+    assert w.slo_s.tolist() == [300.0, 250.0]
+    assert wl.csv_requests(p, column="ts", slo_column="slo_ms").slo_s.tolist() == [0.3, 0.25]
+    assert wl.csv_requests(p, column="ts", slo_column="slo_s").slo_s.tolist() == [300.0, 250.0]
+    with pytest.warns(pard.PardWarning, match="column 'slo'"):
+        wl.load_requests(str(p), column="ts", slo_column="slo")
+
+
+def test_profile_with_a_point_per_batch_size_builds_without_a_quadratic_scan() -> None:
+    """A profile with a point at each of 2^19 batch sizes (allowed: up to 2^20) builds its d(b) table in one
+    pass; a linear segment search per table entry made it quadratic (10^6 points never finished)."""
+    n = 1 << 19
+    sizes = np.arange(1, n + 1)
+    with deadline(60.0):
+        core = _core.Profile(sizes.tolist(), (0.01 + sizes * 1e-7).tolist())
+    assert core.duration(n) == pytest.approx(0.01 + n * 1e-7, abs=1e-9)

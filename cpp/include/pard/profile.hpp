@@ -12,6 +12,7 @@
 // ValueError).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -98,9 +99,11 @@ private:
         const std::size_t n = b_.size();
         if (b <= b_[0]) return d_[0];
         if (n == 1) return d_[0];
-        // Segment [i, i+1] containing b, or the last segment for extrapolation.
-        std::size_t i = 0;
-        while (i + 2 < n && b > b_[i + 1]) ++i;
+        // Segment [i, i+1] containing b (b_[i] < b <= b_[i+1]), or the last segment for extrapolation.
+        // A binary search: filling the table scans every b up to the largest point, and a profile may
+        // hold a point per batch size (a linear scan made that quadratic: minutes for 10^6 points).
+        const auto j = static_cast<std::size_t>(std::lower_bound(b_.begin(), b_.end(), b) - b_.begin());
+        const std::size_t i = std::min(n - 2, j - 1);
         const double slope = static_cast<double>(d_[i + 1] - d_[i]) / static_cast<double>(b_[i + 1] - b_[i]);
         const double v = static_cast<double>(d_[i]) + slope * static_cast<double>(b - b_[i]);
         return static_cast<std::int64_t>(std::llround(v));

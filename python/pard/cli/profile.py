@@ -44,7 +44,7 @@ def _profile_table(spec: Any) -> Any:
     t.add_column("stage")
     t.add_column("workers", justify="right")
     t.add_column("d(b) ms")
-    t.add_column("req/s at max batch", justify="right")
+    t.add_column("req/s at its best batch", justify="right")  # StageSpec.throughput(): at batch_limit
     for st in spec.stages:
         t.add_row(st.name, str(st.workers), "  ".join(f"{b}:{d * 1e3:.1f}" for b, d in sorted(st.profile.items())),
                   f"{st.throughput():.0f}")

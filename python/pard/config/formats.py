@@ -15,7 +15,7 @@ from typing import Any
 
 from .._extras import require
 from ..errors import ConfigError, PardTypeError, PardValueError
-from .models import Format, PathLike, PipelineSpec
+from .models import Format, PathLike, PipelineSpec, spec_digest
 from .modules import from_module_json, is_module_format
 from .parsers import parse
 from .writers import SPEC_SUFFIXES, _format_of, dumps, save
@@ -88,6 +88,19 @@ def builtin(name: str) -> PipelineSpec:
     return loads(res.read_text(encoding="utf-8"), format="yaml", source=f"built-in pipeline {name!r}")
 
 
+def _intact(spec: PipelineSpec) -> PipelineSpec:
+    """``spec``, or a re-validated copy when its lists or dicts were changed in place after it was built
+    (the model is frozen, its containers are not); ConfigError when the change made it invalid, rather
+    than a KeyError or the C++ core's ValueError deep in a run."""
+    if spec_digest(spec) == spec._digest:
+        return spec
+    try:
+        return PipelineSpec(**spec.model_dump())
+    except ConfigError as exc:
+        raise ConfigError(f"pipeline {spec.name!r} was changed in place after it was built, and is no longer "
+                          f"valid: {exc} (build a new spec: replace_stage, with_workers or from_dict)") from None
+
+
 def resolve_pipeline(pipeline: PipelineSpec | str | os.PathLike[str]) -> PipelineSpec:
     """A PipelineSpec from a spec, a built-in name (``tm``, ``lv``, ``ga``, ``da``) or a file path.
 
@@ -96,7 +109,7 @@ def resolve_pipeline(pipeline: PipelineSpec | str | os.PathLike[str]) -> Pipelin
         pard.errors.PardTypeError: anything else.
     """
     if isinstance(pipeline, PipelineSpec):
-        return pipeline
+        return _intact(pipeline)
     if isinstance(pipeline, (str, os.PathLike)):
         return load(os.fspath(pipeline))
     raise PardTypeError(f"pipeline must be a PipelineSpec, a built-in name or a path, got "

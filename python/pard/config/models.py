@@ -8,6 +8,7 @@ read and written by :mod:`pard.config.formats`; the paper's module JSON by :mod:
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import warnings
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, field_validator, model_validator
 
 from .. import profile as _profile
 from ..errors import ConfigError, PardValueError, PardWarning, UnknownStageError
@@ -30,7 +31,7 @@ Format = Literal["yaml", "json", "toml"]
 PathLike = Union[str, Path]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-_NAME_RULE = "a non-empty name of letters, digits, '_', '.' or '-' that starts with a letter or digit"
+_NAME_RULE = "a non-empty name of ASCII letters, digits, '_', '.' or '-' that starts with a letter or digit"
 
 
 def _check_name(kind: str, value: str) -> str:
@@ -279,6 +280,11 @@ class Capacity:
     bottleneck: str
 
 
+def spec_digest(spec: BaseModel) -> str:
+    """A digest of ``spec``'s fields: its lists and dicts can be changed in place after validation."""
+    return hashlib.blake2b(repr(spec.model_dump()).encode(), digest_size=16).hexdigest()
+
+
 class PipelineSpec(_Spec):
     """A pipeline: stages linked into a DAG, one end-to-end SLO, optional service tiers.
 
@@ -301,6 +307,7 @@ class PipelineSpec(_Spec):
     """
 
     what: ClassVar[str] = "pipeline"
+    _digest: str = PrivateAttr(default="")  # of the fields as validated (formats.resolve_pipeline checks it)
 
     name: str
     slo: float
@@ -365,6 +372,9 @@ class PipelineSpec(_Spec):
                                  f"{MAX_PATHS} (the planner evaluates every path each sync)")
         warn_unreachable_slo(self, self.slo)
         return self
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._digest = spec_digest(self)
 
     # ---- construction ----------------------------------------------------------------------
 

@@ -71,7 +71,9 @@ def from_module_json(
                 raise ConfigError(f"{source}: slo_ms must be a number of milliseconds in (0, {MAX_SLO_S * 1e3:g}], "
                                   f"got {meta['slo_ms']!r}") from None
     if pname is None or slo is None:
-        raise ConfigError(f"{source}: the module list needs a pipeline name and slo (pass name=, slo=)")
+        raise ConfigError(f"{source}: the module list needs a pipeline name and an SLO: wrap it as "
+                          f"{{\"name\": ..., \"slo_ms\": ..., \"modules\": [...]}} (from Python, or pass "
+                          f"from_module_json(..., name=, slo=))")
 
     by_id: dict[int, dict[str, Any]] = {}
     for i, m in enumerate(modules):

@@ -13,6 +13,7 @@ for CSV files (the ``pard[cli]`` extra).
 from __future__ import annotations
 
 import codecs
+import csv
 import math
 import re
 import warnings
@@ -29,7 +30,7 @@ from .requests import Workload
 from .synthetic import bursty, poisson
 from .traces import (_NAME_UNIT, _TIME_NAME, _UNIT_SCALE, BUNDLED_TRACES, _check_request_columns, _read_timestamp_csv,
                      _request_columns, _times_from_column, _unit_in_name, azure_functions, azure_llm, per_second_counts,
-                     slo_unit_of)
+                     slo_unit_of, warn_if_slo_ms)
 from .transforms import scale, window
 
 __all__ = ["load_trace", "load_requests", "resolve_file_format", "read_csv_trace", "csv_header", "TRACE_FORMATS",
@@ -79,6 +80,9 @@ def load_trace(
         TraceError: the message names the option and the value.
     """
     opt = spell
+    _check_window(start_s, duration_s, opt)
+    if scaling not in SCALINGS:
+        raise TraceError(f"{opt('scaling')} {scaling!r}: expected one of {', '.join(SCALINGS)}")
     by_default_s = False  # numbers read as seconds because nothing said otherwise
     if trace in GENERATED_TRACES:
         if rate is None:
@@ -150,6 +154,23 @@ def load_trace(
     return np.asarray(arr, dtype=np.float64), f"{label} ({scaling})"
 
 
+#: How a real trace is rescaled to a rate (:func:`pard.workloads.scale`'s modes).
+SCALINGS = ("amplify", "compress")
+
+
+def _check_window(start_s: float, duration_s: float | None, opt: Callable[[str], str]) -> None:
+    """TraceError unless ``start_s`` is a finite number >= 0 and ``duration_s`` None or a finite number > 0
+    (a NaN or negative window selected nothing, silently)."""
+    for option, value, ok in (("start", start_s, lambda v: v >= 0), ("duration", duration_s, lambda v: v > 0)):
+        if value is None and option == "duration":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TraceError(f"{opt(option)} must be a number of seconds, got {value!r}")
+        if not (math.isfinite(float(value)) and ok(float(value))):
+            raise TraceError(f"{opt(option)} {value!r}: expected a finite number of seconds "
+                             f"{'>= 0' if option == 'start' else '> 0'}")
+
+
 def _check_replayable(times_s: F64, trace: str, opt: Callable[[str], str]) -> None:
     """TraceError naming the file when an exact replay's times lie past what the simulator takes: the
     replay keeps the file's own times, and Unix-epoch seconds (1.7e9) are past ``MAX_ARRIVAL_S`` (1e9 s);
@@ -217,6 +238,7 @@ def load_requests(
             header lacks (naming the option), a missing tier or SLO, or an SLO that is not a number > 0.
     """
     opt = spell
+    _check_window(start_s, duration_s, opt)
     path = Path(trace)
     asked = f"{opt('tier_column')}/{opt('slo_column')}"
     if not path.is_file():
@@ -234,6 +256,7 @@ def load_requests(
     _check_request_columns(path, c.df, c.offset, c.key, slo_column, tier_column)
     slo_unit = slo_unit_of(slo_column)
     slo, tier, names = _request_columns(path, c.df, c.offset, slo_column, tier_column, _UNIT_SCALE[slo_unit])
+    warn_if_slo_ms(path, slo_column, slo, stated=_unit_in_name(slo_column or "") is not None)
     order = sort_order(c.times_s, str(path))
     if order is not None:
         times, slo, tier = c.times_s[order], None if slo is None else slo[order], None if tier is None else tier[order]
@@ -297,12 +320,13 @@ def _is_value(field: str) -> bool:
 
 
 def _head(path: Path, lines: int = 200) -> list[list[str]]:
-    """The first ``lines`` non-blank lines of ``path``, split on commas."""
+    """The first ``lines`` non-blank lines of ``path``, split as csv (a quoted field loses its quotes, as
+    pandas reads it: exporters such as pandas' ``quoting=QUOTE_ALL`` quote the header names)."""
     rows: list[list[str]] = []
     with path.open("r", encoding="utf-8-sig", errors="replace") as fh:  # -sig: a BOM (Excel's "CSV UTF-8") is no header text
         for line in fh:
             if line.strip():
-                rows.append([f.strip() for f in line.rstrip("\r\n").split(",")])
+                rows.append([f.strip() for f in next(csv.reader([line.rstrip("\r\n")]), [])])
             if len(rows) >= lines:
                 break
     return rows

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import csv
 import re
+import warnings
 from importlib import resources
 from typing import TYPE_CHECKING, Callable, Literal
 
 import numpy as np
 
 from ..config.models import MAX_SLO_S, MIN_SLO_S as _MIN_SLO_S
-from ..errors import PardValueError, TraceError
-from ._common import (pandas, F64, PathLike, clip, drop_blank_rows, existing_trace_file, finish, first_missing, read_csv,
-                      read_csv_text, rng, sort_order, spread_counts)
+from ..errors import PardValueError, PardWarning, TraceError
+from ._common import (MAX_ARRIVALS, F64, PathLike, clip, drop_blank_rows, existing_trace_file,
+                      finish, first_missing, pandas, read_csv, read_csv_text, rng, sort_order, spread_counts)
 from .requests import I32, Workload
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,6 +86,23 @@ def _require_columns(p: object, df: pd.DataFrame, expected: tuple[str, ...]) -> 
         )
 
 
+# A time of day followed by a UTC offset or Z: "...T00:00:00+02:00", "... 12:00Z" (a date alone has none).
+_ZONED_RE = r"\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?\s*(?:Z|[+-]\d{2}(?::?\d{2})?)\s*$"
+
+
+def _check_one_zone_style(p: object, raw: pd.Series, column: str | int, line_offset: int, df: pd.DataFrame) -> None:
+    """TraceError when some timestamps carry a UTC offset and others do not: the naive ones would be read as
+    UTC, so one ``+02:00`` row among local times shifts the replay by hours, silently."""
+    zoned = raw.str.contains(_ZONED_RE, regex=True).to_numpy(dtype=bool)
+    if zoned.any() and not zoned.all():
+        i = int(np.argmin(zoned)) if zoned[0] else int(np.argmax(zoned))  # the first unlike the first row
+        raise TraceError(
+            f"{p}, line {int(df.index[i]) + line_offset}, column {column!r}: timestamp {raw.iloc[i]!r} "
+            f"{'has no' if zoned[0] else 'has a'} UTC offset, unlike line {int(df.index[0]) + line_offset} "
+            f"({raw.iloc[0]!r}): give every timestamp an offset (or none), so that they share one clock"
+        )
+
+
 def _times_from_column(
     p: object, df: pd.DataFrame, column: str | int, unit: Unit | None, line_offset: int
 ) -> F64:
@@ -106,6 +124,7 @@ def _times_from_column(
                 f"{p}, line {int(df.index[i]) + line_offset}, column {column!r}: cannot parse "
                 f"{raw.iloc[i]!r} as a timestamp (expected ISO 8601, like {_ISO_EXAMPLE!r})"
             )
+        _check_one_zone_style(p, raw, column, line_offset, df)
         secs = (t - t.min()).dt.total_seconds().to_numpy(dtype=np.float64)
         return np.ascontiguousarray(secs)
     if unit not in _UNIT_SCALE:
@@ -203,6 +222,7 @@ def azure_functions(
     owner: str | None = None,
     spread: Literal["uniform", "poisson"] = "uniform",
     seed: int | np.random.Generator = 0,
+    max_arrivals: float = MAX_ARRIVALS,
 ) -> F64:
     """Arrival times from an Azure Functions 2019 per-minute invocation-count file.
 
@@ -220,6 +240,7 @@ def azure_functions(
         TraceError: missing/empty/malformed file, missing key or minute columns, no row matching
             the hashes, a count that is missing, non-numeric, negative or fractional (names the
             line and column), or no invocations at all.
+        TraceError: the counts sum to more than ``max_arrivals`` (checked before allocating).
     """
     pd = pandas()
     p, df = read_csv(path, dtype={k: str for k in AZURE_FUNCTIONS_KEYS}, skip_blank_lines=False, engine="c")
@@ -255,9 +276,20 @@ def azure_functions(
         raw = sel[minutes[j]].iloc[r]
         problem = "missing value" if pd.isna(raw) else f"'{raw}' is not a non-negative integer count"
         raise TraceError(f"{p}, line {int(sel.index[r]) + 2}, column {minutes[j]!r}: {problem}")
-    per_minute = counts.sum(axis=0).astype(np.int64)
-    times = spread_counts(per_minute, 60.0, spread, rng(seed))
+    per_minute = counts.sum(axis=0)
+    _check_total(p, float(per_minute.sum()), max_arrivals)
+    times = spread_counts(per_minute.astype(np.int64), 60.0, spread, rng(seed))
     return finish(times, str(p))
+
+
+def _check_total(path: object, total: float, max_arrivals: float) -> None:
+    """TraceError when a counts file's counts sum to more than ``max_arrivals``: checked before the
+    counts become int64 (a count past 2**63 would wrap) and before one time per arrival is allocated."""
+    if isinstance(max_arrivals, bool) or not float(max_arrivals) > 0:
+        raise PardValueError(f"max_arrivals must be a number > 0, got {max_arrivals!r}")
+    if total > float(max_arrivals):
+        raise TraceError(f"{path}: the counts sum to {total:.3g} arrivals, above the limit "
+                         f"max_arrivals={float(max_arrivals):.3g} (one time per arrival is kept in memory)")
 
 
 def per_second_counts(
@@ -265,6 +297,7 @@ def per_second_counts(
     *,
     spread: Literal["uniform", "poisson"] = "uniform",
     seed: int | np.random.Generator = 0,
+    max_arrivals: float = MAX_ARRIVALS,
 ) -> F64:
     """Arrival times from a file of per-second request counts, one integer per line.
 
@@ -280,6 +313,7 @@ def per_second_counts(
     Raises:
         TraceError: missing or empty file, a line with more than one field, a blank line, a value
             that is not a non-negative integer (names the line), or all counts zero.
+        TraceError: the counts sum to more than ``max_arrivals`` (checked before allocating).
     """
     pd = pandas()
     p, df = read_csv_text(path, header=False)
@@ -300,6 +334,7 @@ def per_second_counts(
         i = int(np.argmax(bad))
         what = "blank line" if col.iloc[i] == "" else f"{col.iloc[i]!r} is not a non-negative integer count"
         raise TraceError(f"{p}, line {i + 1}: {what}")
+    _check_total(p, float(vals.sum()), max_arrivals)
     return finish(spread_counts(vals.astype(np.int64), 1.0, spread, rng(seed)), str(p))
 
 
@@ -374,6 +409,21 @@ def slo_unit_of(slo_column: str | None) -> str:
     return (_unit_in_name(slo_column) or "s") if slo_column is not None else "s"
 
 
+#: An SLO column of plain numbers (no unit stated) whose every SLO is at least this many seconds warns that it
+#: may hold milliseconds: a 300 ms SLO read as 300 s makes every request feasible, silently.
+SLO_MS_HINT_S = 10.0
+
+
+def warn_if_slo_ms(p: object, slo_column: str | None, slo: F64 | None, stated: bool) -> None:
+    """PardWarning when SLOs read as seconds by default (no unit given or named) all look like milliseconds."""
+    if slo is None or stated or slo.size == 0 or float(slo.min()) < SLO_MS_HINT_S:
+        return
+    warnings.warn(PardWarning(
+        f"{p}: column {slo_column!r}: every SLO is {float(slo.min()):g} s or more, read as seconds because "
+        f"nothing states a unit; if these are milliseconds, name the column {slo_column}_ms (or give the "
+        f"SLO unit), and if seconds, name it {slo_column}_s"), stacklevel=3)
+
+
 def _check_request_columns(p: object, df: pd.DataFrame, offset: int, name: str | int, slo_column: str | None,
                           tier_column: str | None) -> None:
     """TraceError unless the SLO and tier columns asked for exist and no row misses a time, SLO or tier."""
@@ -444,6 +494,7 @@ def csv_requests(
         raise PardValueError(f"slo_unit must be one of 's', 'ms', 'us', 'ns' or None, got {slo_unit!r}")
     unit = slo_unit or slo_unit_of(slo_column)
     slo, tier, names = _request_columns(p, df, offset, slo_column, tier_column, _UNIT_SCALE[unit])
+    warn_if_slo_ms(p, slo_column, slo, stated=slo_unit is not None or _unit_in_name(slo_column or "") is not None)
     order = sort_order(times, str(p))
     if order is not None:
         times = times[order]
