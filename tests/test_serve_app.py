@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 
 from pard.serve.app import create_app  # noqa: E402
 from pard.serve.config import parse_serve_config  # noqa: E402
+from pard.serve.metrics import PipelineCollector  # noqa: E402
 
 import _serve  # noqa: E402
 from _serve import FAILING_TEXT, config, v2_body  # noqa: E402
@@ -228,15 +229,20 @@ def test_a_hung_stage_is_answered_504_past_the_deadline_and_counted_dropped() ->
                  server={**config()["server"], "answer_grace_s": 0.1})
     doc["pipeline"] = {**doc["pipeline"], "slo": 0.3}
 
-    async def body(c: httpx.AsyncClient, app: Any) -> tuple[list[httpx.Response], dict[str, Any]]:
+    async def body(c: httpx.AsyncClient, app: Any) -> tuple[list[httpx.Response], dict[str, Any], dict[Any, float]]:
         hung, ok = await asyncio.gather(c.post("/v2/models/duo/infer", json=v2_body([7, 0, 0, 0])),
                                         c.post("/v2/models/duo/infer", json=v2_body([1, 0, 0, 0])))
         await asyncio.sleep(0)
         svc = app.state.service
+        assert svc.runtime.counts()["pending"] >= 1  # the hung batch is still running
+        early = _metrics((await c.get("/metrics")).text)
         await svc.drain(grace_s=0.0)  # waits for the hung batch to end
-        return [hung, ok], svc.report()
+        return [hung, ok], svc.report(), early
 
-    (hung, ok), rep = _run(doc, body)
+    (hung, ok), rep, early = _run(doc, body)
+    # the 504 is in pard_requests_total when it is sent, not once the hung model returns (if ever)
+    assert early[("pard_requests_total", (("outcome", "dropped"), ("pipeline", "duo")))] == \
+        [hung.status_code, ok.status_code].count(504) >= 1
     assert hung.status_code == 504 and hung.json()["reason"] == "deadline"
     assert ok.status_code in (200, 504)  # batched with the hung payload or not
     statuses = [hung.status_code, ok.status_code]
@@ -436,9 +442,19 @@ def test_an_answer_ready_only_after_its_deadline_is_late_though_the_pipeline_fin
         r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
         assert r.status_code == 200 and r.headers["x-pard-outcome"] == "on_time"
         encode = svc._encode
-        svc._encode = lambda req, result: (_time.sleep(0.4), encode(req, result))[1]
+        mid: list[dict[str, float]] = []
+
+        def slow_encode(req: Any, result: Any) -> Any:  # a scrape while the late answer is being made
+            family = next(iter(PipelineCollector(svc).collect()))
+            mid.append({smp.labels["outcome"]: smp.value for smp in family.samples})
+            _time.sleep(0.4)
+            return encode(req, result)
+
+        svc._encode = slow_encode
         r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
         assert r.status_code == 200 and r.headers["x-pard-outcome"] == "late"
+        # the runtime had already counted it on time; the counter had not, so it never goes down
+        assert (mid[0]["on_time"], mid[0]["late"]) == (1.0, 0.0)
         assert svc.runtime.counts()["on_time"] == 2  # the pipeline finished both in time
         rep = svc.report()["outcomes"]
         assert (rep["on_time"], rep["late"]) == (1, 1)

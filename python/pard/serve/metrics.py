@@ -6,8 +6,8 @@ down, however long the server runs (the runtime keeps only its last ``history`` 
 records, so nothing here is computed from ``Runtime.outcomes()``), and a scrape costs the same
 after a day as after a minute:
 
-* the counters are read at scrape time from the runtime's monotonic counts (``counts()``,
-  ``drop_counts()``) plus the server's own (:meth:`~pard.serve.service.ServedPipeline.report`);
+* the counters are read at scrape time from the server's answers, counted as each leaves
+  (``ServedPipeline.answered``, ``tier_counts``), and the runtime's monotonic ``drop_counts()``;
 * the histograms are prometheus-client histograms observed once per event: a request's duration
   when the server has its answer (:meth:`Observed.request`), queueing delays and batch sizes by
   the runtime's worker threads as each batch forms and ends (``Runtime.observe_stages``);
@@ -17,9 +17,10 @@ Names follow Prometheus' conventions (base units, ``_total``, ``_seconds``):
 
 ==================================  =========  ===================================================
 pard_requests_total                 counter    {pipeline, outcome}: on_time, late, dropped,
-                                               rejected, failed (the runtime's, plus the server's
-                                               queue-limit rejections), invalid, unavailable,
-                                               output_error (a 500 the server itself answered)
+                                               rejected, failed, invalid, unavailable, output_error
+                                               (a 500 the server itself answered): every answer,
+                                               counted once when it leaves (a 200 by when it left; a
+                                               504 at once, though its hung batch is still running)
 pard_tier_requests_total            counter    {pipeline, tier, outcome}: the decoded requests of each tier
                                                (``"default"`` without tiers) by outcome
 pard_drops_total                    counter    {pipeline, stage, reason}
@@ -128,10 +129,9 @@ class PipelineCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         svc = self.service
         p = svc.model_name
-        rep = svc.report()["outcomes"]
         req = CounterMetricFamily("pard_requests", "Requests answered, by outcome.", labels=["pipeline", "outcome"])
         for outcome in ("on_time", "late", "dropped", "rejected", "failed", "invalid", "unavailable", "output_error"):
-            req.add_metric([p, outcome], float(rep[outcome]))
+            req.add_metric([p, outcome], float(svc.answered.get(outcome, 0)))
         yield req
         tiers = CounterMetricFamily("pard_tier_requests", "Decoded requests answered, by tier and outcome.",
                                     labels=["pipeline", "tier", "outcome"])

@@ -50,6 +50,7 @@ from .config import ServeConfig, ServeConfigError, TensorSpec, sample_payload
 from .factories import reference_model
 from .failure_log import FailureLog
 from .metrics import TIER_OUTCOMES, Observed
+from .outcomes import answered_outcome, merged_outcomes, tier_outcome
 from .params import request_deadline, request_tier
 from .protocol import InferRequest, ProtocolError, datatype_of, decode_request, encode_response
 
@@ -60,7 +61,6 @@ log = logging.getLogger("pard.serve")
 #: Outcomes counted by the server itself (requests that never reached the runtime, or left early).
 SERVER_OUTCOMES = ("invalid", "unavailable", "queue_full", "busy", "client_closed", "output_error")
 #: A decoded request's answer outcome -> its per-tier outcome (a 200 is on_time or late: X-Pard-Outcome).
-_TIER_OUTCOME = {"queue_full": "rejected"}
 
 
 @dataclass
@@ -131,6 +131,9 @@ class ServedPipeline:
         self.unencoded = {"on_time": 0, "late": 0}  # finished, but the output failed to encode (500): report()
         self._orphan_lock = threading.Lock()
         self.tier_counts: dict[tuple[int, str], int] = {}  # (tier code, outcome) of every decoded request
+        # Every answer by outcome when it leaves (pard_requests_total): monotonic, unlike the report's
+        # outcomes, which move a pipeline's on_time to late when its answer leaves after the deadline.
+        self.answered: dict[str, int] = {}
         self.inflight = 0  # infer calls in progress (the HTTP answer not yet returned)
         self._drain_started: float | None = None
         self.default_slo_s = config.default_slo_s(self.spec)
@@ -275,9 +278,10 @@ class ServedPipeline:
         if answer.outcome in self.counts:
             self.counts[answer.outcome] += 1
         self.http[answer.status] = self.http.get(answer.status, 0) + 1
+        outcome = tier_outcome(answer.outcome, answer.headers)
+        self.answered[answered_outcome(outcome)] = self.answered.get(answered_outcome(outcome), 0) + 1
         if answer.tier is not None:
-            key = (answer.tier, _TIER_OUTCOME.get(answer.outcome, answer.headers.get("x-pard-outcome", answer.outcome)))
-            self.tier_counts[key] = self.tier_counts.get(key, 0) + 1
+            self.tier_counts[(answer.tier, outcome)] = self.tier_counts.get((answer.tier, outcome), 0) + 1
         return answer
 
     def shed_if_behind(self) -> Answer | None:
@@ -460,7 +464,7 @@ class ServedPipeline:
         rt = self.runtime.counts() if self.runtime is not None else {}
         with self._orphan_lock:
             orphans = dict(self.orphans)
-        merged = _merged_outcomes(rt, self.counts, self.late_answers, orphans, self.unencoded)
+        merged = merged_outcomes(rt, self.counts, self.late_answers, orphans, self.unencoded)
         return {"pipeline": self.model_name, "runtime": rt, "tiers": self.tier_report(),
                 "server": {**self.counts, "late_answers": self.late_answers,
                            "closed_after_collected": sum(orphans.values())},
@@ -480,24 +484,6 @@ class ServedPipeline:
             row["weighted_on_time"] = float(weight) * row["on_time"]
             out[name] = row
         return out
-
-
-def _merged_outcomes(rt: Mapping[str, int], counts: Mapping[str, int], late_answers: int,
-                     orphans: Mapping[str, int], unencoded: Mapping[str, int]) -> dict[str, int]:
-    """``ServedPipeline.report``'s ``outcomes``: the runtime's counts ``rt`` with the server's own moved in,
-    so that every answer is counted under exactly one outcome."""
-    merged = {k: int(rt.get(k, 0)) for k in ("on_time", "late", "dropped", "rejected", "failed", "pending")}
-    merged["rejected"] += counts["queue_full"] + counts["busy"]
-    merged["on_time"] -= late_answers  # answered after their deadline (_timed)
-    merged["late"] += late_answers
-    for state, n in orphans.items():  # finished after their client hung up: no answer went out
-        merged[state] -= n
-        merged["dropped"] += n
-    for state, n in unencoded.items():  # finished, but answered 500 output_error: counted there alone
-        merged[state] -= n
-    for k in ("invalid", "unavailable", "output_error"):
-        merged[k] = counts[k]
-    return merged
 
 
 def _described(output: Any) -> dict[str, Any]:

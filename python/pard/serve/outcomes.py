@@ -1,0 +1,43 @@
+"""How ``pard serve`` counts each request under exactly one outcome: the tier outcome of an answer, the
+outcome ``pard_requests_total`` counts it under, and the report's ``outcomes`` (the runtime's counts with
+the server's own moved in)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["tier_outcome", "answered_outcome", "merged_outcomes"]
+
+#: An answer's outcome -> its tier outcome, where they differ (a queue-limit 429 is a rejection).
+_TIER_OUTCOME = {"queue_full": "rejected"}
+#: A tier outcome -> pard_requests_total's, where they differ: no answer to a client that hung up counts as
+#: dropped and the 429 at the door as rejected, as the report's ``outcomes`` count them.
+_ANSWERED = {"client_closed": "dropped", "busy": "rejected"}
+
+
+def tier_outcome(outcome: str, headers: Mapping[str, str]) -> str:
+    """The tier outcome of an answer: a 200's is its ``X-Pard-Outcome`` (on_time or late, by when it left)."""
+    return _TIER_OUTCOME.get(outcome, headers.get("x-pard-outcome", outcome))
+
+
+def answered_outcome(tier: str) -> str:
+    """``pard_requests_total``'s outcome of an answer whose tier outcome is ``tier``."""
+    return _ANSWERED.get(tier, tier)
+
+
+def merged_outcomes(rt: Mapping[str, int], counts: Mapping[str, int], late_answers: int,
+                    orphans: Mapping[str, int], unencoded: Mapping[str, int]) -> dict[str, int]:
+    """``ServedPipeline.report``'s ``outcomes``: the runtime's counts ``rt`` with the server's own moved in,
+    so that every answer is counted under exactly one outcome."""
+    merged = {k: int(rt.get(k, 0)) for k in ("on_time", "late", "dropped", "rejected", "failed", "pending")}
+    merged["rejected"] += counts["queue_full"] + counts["busy"]
+    merged["on_time"] -= late_answers  # answered after their deadline (_timed)
+    merged["late"] += late_answers
+    for state, n in orphans.items():  # finished after their client hung up: no answer went out
+        merged[state] -= n
+        merged["dropped"] += n
+    for state, n in unencoded.items():  # finished, but answered 500 output_error: counted there alone
+        merged[state] -= n
+    for k in ("invalid", "unavailable", "output_error"):
+        merged[k] = counts[k]
+    return merged
