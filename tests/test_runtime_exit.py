@@ -17,8 +17,12 @@ import pytest
 SCRIPT = textwrap.dedent("""
     import sys, time, numpy as np, pard
     spec = pard.PipelineSpec(name="w", slo=5.0, stages=[pard.StageSpec(name="a", profile={1: 0.001}, max_batch=4, workers=2)])
-    rt = pard.Runtime(spec, {"a": lambda xs: xs})
-    assert [f.result() .sum() for f in [rt.submit(np.ones(3)) for _ in range(10)]] == [3.0] * 10
+    if sys.argv[1] == "many":  # 3 000 idle workers exiting at once: stopped, they end one by one (seconds)
+        spec = pard.PipelineSpec(name="m", slo=0.2, stages=[pard.StageSpec(name="a", profile={1: 0.001, 8: 0.004}, max_batch=8)])
+        many = pard.Runtime(spec, {"a": lambda b: list(b)}, workers={"a": 3000})
+    else:
+        rt = pard.Runtime(spec, {"a": lambda xs: xs})
+        assert [f.result() .sum() for f in [rt.submit(np.ones(3)) for _ in range(10)]] == [3.0] * 10
     if sys.argv[1] == "pending":  # a second runtime with batches still queued and running at exit
         slow = pard.Runtime(spec, {"a": lambda xs: (time.sleep(0.3), xs)[1]})
         futures = [slow.submit(np.ones(3)) for _ in range(20)]
@@ -28,7 +32,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("case", ["used", "pending", "unused"])
+@pytest.mark.parametrize("case", ["used", "pending", "unused", "many"])
 def test_exit_without_close_is_clean(tmp_path: Path, case: str) -> None:
     script = tmp_path / "exit.py"
     script.write_text(SCRIPT)

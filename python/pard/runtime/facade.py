@@ -65,13 +65,21 @@ def _after_fork_in_child() -> None:
 if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
-#: At interpreter exit, how long (s) each runtime still open waits for its threads (:func:`_close_at_exit`).
+#: At interpreter exit, how long (s) each runtime still open waits for its threads (:func:`_close_at_exit`),
+#: plus :data:`EXIT_JOIN_PER_THREAD_S` per thread: stopped threads end one by one on the cores there are
+#: (3 000 idle workers took 0.5-14 s on 2 cores), and one still alive at finalization aborts the process.
 EXIT_JOIN_S = 5.0
+EXIT_JOIN_PER_THREAD_S = 0.01
+
+
+def exit_join_s(n_threads: int) -> float:
+    """How long (s) a runtime closing at exit, or after a failed start, waits for its ``n_threads`` threads."""
+    return EXIT_JOIN_S + EXIT_JOIN_PER_THREAD_S * n_threads
 
 
 def _close_at_exit() -> None:
     """Close every runtime still open when the interpreter exits: cancel what is in flight and join the
-    threads for up to :data:`EXIT_JOIN_S` s each.  Why: the interpreter's finalization kills daemon
+    threads for up to :func:`exit_join_s` s each.  Why: the interpreter's finalization kills daemon
     threads that are still running, and one killed inside the C++ core (waiting for a batch with the
     GIL released) aborts the whole process ("terminate called without an active exception", exit 134;
     a script that never called ``close`` hit it on every exit).  A thread still in a hung executor after
@@ -80,7 +88,7 @@ def _close_at_exit() -> None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # a hung stage: nothing left to warn at exit
-                rt.close(drain=False, timeout_s=EXIT_JOIN_S)
+                rt.close(drain=False, timeout_s=exit_join_s(len(rt._own_threads())))
         except Exception:  # noqa: BLE001 -- exit must go on for the other runtimes
             pass
 
@@ -279,7 +287,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             self._pool.start()
             self._loop.start()
         except RuntimeError as exc:  # the OS refused a thread: stop and join those started, then say why
-            self.close(drain=False, timeout_s=EXIT_JOIN_S)
+            self.close(drain=False, timeout_s=exit_join_s(len(self._own_threads())))
             n = sum(st.workers for st in self._stages)
             raise RuntimeStateError(f"Runtime.start: could not start the worker threads ({n} workers in all, one "
                                     f"thread each): {exc}; lower the workers") from exc
