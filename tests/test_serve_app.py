@@ -588,3 +588,31 @@ def test_max_loop_lag_defaults_to_half_the_slo_and_zero_turns_it_off() -> None:
 
     _run(config(), check(0.15))
     _run(config(server={"host": "127.0.0.1", "port": 0, "log_level": "warning", "max_loop_lag_s": 0}), check(0.0))
+
+
+def test_uvicorn_waits_for_open_connections_only_for_what_is_left_of_the_drain() -> None:
+    """After the drain, uvicorn's graceful shutdown (open connections: a client still sending its body) gets
+    what is left of server.drain_timeout_s, rounded up, at least 1 s: it used to get the whole
+    drain_timeout_s + 1 again, so a drain of 10 s exited after 21 s.  drain_left_s is the full budget before
+    the drain and counts down from its start."""
+    import time as _time
+
+    import uvicorn
+
+    from pard.serve.server import DrainingServer
+    from pard.serve.service import ServedPipeline
+
+    cfg = parse_serve_config(config(server={**config()["server"], "drain_timeout_s": 10.0}), source="t.yaml")
+    service = ServedPipeline(cfg)
+    assert service.drain_left_s() == 10.0
+    service.begin_drain()
+    service._drain_started = _time.monotonic() - 7.6  # the drain ran 7.6 s of its 10
+    assert 2.3 <= service.drain_left_s() <= 2.4 + 1e-6
+
+    async def no_drain() -> None:
+        return None
+
+    service.drain = no_drain  # type: ignore[method-assign]
+    server = DrainingServer(uvicorn.Config(create_app(cfg, service=service), timeout_graceful_shutdown=11), service)
+    asyncio.run(server._drain_then_exit())
+    assert server.should_exit and server.config.timeout_graceful_shutdown == 3

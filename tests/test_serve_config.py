@@ -222,3 +222,14 @@ def test_a_port_in_use_is_refused_naming_the_option(tmp_path: Path, capsys: pyte
         holder.close()
     check_port("127.0.0.1", port, "--port")  # free again: no error
     check_port("127.0.0.1", 0, "--port")
+
+
+def test_the_reference_models_input_is_checked_against_max_body_bytes() -> None:
+    """No inputs declared: the reference models take a 32x32x3 FP32 image (12 288 bytes).  With
+    server.max_body_bytes 100 every request would be refused 413, so preparing the server says so, naming
+    the input, its size and the limit."""
+    from pard.serve.service import ServedPipeline
+
+    doc = {"pipeline": "tm", "server": {"max_body_bytes": 100}}
+    with pytest.raises(ServeConfigError, match=r"INPUT0.*\[32, 32, 3\] of FP32 is 1.23e\+04 bytes.*max_body_bytes 100"):
+        ServedPipeline(parse_serve_config(doc, source="tiny.yaml")).prepare()

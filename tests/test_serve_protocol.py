@@ -94,6 +94,12 @@ def test_response_without_binary_outputs_is_plain_json_with_the_id() -> None:
     ({"inputs": [{"name": "", "shape": [1], "datatype": "FP32", "data": [1]}]}, "inputs[0].name"),
     ({"id": 5, "inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1]}]}, "id must be a string"),
     ({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1]}], "outputs": [{}]}, "outputs[0].name"),
+    # bool("false") is True: a string or number flag turned binary output on unasked
+    ({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1]}],
+      "outputs": [{"name": "o", "parameters": {"binary_data": "false"}}]},
+     "outputs[0].parameters.binary_data must be true or false, got 'false'"),
+    ({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1]}],
+      "parameters": {"binary_data_output": 1}}, "parameters.binary_data_output must be true or false, got 1"),
 ])
 def test_malformed_requests_name_the_field(doc: dict, field: str) -> None:
     """Each malformed request raises ProtocolError (a PardError and ValueError) naming the field."""

@@ -13,7 +13,7 @@ stages:                         # per stage: an executor factory by import path,
 model_options: {scale: 0.5}     # for the reference models when `stages` is absent
 inputs: [{name: INPUT0, datatype: FP32, shape: [32, 32, 3]}]   # default: one FP32 INPUT0
 outputs: [{name: OUTPUT0}]                                     # default: OUTPUT0 (one per exit stage)
-server: {host: 127.0.0.1, port: 8000, max_body_bytes: 67108864, drain_grace_s: 1.0, drain_timeout_s: 30.0,
+server: {host: 127.0.0.1, port: 8000, max_body_bytes: 67108864, drain_grace_s: 1.0, drain_timeout_s: 25.0,
          max_loop_lag_s: null}   # shed at the door while the event loop lags this much (null: SLO / 2; 0: never)
 queue:                          # Triton's model-config queue fields, mapped onto pard's
   max_queue_size: 0             #   > 0: 429 once this many requests wait at the entry stage
@@ -109,6 +109,17 @@ class ModelOptions(_Strict):
     seed: int = 0
 
 
+def check_body_fits(t: TensorSpec, where: str, max_body_bytes: int) -> None:
+    """ServeConfigError when a fixed-shape input takes more than ``max_body_bytes`` (its raw bytes, the
+    least a request carrying it can send): every request would be refused 413."""
+    if not t.fixed():
+        return
+    nbytes = math.prod(t.shape or []) * np.dtype(DATATYPES[t.datatype]).itemsize
+    if nbytes > max_body_bytes:
+        raise ServeConfigError(f"{where}: {t.shape} of {t.datatype} is {nbytes:.3g} bytes a request, above "
+                               f"server.max_body_bytes {max_body_bytes}")
+
+
 class ServerOptions(_Strict):
     """Where and how the HTTP server listens, and how it drains on SIGTERM/SIGINT."""
 
@@ -116,7 +127,8 @@ class ServerOptions(_Strict):
     port: int = Field(default=8000, ge=0, le=65535)
     max_body_bytes: int = Field(default=64 * 2**20, gt=0)
     drain_grace_s: float = Field(default=1.0, ge=0, allow_inf_nan=False)
-    drain_timeout_s: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    # 25 s: the drain and uvicorn's close of the connections left fit Kubernetes' default 30 s grace period
+    drain_timeout_s: float = Field(default=25.0, gt=0, allow_inf_nan=False)
     #: shed at the door (429, before the body is read) while the event loop runs this far behind (s);
     #: None: half the pipeline's default SLO; 0: never
     max_loop_lag_s: float | None = Field(default=None, ge=0, allow_inf_nan=False)
@@ -224,12 +236,8 @@ class ServeConfig(_Strict):
                 if t.stage is not None and t.stage not in spec.exit_stages():
                     raise ServeConfigError(f"{field_name}[{i}].stage: {t.stage!r} is not an exit stage "
                                            f"of {spec.name!r} ({spec.exit_stages()})")
-                if field_name == "inputs" and t.fixed():  # the warm-up builds one; a request could not carry it
-                    nbytes = math.prod(t.shape or []) * np.dtype(DATATYPES[t.datatype]).itemsize
-                    if nbytes > self.server.max_body_bytes:
-                        raise ServeConfigError(f"inputs[{i}].shape: {t.shape} of {t.datatype} is {nbytes:.3g} "
-                                               f"bytes a request, above server.max_body_bytes "
-                                               f"{self.server.max_body_bytes}")
+                if field_name == "inputs":  # the warm-up builds one; a request could not carry it
+                    check_body_fits(t, f"inputs[{i}].shape", self.server.max_body_bytes)
         q = self.queue
         if q.priority_levels and q.default_priority_level > q.priority_levels:
             raise ServeConfigError(f"queue.default_priority_level: {q.default_priority_level} exceeds "

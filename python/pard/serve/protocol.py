@@ -250,8 +250,17 @@ def _decode_outputs(entries: Any, default_binary: bool) -> tuple[list[str], dict
             raise ProtocolError(f"outputs[{i}].name must be a non-empty string, got {_show(o)}")
         params = o.get("parameters") or {}
         names.append(name)
-        binary[name] = bool(params.get("binary_data", default_binary)) if isinstance(params, dict) else default_binary
+        binary[name] = _flag(params, "binary_data", default_binary, f"outputs[{i}].parameters")
     return names, binary
+
+
+def _flag(params: Any, key: str, default: bool, where: str) -> bool:
+    """``params[key]`` as a JSON boolean (``default`` when absent); ProtocolError for anything else:
+    ``bool("false")`` is True, so a string or a number would turn binary output on unasked."""
+    value = params.get(key, default) if isinstance(params, dict) else default
+    if not isinstance(value, bool):
+        raise ProtocolError(f"{where}.{key} must be true or false, got {_show(value)}")
+    return value
 
 
 def decode_request(body: bytes, header_length: int | None = None) -> InferRequest:
@@ -272,7 +281,7 @@ def decode_request(body: bytes, header_length: int | None = None) -> InferReques
     if not isinstance(params, dict):
         raise ProtocolError(f"parameters must be an object, got {_show(params)}")
     inputs = _decode_inputs(doc.get("inputs"), rest)
-    names, binary = _decode_outputs(doc.get("outputs"), bool(params.get("binary_data_output", False)))
+    names, binary = _decode_outputs(doc.get("outputs"), _flag(params, "binary_data_output", False, "parameters"))
     return InferRequest(id=rid, inputs=inputs, parameters=params, outputs=names, binary_outputs=binary)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import signal
 import socket
 import sys
@@ -77,6 +78,10 @@ class DrainingServer(uvicorn.Server):
         try:
             await self.service.drain()
         finally:
+            # uvicorn then waits for open connections (a client still sending its body) for what is left of
+            # the drain's budget, not a fresh one: a whole drain_timeout_s more took the exit past
+            # Kubernetes' 30 s grace period, and the pod was killed before it wrote its report.
+            self.config.timeout_graceful_shutdown = max(1, math.ceil(self.service.drain_left_s()))
             self.should_exit = True
 
 

@@ -46,7 +46,7 @@ from ..errors import Dropped, ExecutorError, PardError, Rejected
 from ..models import INPUT_SHAPE, join_inputs
 from ..runtime import Runtime
 from ..runtime.aio import retry_after_s
-from .config import ServeConfig, ServeConfigError, TensorSpec, sample_payload
+from .config import ServeConfig, ServeConfigError, TensorSpec, check_body_fits, sample_payload
 from .factories import reference_model
 from .failure_log import FailureLog
 from .metrics import TIER_OUTCOMES, Observed
@@ -165,6 +165,8 @@ class ServedPipeline:
         cfg = self.config
         try:
             executors, join = self._executors()
+            for t in self.inputs:  # also the reference models' input, which the file did not declare
+                check_body_fits(t, f"inputs ({t.name}, the input the stage models take)", cfg.server.max_body_bytes)
             warm = self._warm(executors, join) if cfg.warmup else {}
             runtime = Runtime(
                 self.spec, executors, policy=cfg.policy, workers=cfg.workers, sync_interval_s=cfg.sync_interval_s,
@@ -246,6 +248,11 @@ class ServedPipeline:
             await self.runtime.aclose(drain=True, timeout_s=max(0.0, end - time.monotonic()))
         while self.inflight > 0 and time.monotonic() < end + 1.0:
             await asyncio.sleep(0.01)
+
+    def drain_left_s(self) -> float:
+        """Seconds left of the drain's ``server.drain_timeout_s`` (the whole of it before the drain began)."""
+        limit = self.config.server.drain_timeout_s
+        return limit if self._drain_started is None else max(0.0, self._drain_started + limit - time.monotonic())
 
     async def aclose(self) -> None:
         """Close the runtime without waiting (lifespan shutdown after a drain, or in tests)."""
