@@ -72,8 +72,8 @@ def from_module_json(
                                   f"got {meta['slo_ms']!r}") from None
     if pname is None or slo is None:
         raise ConfigError(f"{source}: the module list needs a pipeline name and an SLO: wrap it as "
-                          f"{{\"name\": ..., \"slo_ms\": ..., \"modules\": [...]}} (from Python, or pass "
-                          f"from_module_json(..., name=, slo=))")
+                          f"{{\"name\": ..., \"slo_ms\": ..., \"modules\": [...]}}, or from Python pass "
+                          f"from_module_json(..., name=, slo=)")
 
     by_id: dict[int, dict[str, Any]] = {}
     for i, m in enumerate(modules):
