@@ -60,7 +60,6 @@ log = logging.getLogger("pard.serve")
 
 #: Outcomes counted by the server itself (requests that never reached the runtime, or left early).
 SERVER_OUTCOMES = ("invalid", "unavailable", "queue_full", "busy", "client_closed", "output_error")
-#: A decoded request's answer outcome -> its per-tier outcome (a 200 is on_time or late: X-Pard-Outcome).
 
 
 @dataclass
@@ -286,7 +285,8 @@ class ServedPipeline:
             self.counts[answer.outcome] += 1
         self.http[answer.status] = self.http.get(answer.status, 0) + 1
         outcome = tier_outcome(answer.outcome, answer.headers)
-        self.answered[answered_outcome(outcome)] = self.answered.get(answered_outcome(outcome), 0) + 1
+        total = answered_outcome(outcome)
+        self.answered[total] = self.answered.get(total, 0) + 1
         if answer.tier is not None:
             self.tier_counts[(answer.tier, outcome)] = self.tier_counts.get((answer.tier, outcome), 0) + 1
         return answer
