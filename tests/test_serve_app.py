@@ -251,6 +251,57 @@ def test_a_hung_stage_is_answered_504_past_the_deadline_and_counted_dropped() ->
     assert sum(v for k, v in out.items() if k != "pending") == 2 and out["pending"] == 0
 
 
+def test_a_hung_stage_fails_readiness_until_its_batch_returns() -> None:
+    """detect's batch is held (a hung model; SLO 0.3 s, answer_grace_s 0.1): the request is answered 504,
+    and from then on /ready is 503 while the runtime still holds the request and has finished nothing.
+    Once the held batch returns (the runtime counts its request), /ready is 200 again."""
+    key = "stall"
+    gate = _serve.gate(key=key)
+    doc = config(stages={"detect": {"executor": "_serve:gate", "kwargs": {"key": key}},
+                         "classify": {"executor": "pard.serve.factories:sleep_profile"}}, warmup=False,
+                 policy="naive", server={**config()["server"], "answer_grace_s": 0.1})
+    doc["pipeline"] = {**doc["pipeline"], "slo": 0.3}
+
+    async def body(c: httpx.AsyncClient, app: Any) -> dict[str, Any]:
+        before = (await c.get("/v2/health/ready")).status_code
+        hung = await c.post("/v2/models/duo/infer", json=v2_body([1, 0, 0, 0]))
+        during = [(await c.get(u)).status_code for u in ("/v2/health/ready", "/v2/models/duo/ready")]
+        pending = app.state.service.runtime.counts()["pending"]
+        gate.release.set()
+        for _ in range(500):
+            if app.state.service.runtime.counts()["pending"] == 0:
+                break
+            await asyncio.sleep(0.01)
+        after = (await c.get("/v2/health/ready")).status_code
+        ok = (await c.post("/v2/models/duo/infer", json=v2_body([1, 0, 0, 0]))).status_code
+        return {"before": before, "hung": hung, "during": during, "pending": pending, "after": after, "ok": ok}
+
+    res = _run(doc, body)
+    assert res["before"] == 200
+    assert res["hung"].status_code == 504 and res["hung"].json()["reason"] == "deadline"
+    assert res["pending"] == 1 and res["during"] == [503, 503]
+    assert res["after"] == 200 and res["ok"] == 200
+
+
+def test_stall_watch_against_scripted_runtime_counts() -> None:
+    """StallWatch by hand: a give-up with nothing held is no stall; a give-up while work is held and
+    nothing finishes is, until one request finishes (and stays over once it is)."""
+    from pard.serve.stall import StallWatch
+
+    now = {"on_time": 5, "late": 1, "pending": 0}
+    w = StallWatch(lambda: dict(now))
+    assert not w.stalled
+    w.gave_up()
+    assert not w.stalled  # nothing held: nothing is hung
+    now["pending"] = 2
+    w.gave_up()
+    assert w.stalled and w.stalled  # reading it changes nothing
+    now["late"] += 1  # the held batch returned, late
+    assert not w.stalled
+    now["late"] -= 1  # counts as at the give-up again: the stall was ended, not re-armed
+    assert not w.stalled
+
+
 def test_drain_fails_readiness_and_answers_new_requests_503() -> None:
     """After begin_drain, /ready is 503 and an inference gets 503 reason draining with Retry-After."""
     async def body(c: httpx.AsyncClient, app: Any) -> None:

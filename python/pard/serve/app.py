@@ -3,7 +3,8 @@
 =====================================================  ============================================
 ``GET  /v2/health/live``                               200 while the process serves HTTP
 ``GET  /v2/health/ready``                              200 once the executors are warm and the
-                                                       runtime runs; 503 before, and while draining
+                                                       runtime runs; 503 before, while draining, and
+                                                       while a stage is hung (:mod:`pard.serve.stall`)
 ``GET  /v2``                                           server metadata (name, version, extensions)
 ``GET  /v2/models/{model}[/versions/{v}]``             model metadata: inputs, outputs, policy, stages
 ``GET  /v2/models/{model}[/versions/{v}]/ready``       200 / 503 as ``/v2/health/ready``
@@ -78,7 +79,7 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
     registry = make_registry(svc)
 
     def ready_answer() -> Response:
-        return Response(status_code=200 if svc.ready and not svc.draining else 503)
+        return Response(status_code=200 if svc.ready and not svc.draining and not svc.stall.stalled else 503)
 
     async def live(request: Request) -> Response:
         return Response(status_code=200)

@@ -53,6 +53,7 @@ from .metrics import TIER_OUTCOMES, Observed
 from .outcomes import answered_outcome, merged_outcomes, tier_outcome
 from .params import request_deadline, request_tier
 from .protocol import InferRequest, ProtocolError, datatype_of, decode_request, encode_response
+from .stall import StallWatch
 
 __all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "retry_after_header"]
 
@@ -140,6 +141,7 @@ class ServedPipeline:
         self.max_loop_lag_s = 0.5 * self.default_slo_s if lag is None else float(lag)
         self.loop_lag = LoopLag()
         self._failure_log = FailureLog(log)
+        self.stall = StallWatch(lambda: self.runtime.counts() if self.runtime is not None else {})  # /ready
         #: the /metrics histograms, observed once per request and per batch
         self.observed = Observed(self.model_name, self.default_slo_s, [st.name for st in self.spec.stages],
                                  max(int(st.max_batch) for st in self.spec.stages))
@@ -361,6 +363,7 @@ class ServedPipeline:
         except _ClientClosed:
             return Answer(499, b"", {}, "client_closed")
         except _GaveUp:
+            self.stall.gave_up()
             return _error(504, "dropped", f"no answer from the pipeline {give_up_s - deadline:.3f} s past the "
                           "request's deadline (a stage still in its executor?); the request is cancelled",
                           reason="deadline")
