@@ -302,6 +302,31 @@ def test_stall_watch_against_scripted_runtime_counts() -> None:
     assert not w.stalled
 
 
+@pytest.mark.parametrize("output, status, words", [
+    ({"name": "OUTPUT0", "datatype": "FP32", "shape": [4]}, 200, ""),
+    ({"name": "OUTPUT0", "shape": [-1]}, 200, ""),  # a variable dimension; no datatype set: no promise
+    ({"name": "OUTPUT0", "datatype": "FP32", "shape": [3]}, 500, "shape [4], but outputs declares [3]"),
+    ({"name": "OUTPUT0", "datatype": "FP32", "shape": [4, 1]}, 500, "shape [4], but outputs declares [4, 1]"),
+    ({"name": "OUTPUT0", "datatype": "INT64", "shape": [4]}, 500, "is FP32, but outputs declares datatype INT64"),
+])
+def test_answers_are_checked_against_the_declared_outputs(output: dict[str, Any], status: int, words: str) -> None:
+    """The stages echo the FP32 [4] input. An answer that breaks the file's declared output (shape, or a
+    datatype the file sets) is a 500 output_error naming the output; one that keeps it is a 200."""
+    doc = config(outputs=[output], warmup=False)
+
+    async def body(c: httpx.AsyncClient, app: Any) -> tuple[httpx.Response, dict[str, Any]]:
+        r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
+        return r, app.state.service.report()
+
+    r, rep = _run(doc, body)
+    assert r.status_code == status
+    if status == 200:
+        assert r.json()["outputs"][0]["data"] == [1, 2, 3, 4]
+    else:
+        assert "'OUTPUT0'" in r.json()["error"] and words in r.json()["error"]
+        assert rep["outcomes"]["output_error"] == 1 and rep["runtime"]["on_time"] + rep["runtime"]["late"] == 1
+
+
 def test_drain_fails_readiness_and_answers_new_requests_503() -> None:
     """After begin_drain, /ready is 503 and an inference gets 503 reason draining with Retry-After."""
     async def body(c: httpx.AsyncClient, app: Any) -> None:

@@ -47,7 +47,7 @@ from ..config import load as load_pipeline
 from ..config.parsers import parse
 from .._extras import require
 from ..errors import ConfigError, PardValueError
-from .protocol import DATATYPES
+from .protocol import DATATYPES, ProtocolError, datatype_of
 
 __all__ = [
     "ServeConfigError",
@@ -100,6 +100,16 @@ class TensorSpec(_Strict):
         """Whether an array's ``shape`` fits this tensor's (a -1 dimension takes any size)."""
         return self.shape is None or (len(shape) == len(self.shape) and
                                       all(e in (-1, g) for e, g in zip(self.shape, shape)))
+
+    def check_output(self, array: np.ndarray) -> None:
+        """Raise ProtocolError when a pipeline output breaks what this declared output promises clients:
+        its shape (when given) or its datatype (when set in the file; the FP32 default is no promise)."""
+        if not self.matches(tuple(array.shape)):
+            raise ProtocolError(f"output {self.name!r} has shape {list(array.shape)}, but outputs declares "
+                                f"{self.shape} (use -1 for a dimension that varies)")
+        got = datatype_of(array)
+        if "datatype" in self.model_fields_set and got != self.datatype:
+            raise ProtocolError(f"output {self.name!r} is {got}, but outputs declares datatype {self.datatype}")
 
 
 class ModelOptions(_Strict):

@@ -455,6 +455,9 @@ class ServedPipeline:
             else:
                 pairs = [(t.name, np.asarray(result[t.stage] if isinstance(result, Mapping) else result))
                          for t in self.outputs]
+            if self.config.outputs:  # declared in the file: the metadata clients rely on, not a warm-up's guess
+                for t, (_, arr) in zip(self.outputs, pairs):
+                    t.check_output(arr)
             if req.outputs:
                 pairs = [p for p in pairs if p[0] in req.outputs]
             body, headers = encode_response(self.model_name, req.id, pairs, req)
