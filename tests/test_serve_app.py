@@ -120,14 +120,19 @@ def test_a_client_deadline_shorter_than_any_batch_is_a_503_drop_with_retry_after
     ({"json": v2_body([1, 2, 3, 4], outputs=[{"name": "NOPE"}])}, 400, "unknown output(s) ['NOPE']"),
     ({"content": b"[1, 2"}, 400, "not valid JSON"),
     ({"content": b"x" * 2048}, 413, "max_body_bytes"),
+    ({"json": v2_body([1, 2, 3, 4]), "url": "/v2/models/duo/versions/2/infer"}, 404, "version"),
 ])
 def test_bad_requests_are_answered_with_the_field_named(request_kw: dict, status: int, text: str) -> None:
-    """Malformed, mistyped and oversized requests get 400/413 naming the field, and are counted as invalid."""
+    """Malformed, mistyped and oversized requests, and an unknown version, get 400/413/404 naming the field,
+    and are counted as invalid once, in the report and in pard_requests_total alike."""
     async def body(c: httpx.AsyncClient, app: Any) -> None:
-        r = await c.post("/v2/models/duo/infer", **request_kw)
+        kw = dict(request_kw)
+        r = await c.post(kw.pop("url", "/v2/models/duo/infer"), **kw)
         assert r.status_code == status and text in r.json()["error"], r.text
         rep = app.state.service.report()
         assert rep["outcomes"]["invalid"] == 1 and rep["runtime"]["submitted"] == 0
+        m = _metrics((await c.get("/metrics")).text)
+        assert m[("pard_requests_total", (("outcome", "invalid"), ("pipeline", "duo")))] == 1
 
     _run(config(server={"max_body_bytes": 1024, "log_level": "warning"}), body)
 
@@ -645,6 +650,8 @@ def test_a_lagging_event_loop_sheds_at_the_door_and_recovers() -> None:
         assert (await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))).status_code == 200
         rep = svc.report()
         assert rep["outcomes"]["rejected"] == 1 and rep["http"] == {"200": 1, "429": 1}
+        m = _metrics((await c.get("/metrics")).text)  # the 429 at the door is in pard_requests_total too
+        assert m[("pard_requests_total", (("outcome", "rejected"), ("pipeline", "duo")))] == 1
         assert svc.runtime.counts()["submitted"] == 1  # the refused one never reached the pipeline
 
     server = {"host": "127.0.0.1", "port": 0, "log_level": "warning", "max_loop_lag_s": 0.05}

@@ -34,7 +34,7 @@ from starlette.routing import Route
 from .._version import __version__
 from .config import ServeConfig, TensorSpec
 from .metrics import make_registry
-from .service import ServedPipeline, _error
+from .service import Answer, ServedPipeline, _error
 
 __all__ = ["create_app"]
 
@@ -129,16 +129,13 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
         if request.path_params.get("version") not in (None, "1"):
             gone = missing(request)
             assert gone is not None
-            svc.counts["invalid"] += 1  # every infer request is counted once, as svc.infer counts
-            svc.http[404] = svc.http.get(404, 0) + 1
+            svc.count(Answer(404, b"", {}, "invalid"))  # every infer request is counted once
             return gone
         try:
             body = await _read_body(request, config.server.max_body_bytes)
         except _TooLarge:
-            answer = _error(413, "invalid", f"the request body exceeds server.max_body_bytes "
-                            f"({config.server.max_body_bytes} bytes)")
-            svc.counts["invalid"] += 1
-            svc.http[413] = svc.http.get(413, 0) + 1
+            answer = svc.count(_error(413, "invalid", f"the request body exceeds server.max_body_bytes "
+                                      f"({config.server.max_body_bytes} bytes)"))
         else:
             answer = await svc.infer(request.path_params["model"], body, request.headers,
                                      lambda: _disconnected(request), arrived_s=arrived)

@@ -283,6 +283,12 @@ class ServedPipeline:
             answer = _error(500, "output_error", f"internal error: {type(exc).__name__}{text}")
         finally:
             self.inflight -= 1
+        return self.count(answer)
+
+    def count(self, answer: Answer) -> Answer:
+        """Count one answer as it leaves, once: the report's server counts, the status code, and
+        ``pard_requests_total`` (and its tier's, once decoded).  Every answer to an infer request comes
+        through here, including those the route gives before the body is read (429 busy, 404, 413)."""
         if answer.outcome in self.counts:
             self.counts[answer.outcome] += 1
         self.http[answer.status] = self.http.get(answer.status, 0) + 1
@@ -307,9 +313,7 @@ class ServedPipeline:
         answer = _error(429, "busy", f"the server is {lag:.3f} s behind (server.max_loop_lag_s "
                         f"{self.max_loop_lag_s:g} s); retry later", reason="server_busy",
                         retry_after_s=max(lag, 1.0))
-        self.counts["busy"] += 1
-        self.http[429] = self.http.get(429, 0) + 1
-        return answer
+        return self.count(answer)
 
     def unavailable(self) -> Answer:
         """503 for a request that arrives while the pipeline is not ready or is draining."""
