@@ -159,11 +159,13 @@ def unencodable() -> Any:
     return run
 
 
-def hanging(seconds: float = 1.5) -> Any:
+def hanging(seconds: float = 1.5, then_raise: bool = False) -> Any:
     """Factory ``_serve:hanging``: echoes its payloads, but a batch holding a payload whose first element
-    is 7 first sleeps ``seconds`` (a model call that hangs)."""
+    is 7 first sleeps ``seconds`` (a model call that hangs), then raises RuntimeError if ``then_raise``."""
     def run(xs: list[Any]) -> list[Any]:
         if any(float(np.asarray(x).ravel()[0]) == 7.0 for x in xs):
             time.sleep(seconds)
+            if then_raise:
+                raise RuntimeError("the hung model gave up")
         return list(xs)
     return run

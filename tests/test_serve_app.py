@@ -256,6 +256,33 @@ def test_a_hung_stage_is_answered_504_past_the_deadline_and_counted_dropped() ->
     assert sum(v for k, v in out.items() if k != "pending") == 2 and out["pending"] == 0
 
 
+def test_a_hung_batch_that_then_raises_after_its_504_is_counted_dropped_once() -> None:
+    """A batch hangs 1 s (SLO 0.3 s, answer_grace_s 0.1), so its request is answered 504; then the model
+    raises. The runtime counts the request failed, but the client got the 504: the report counts it
+    dropped, as /metrics does, and nothing failed."""
+    doc = config(stages={"detect": {"executor": "pard.serve.factories:sleep_profile"},
+                         "classify": {"executor": "_serve:hanging", "kwargs": {"seconds": 1.0, "then_raise": True}}},
+                 warmup=False, policy="naive", server={**config()["server"], "answer_grace_s": 0.1})
+    doc["pipeline"] = {**doc["pipeline"], "slo": 0.3}
+
+    async def body(c: httpx.AsyncClient, app: Any) -> tuple[int, dict[str, Any], dict[Any, float]]:
+        r = await c.post("/v2/models/duo/infer", json=v2_body([7, 0, 0, 0]))
+        svc = app.state.service
+        for _ in range(500):  # the hung batch ends (raising) after the 504
+            if svc.runtime.counts()["pending"] == 0:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)  # its done-callback runs on a runtime thread
+        return r.status_code, svc.report(), _metrics((await c.get("/metrics")).text)
+
+    status, rep, m = _run(doc, body)
+    assert status == 504 and rep["runtime"]["failed"] == 1  # the runtime's own verdict
+    out = rep["outcomes"]
+    assert out["dropped"] == 1 and out["failed"] == 0 and sum(v for k, v in out.items() if k != "pending") == 1
+    assert m[("pard_requests_total", (("outcome", "dropped"), ("pipeline", "duo")))] == 1
+    assert m.get(("pard_requests_total", (("outcome", "failed"), ("pipeline", "duo"))), 0) == 0
+
+
 def test_a_hung_stage_fails_readiness_until_its_batch_returns() -> None:
     """detect's batch is held (a hung model; SLO 0.3 s, answer_grace_s 0.1): the request is answered 504,
     and from then on /ready is 503 while the runtime still holds the request and has finished nothing.

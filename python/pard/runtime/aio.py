@@ -53,10 +53,10 @@ def _peak_throughput(spec: Any, workers: int) -> float:
 
 def _report_orphan(fut: Any, on_orphan: Callable[[str], None]) -> None:
     """``on_orphan(state)`` for a request whose awaiting coroutine was cancelled but which still ended
-    on time or late (see :meth:`AsyncRuntime.infer_outcome`)."""
+    on time, late or failed (see :meth:`AsyncRuntime.infer_outcome`)."""
     if not fut.cancelled():
         state = STATES[fut.outcome_state]
-        if state in ("on_time", "late"):
+        if state in ("on_time", "late", "failed"):
             on_orphan(state)
 
 
@@ -127,9 +127,9 @@ class AsyncRuntimeMixin:
         caught up can compare its own answer time with the deadline (``pard serve`` does).
 
         ``on_orphan(state)``, when given, is called (from a runtime thread) if this coroutine is cancelled
-        but the request cannot be: its batch was already collected, so it still ends ``"on_time"`` or
-        ``"late"`` in the runtime's counts, with no one awaiting the output (``pard serve`` then counts a
-        client that hung up as dropped, not as served).
+        but the request cannot be: its batch was already collected, so it still ends ``"on_time"``,
+        ``"late"`` or ``"failed"`` (its batch raised) in the runtime's counts, with no one awaiting the
+        outcome (``pard serve`` then counts a client that hung up, or one answered 504, as dropped).
 
         Raises: as :meth:`infer`.
         """

@@ -125,9 +125,9 @@ class ServedPipeline:
         self.counts: dict[str, int] = {k: 0 for k in SERVER_OUTCOMES}
         self.http: dict[int, int] = {}
         self.late_answers = 0  # the pipeline's on_time answered after the deadline (_timed): late
-        # Requests whose client hung up after their batch was collected: the runtime counts them on time or
-        # late, but no answer went out (499), so the report counts them dropped (_orphaned, report()).
-        self.orphans = {"on_time": 0, "late": 0}
+        # Requests whose client hung up (or was answered 504) after their batch was collected: the runtime
+        # counts them on time, late or failed, but the client got 499 / 504, so the report counts them dropped.
+        self.orphans = {"on_time": 0, "late": 0, "failed": 0}
         self.unencoded = {"on_time": 0, "late": 0}  # finished, but the output failed to encode (500): report()
         self._orphan_lock = threading.Lock()
         self.tier_counts: dict[tuple[int, str], int] = {}  # (tier code, outcome) of every decoded request
@@ -286,9 +286,8 @@ class ServedPipeline:
         return self.count(answer)
 
     def count(self, answer: Answer) -> Answer:
-        """Count one answer as it leaves, once: the report's server counts, the status code, and
-        ``pard_requests_total`` (and its tier's, once decoded).  Every answer to an infer request comes
-        through here, including those the route gives before the body is read (429 busy, 404, 413)."""
+        """Count an answer once as it leaves (report, status code, ``pard_requests_total``, its tier's):
+        every infer answer, those the route gives before the body is read (429 busy, 404, 413) too."""
         if answer.outcome in self.counts:
             self.counts[answer.outcome] += 1
         self.http[answer.status] = self.http.get(answer.status, 0) + 1
@@ -409,8 +408,8 @@ class ServedPipeline:
         return await rt.infer_outcome(payload, slo=slo, tier=tier, deadline=deadline, on_orphan=self._orphaned)
 
     def _orphaned(self, state: str) -> None:
-        """A request that ended ``state`` (on_time / late) in the runtime after its client hung up (a
-        runtime thread, or the event loop, calls this)."""
+        """A request that ended ``state`` (on_time / late / failed) in the runtime after its client hung up
+        or was answered 504 (a runtime thread, or the event loop, calls this)."""
         with self._orphan_lock:
             self.orphans[state] += 1
 
@@ -486,7 +485,6 @@ class ServedPipeline:
                 "server": {**self.counts, "late_answers": self.late_answers,
                            "closed_after_collected": sum(orphans.values())},
                 "outcomes": merged, "http": {str(k): v for k, v in sorted(self.http.items())}}
-
 
     def tier_report(self) -> dict[str, dict[str, float]]:
         """Per tier (by name; ``"default"`` when the pipeline declares none): its weight and the answers of
@@ -593,6 +591,8 @@ async def _await_answer(infer: Awaitable[Any], disconnected: Callable[[], Awaita
     task.cancel()
     try:
         _, state = await task
+    except ExecutorError:  # its batch raised as the wait ended: counted failed, answered by no one
+        orphaned("failed")
     except (asyncio.CancelledError, PardError):
         pass
     else:  # it finished as the wait ended: counted by the runtime, answered by no one
