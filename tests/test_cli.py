@@ -407,6 +407,9 @@ def test_a_duration_past_the_end_of_a_trace_is_refused(capsys: pytest.CaptureFix
     code, _, err = run_main(capsys, "simulate", "--pipeline", "tm", "--policies", "naive", "--start", "3300",
                             "--duration", "300")
     assert code == 2 and "pass --duration 202 or less" in err, err
+    code, _, err = run_main(capsys, "simulate", "--pipeline", "tm", "--policies", "naive", "--start", "1e12",
+                            "--duration", "5")  # no duration > 0 fits: the fix is --start (a new user's report)
+    assert code == 2 and "--start must be under 3502 s" in err and "--duration 0" not in err, err
     code, out, err = run_main(capsys, "simulate", "--pipeline", "tm", "--policies", "naive", "--start", "3300",
                               "--duration", "200", "--json", "-")
     assert code == 0, err

@@ -135,9 +135,11 @@ def load_trace(
     if duration_s is not None and start_s + dur > float(raw[-1]) * (1 + 1e-9) + 1.0:
         # the run would cover only what the trace has: the header would state the asked duration, a rate
         # over it and a load of that, none of which the run had (--duration 5000 on a 3502 s trace: "load 0.70")
+        span = float(raw[-1])
+        fix = (f"pass {opt('duration')} {span - start_s:.0f} or less" if span - start_s >= 1.0 else
+               f"{opt('start')} must be under {span:.0f} s")  # no duration > 0 fits past the trace's end
         raise TraceError(f"{opt('duration')} {dur:g} from {opt('start')} {start_s:g} runs past the end of "
-                         f"{opt('trace')} {trace!r}, which spans {float(raw[-1]):.0f} s: pass {opt('duration')} "
-                         f"{max(float(raw[-1]) - start_s, 0.0):.0f} or less")
+                         f"{opt('trace')} {trace!r}, which spans {span:.0f} s: {fix}")
     if scaling == "amplify":
         sel = window(raw, start_s, dur)
         if sel.size < 2:
