@@ -8,6 +8,7 @@
 
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -231,10 +232,34 @@ py::object LiveFuture::exception_object() {
     return value;
 }
 
+// result()/exception()'s timeout in seconds: None waits; NaN and what is not a number are a
+// PardValueError naming it; past ~30 years (inf too) waits as None, so t * 1e9 never overflows int64.
+static double wait_seconds(const py::object& timeout, bool& forever) {
+    forever = timeout.is_none();
+    if (forever) return 0.0;
+    double t = 0.0;
+    bool ok = !py::isinstance<py::str>(timeout) && !py::isinstance<py::bytes>(timeout);
+    if (ok) {
+        try {
+            t = timeout.cast<double>();
+        } catch (const py::cast_error&) {
+            ok = false;
+        }
+    }
+    if (!ok || std::isnan(t)) {
+        const std::string shown = py::str(py::repr(timeout));
+        PyErr_SetObject(py::module_::import("pard.errors").attr("PardValueError").ptr(),
+                        py::str("timeout=" + shown + " must be a number of seconds or None").ptr());
+        throw py::error_already_set();
+    }
+    if (t > 1e9) forever = true;
+    return t;
+}
+
 void LiveFuture::wait(py::object timeout) {
+    bool forever = false;
+    const double t = wait_seconds(timeout, forever);  // checked even when done: a bad call is bad always
     if (state.load() != kPending) return;
-    const bool forever = timeout.is_none();
-    const double t = forever ? 0.0 : timeout.cast<double>();
     const auto until = std::chrono::steady_clock::now() +
                        std::chrono::nanoseconds(static_cast<std::int64_t>((t > 0 ? t : 0.0) * 1e9));
     WaitShard& w = wait_shards()[key % 64];

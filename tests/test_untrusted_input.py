@@ -487,3 +487,21 @@ def test_profile_with_a_point_per_batch_size_builds_without_a_quadratic_scan() -
     with deadline(60.0):
         core = _core.Profile(sizes.tolist(), (0.01 + sizes * 1e-7).tolist())
     assert core.duration(n) == pytest.approx(0.01 + n * 1e-7, abs=1e-9)
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), "1", b"1", [1], object()])
+def test_a_future_wait_with_a_bad_timeout_is_a_pard_error_naming_it(timeout: Any) -> None:
+    """RequestFuture.result/exception(timeout=...) with NaN or a non-number: a PardValueError naming
+    ``timeout`` and the value (a new user's report: NaN raised a bare, empty TimeoutError at once), both
+    before and after the request ends. A huge timeout (1e300, past int64 nanoseconds) and inf wait as None,
+    a negative one as 0 (as concurrent.futures.Future)."""
+    spec = pard.PipelineSpec(name="p", slo=5.0, stages=[
+        pard.StageSpec(name="a", profile={1: 0.001, 2: 0.0015}, max_batch=2)])
+    with pard.Runtime(spec, {"a": lambda xs: xs}, policy="naive") as rt:
+        fut = rt.submit(np.arange(4.0))
+        for _ in range(2):  # pending (most likely), then done
+            for call in (fut.result, fut.exception):
+                with pytest.raises(pard.errors.PardValueError, match=r"timeout=.* must be a number of seconds or None"):
+                    call(timeout=timeout)
+            assert fut.result(timeout=1e300).tolist() == [0.0, 1.0, 2.0, 3.0]
+        assert fut.exception(timeout=float("inf")) is None and fut.result(timeout=-1.0) is not None
