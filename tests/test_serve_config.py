@@ -158,10 +158,15 @@ def test_pard_serve_command_rejects_a_bad_file_with_exit_2(tmp_path: Path, capsy
     ({"workers": {"detect": 0}}, "workers for stage 'detect' must be an int >= 1, got 0"),
     ({"stages": {"detect": {"executor": "os:getcwd"}, "classify": {"executor": "pard.serve.factories:sleep_profile"}}},
      "stages.detect"),
+    # the stages echo the FP32 [4] input: a declared output the warm-up breaks would make every answer a 500
+    ({"outputs": [{"name": "OUTPUT0", "datatype": "FP32", "shape": [5]}]},
+     "outputs[0]: the warm-up batch's output 'OUTPUT0' has shape [4], but outputs declares [5]"),
+    ({"outputs": [{"name": "OUTPUT0", "datatype": "INT8", "shape": [4]}]}, "is FP32, but outputs declares datatype INT8"),
 ])
 def test_pard_serve_refuses_a_bad_pipeline_before_binding_the_port(tmp_path: Path, changes: dict, text: str,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    """`pard serve FILE` with a bad policy, worker count or factory exits 2 with one line naming the file."""
+    """`pard serve FILE` with a bad policy, worker count, factory or declared output exits 2 with one line
+    naming the file."""
     import yaml
 
     from pard.cli import main

@@ -130,6 +130,20 @@ def check_body_fits(t: TensorSpec, where: str, max_body_bytes: int) -> None:
                                f"server.max_body_bytes {max_body_bytes}")
 
 
+def check_warm_outputs(outputs: list[TensorSpec], warm: Mapping[str, Any], exits: list[str], source: str) -> None:
+    """ServeConfigError when the warm-up batch's output breaks a declared output (``outputs`` in the
+    file): every answer would be a 500 output_error, so the server refuses to start instead."""
+    for i, t in enumerate(outputs):
+        stage = t.stage if t.stage is not None else (exits[0] if len(exits) == 1 else None)
+        if stage is None or stage not in warm:
+            continue
+        try:
+            t.check_output(np.asarray(warm[stage]))
+        except ProtocolError as exc:
+            raise ServeConfigError(f"{source}: outputs[{i}]: the warm-up batch's {exc}; every answer "
+                                   f"would be a 500 output_error") from None
+
+
 class ServerOptions(_Strict):
     """Where and how the HTTP server listens, and how it drains on SIGTERM/SIGINT."""
 

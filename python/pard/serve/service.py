@@ -46,7 +46,7 @@ from ..errors import Dropped, ExecutorError, PardError, Rejected
 from ..models import INPUT_SHAPE, join_inputs
 from ..runtime import Runtime
 from ..runtime.aio import retry_after_s
-from .config import ServeConfig, ServeConfigError, TensorSpec, check_body_fits, sample_payload
+from .config import ServeConfig, ServeConfigError, TensorSpec, check_body_fits, check_warm_outputs, sample_payload
 from .factories import reference_model
 from .failure_log import FailureLog
 from .metrics import TIER_OUTCOMES, Observed
@@ -160,8 +160,8 @@ class ServedPipeline:
         runtime, not yet started.  ``pard serve`` calls it before it binds the port, so that a bad
         policy, worker count or factory is one error line, not a traceback from the server's startup.
 
-        Raises: ServeConfigError naming the file and what is wrong (a bad factory, policy, worker
-        count or planner option, or a warm-up batch that raised).
+        Raises: ServeConfigError naming the file and what is wrong (a bad factory, policy, worker count or
+        planner option, a warm-up batch that raised or whose output breaks a declared output).
         """
         cfg = self.config
         try:
@@ -169,6 +169,7 @@ class ServedPipeline:
             for t in self.inputs:  # also the reference models' input, which the file did not declare
                 check_body_fits(t, f"inputs ({t.name}, the input the stage models take)", cfg.server.max_body_bytes)
             warm = self._warm(executors, join) if cfg.warmup else {}
+            check_warm_outputs(cfg.outputs or [], warm, self.spec.exit_stages(), cfg.source)
             runtime = Runtime(
                 self.spec, executors, policy=cfg.policy, workers=cfg.workers, sync_interval_s=cfg.sync_interval_s,
                 payload_shape=self.inputs[0].shape if len(self.inputs) == 1 and self.inputs[0].fixed() else None,
@@ -194,7 +195,6 @@ class ServedPipeline:
             return built, None
         if not self.inputs:  # the reference models take images of INPUT_SHAPE
             self.inputs = [TensorSpec(name="INPUT0", datatype="FP32", shape=list(INPUT_SHAPE))]
-
         opts = self.config.model_options.model_dump() if self.config.model_options is not None else {}
         return {st.name: reference_model(stage=st, pipeline=self.spec, **opts) for st in self.spec.stages}, join_inputs
 
