@@ -123,6 +123,11 @@ def test_binary_size_mismatches_are_refused() -> None:
         decode_request(good + b"\0", m)
     with pytest.raises(ProtocolError, match="Inference-Header-Content-Length"):
         decode_request(body, len(body) + 1)
+    # data and binary_data_size both: the binary part won and data was ignored (a new user's report)
+    both, k = _binary_body({"inputs": [{"name": "a", "shape": [1], "datatype": "FP32", "data": [7],
+                                        "parameters": {"binary_data_size": 4}}]}, [b"\0" * 4])
+    with pytest.raises(ProtocolError, match=r"inputs\[0\] \('a'\) gives both data and parameters.binary_data_size"):
+        decode_request(both, k)
     with pytest.raises(ProtocolError, match="not valid JSON"):
         decode_request(b"{nope")
 

@@ -220,6 +220,8 @@ def _decode_inputs(entries: Any, rest: bytes) -> dict[str, np.ndarray]:
         shape = _shape(where, t.get("shape"))
         params = t.get("parameters") or {}
         size = params.get("binary_data_size") if isinstance(params, dict) else None
+        if size is not None and "data" in t:  # which one holds the tensor? Refuse rather than guess
+            raise ProtocolError(f"{where} ({name!r}) gives both data and parameters.binary_data_size; give one")
         if size is not None:
             if isinstance(size, bool) or not isinstance(size, int) or size < 0:
                 raise ProtocolError(f"{where}.parameters.binary_data_size must be an int >= 0, got {_show(size)}")
