@@ -105,6 +105,7 @@ std::size_t stage_index(const Simulator& sim, std::int64_t stage) {
 }  // namespace
 
 void register_sim(py::module_& m) {
+    m.attr("MAX_JITTER_CV") = Simulator::kMaxJitterCv;
     py::class_<Simulator>(m, "Simulator", "Deterministic discrete-event simulation over StageSchedulers.")
         .def(py::init([](const py::list& stages, const Policy& policy, const F64In& arrivals_s, const F64In& slo_s,
                          const I32In& tier, double jitter_cv, std::uint64_t seed, double cold_start_s,

@@ -219,6 +219,9 @@ def test_bad_arguments_name_the_field() -> None:
         simulate(spec, [0.0, np.nan])
     with pytest.raises(ValueError, match="jitter_cv"):
         simulate(spec, [0.0], jitter_cv=-1)
+    # past CV 10 the lognormal factor's median is < 0.1 and 1e10 ran as 0 (a new user's report): refused
+    with pytest.raises(ValueError, match=r"jitter_cv must be a finite number >= 0.0 and <= 10.0, got 10.5"):
+        simulate(spec, [0.0], jitter_cv=10.5)
     with pytest.raises(ValueError, match="slo"):
         simulate(spec, [0.0, 1.0], slo=[0.1])
     with pytest.raises(ValueError, match="unknown policy"):

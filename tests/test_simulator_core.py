@@ -338,6 +338,7 @@ def test_different_seed_changes_jittered_run() -> None:
         (dict(slo=[0.1, -1.0]), "slo_s[1]"),
         (dict(slo=[0.1, 2e9]), "slo_s[1]"),
         (dict(jitter_cv=-0.1), "jitter_cv"),
+        (dict(jitter_cv=1e10), "must be in [0, 10]"),  # pard.sim's bound is the core's (MAX_JITTER_CV)
     ],
 )
 def test_simulator_rejects_bad_input(kwargs: dict[str, Any], needle: str) -> None:

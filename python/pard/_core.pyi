@@ -62,6 +62,7 @@ REASONS: list[str]   # ["infeasible", "expired", "stage-budget", "window", "over
                      #  "timeout", "shed"]
 # The clip of a stage's own measured / profiled d(b) ratio (= pard.duration_scale.SCALE_MIN, SCALE_MAX).
 DURATION_SCALE_BOUNDS: tuple[float, float]
+MAX_JITTER_CV: float
 
 class Profile:
     """Batch execution duration d(b), piecewise-linear through measured points (s)."""

@@ -246,7 +246,7 @@ def simulate(
             len(spec.tiers) - 1`` (the tier's index in the spec's ``tiers``), or 0 when the spec has no
             tiers; default 0.  Tier-aware policies (``pard``) serve and shed by the tiers' weights; the
             report gives per-tier counts and the weighted goodput.
-        jitter_cv: CV of the lognormal execution-time factor (mean 1); 0 = deterministic (§5a).
+        jitter_cv: CV of the lognormal execution-time factor (mean 1), in [0, 10]; 0 = deterministic (§5a).
         autoscale: resize each stage's workers every sync to ``ceil(rate / per-worker throughput *
             headroom)`` (at least 1), new workers serving after ``cold_start_s``; otherwise fixed.
         cold_start_s: seconds before an added worker serves, in ``[0, 1e9]``.
@@ -293,7 +293,7 @@ def simulate(
         arrivals = arrivals.arrivals_s
     arr = _arrivals(arrivals)
     n = int(arr.size)
-    jitter_cv = check_float("jitter_cv", jitter_cv, low=0.0)
+    jitter_cv = check_float("jitter_cv", jitter_cv, low=0.0, high=_core.MAX_JITTER_CV)
     cold_start_s = check_float("cold_start_s", cold_start_s, low=0.0, high=MAX_ARRIVAL_S)  # a C++ time too
     headroom = check_float("headroom", headroom, low=1.0)
     sync = check_float("sync_interval_s", sync_interval_s, low=MIN_SYNC_INTERVAL_S, high=MAX_SYNC_INTERVAL_S)

@@ -72,7 +72,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--duration", type=positive("--duration"), default=None,
                    help="seconds of trace to simulate; default 300 (the whole file for an exact csv replay)")
     p.add_argument("--jitter", type=non_negative("--jitter"), default=0.1,
-                   help="CV of the execution-time factor (lognormal, mean 1); 0 = deterministic; default 0.1")
+                   help="CV of the execution-time factor (lognormal, mean 1), in [0, 10]; 0 = deterministic; "
+                        "default 0.1")
     p.add_argument("--autoscale", action=argparse.BooleanOptionalAction, default=False,
                    help="workers follow each stage's input rate (ceil(rate / per-worker throughput * 1.2), "
                         "at least 1), new ones after a 10 s cold start; default off.  The spec's workers are "
