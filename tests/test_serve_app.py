@@ -359,6 +359,56 @@ def test_answers_are_checked_against_the_declared_outputs(output: dict[str, Any]
         assert rep["outcomes"]["output_error"] == 1 and rep["runtime"]["on_time"] + rep["runtime"]["late"] == 1
 
 
+def test_a_body_that_never_finishes_arriving_is_answered_408_and_counted_dropped() -> None:
+    """A client sends half its body and stops (a slowloris). SLO 0.3 s, answer_grace_s 0.1: the route stops
+    waiting 0.4 s after the request arrived, answers 408 (reason body_timeout), and counts it dropped in
+    the report and in pard_requests_total; the runtime never saw it. A whole body is still served."""
+    doc = config(server={**config()["server"], "answer_grace_s": 0.1})
+    doc["pipeline"] = {**doc["pipeline"], "slo": 0.3}
+    app = create_app(parse_serve_config(doc))
+    body = json.dumps(v2_body([1, 2, 3, 4])).encode()
+
+    async def stalled_post() -> list[dict[str, Any]]:
+        sent: list[dict[str, Any]] = []
+        parts = [{"type": "http.request", "body": body[:10], "more_body": True}]
+
+        async def receive() -> dict[str, Any]:
+            if parts:
+                return parts.pop(0)
+            await asyncio.sleep(3600)  # the rest of the body never comes
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                 "scheme": "http", "path": "/v2/models/duo/infer", "raw_path": b"/v2/models/duo/infer",
+                 "query_string": b"", "root_path": "", "server": ("test", 80), "client": ("127.0.0.1", 1),
+                 "headers": [(b"host", b"test"), (b"content-type", b"application/json"),
+                             (b"content-length", str(len(body)).encode())]}
+        await asyncio.wait_for(app(scope, receive, send), 10.0)
+        return sent
+
+    async def main() -> dict[str, Any]:
+        async with app.router.lifespan_context(app):
+            sent = await stalled_post()
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+                ok = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
+                m = _metrics((await c.get("/metrics")).text)
+            return {"sent": sent, "ok": ok.status_code, "report": app.state.service.report(), "metrics": m}
+
+    res = asyncio.run(main())
+    start = next(x for x in res["sent"] if x["type"] == "http.response.start")
+    doc_out = json.loads(b"".join(x.get("body", b"") for x in res["sent"] if x["type"] == "http.response.body"))
+    assert start["status"] == 408 and doc_out["reason"] == "body_timeout"
+    assert res["ok"] == 200
+    rep = res["report"]
+    assert rep["outcomes"]["dropped"] == 1 and rep["runtime"]["submitted"] == 1  # the 200 alone reached it
+    assert sum(v for k, v in rep["outcomes"].items() if k != "pending") == 2 == sum(rep["http"].values())
+    assert res["metrics"][("pard_requests_total", (("outcome", "dropped"), ("pipeline", "duo")))] == 1
+
+
 def test_drain_fails_readiness_and_answers_new_requests_503() -> None:
     """After begin_drain, /ready is 503 and an inference gets 503 reason draining with Retry-After."""
     async def body(c: httpx.AsyncClient, app: Any) -> None:

@@ -21,6 +21,7 @@ read in full.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -34,6 +35,7 @@ from starlette.routing import Route
 from .._version import __version__
 from .config import ServeConfig, TensorSpec
 from .metrics import make_registry
+from .params import body_wait_s
 from .service import Answer, ServedPipeline, _error
 
 __all__ = ["create_app"]
@@ -131,8 +133,15 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
             assert gone is not None
             svc.count(Answer(404, b"", {}, "invalid"))  # every infer request is counted once
             return gone
+        grace = svc.default_slo_s if config.server.answer_grace_s is None else config.server.answer_grace_s
+        wait_s = body_wait_s(request.headers, svc.default_slo_s, grace, config.queue.allow_timeout_override)
         try:
-            body = await _read_body(request, config.server.max_body_bytes)
+            left = None if arrived is None else max(0.0, arrived + wait_s - svc.runtime.now())  # None: not built
+            body = await asyncio.wait_for(_read_body(request, config.server.max_body_bytes), left)
+        except asyncio.TimeoutError:
+            answer = svc.count(_error(408, "body_timeout", f"the request body had not arrived {wait_s:.3f} s after "
+                                      "the request (its deadline plus server.answer_grace_s); it is dropped",
+                                      reason="body_timeout"))
         except _TooLarge:
             answer = svc.count(_error(413, "invalid", f"the request body exceeds server.max_body_bytes "
                                       f"({config.server.max_body_bytes} bytes)"))

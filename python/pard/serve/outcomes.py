@@ -11,8 +11,9 @@ __all__ = ["tier_outcome", "answered_outcome", "merged_outcomes"]
 #: An answer's outcome -> its tier outcome, where they differ (a queue-limit 429 is a rejection).
 _TIER_OUTCOME = {"queue_full": "rejected"}
 #: A tier outcome -> pard_requests_total's, where they differ: no answer to a client that hung up counts as
-#: dropped and the 429 at the door as rejected, as the report's ``outcomes`` count them.
-_ANSWERED = {"client_closed": "dropped", "busy": "rejected"}
+#: dropped, the 429 at the door as rejected, and a body that never arrived (408) as dropped, as the report's
+#: ``outcomes`` count them.
+_ANSWERED = {"client_closed": "dropped", "busy": "rejected", "body_timeout": "dropped"}
 
 
 def tier_outcome(outcome: str, headers: Mapping[str, str]) -> str:
@@ -31,6 +32,7 @@ def merged_outcomes(rt: Mapping[str, int], counts: Mapping[str, int], late_answe
     so that every answer is counted under exactly one outcome."""
     merged = {k: int(rt.get(k, 0)) for k in ("on_time", "late", "dropped", "rejected", "failed", "pending")}
     merged["rejected"] += counts["queue_full"] + counts["busy"]
+    merged["dropped"] += counts["body_timeout"]  # its body never arrived by its deadline: the runtime never saw it
     merged["on_time"] -= late_answers  # answered after their deadline (_timed)
     merged["late"] += late_answers
     for state, n in orphans.items():  # finished after their client hung up: no answer went out

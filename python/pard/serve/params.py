@@ -18,7 +18,7 @@ from typing import Any
 from .config import ServeConfig
 from .protocol import InferRequest, ProtocolError
 
-__all__ = ["request_deadline", "request_tier"]
+__all__ = ["request_deadline", "request_tier", "body_wait_s"]
 
 
 def request_deadline(req: InferRequest, headers: Mapping[str, str], t0: float, default_slo_s: float,
@@ -34,6 +34,21 @@ def request_deadline(req: InferRequest, headers: Mapping[str, str], t0: float, d
         return default_slo_s, t0 + default_slo_s
     budget = min(timeouts)
     return budget, t0 + budget
+
+
+def body_wait_s(headers: Mapping[str, str], default_slo_s: float, grace_s: float, allow_override: bool) -> float:
+    """How long (s, from arrival) the route waits for a request's body: its deadline as far as the headers
+    tell (``X-Request-Timeout-Ms`` or the default SLO; ``parameters.timeout`` is in the body) plus ``grace_s``.
+    Why: the SLO counts from arrival, so a body still arriving then is doomed, and a client that never
+    finishes its body would otherwise hold the request unanswered and uncounted (a slowloris)."""
+    slo = default_slo_s
+    raw = headers.get("x-request-timeout-ms")
+    if raw is not None and allow_override:
+        try:
+            slo = _positive("header X-Request-Timeout-Ms", raw, 1e-3)
+        except ProtocolError:  # answered 400 once the body is read
+            pass
+    return slo + grace_s
 
 
 def request_tier(req: InferRequest, headers: Mapping[str, str], tiers: Mapping[str, float],

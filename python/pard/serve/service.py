@@ -60,7 +60,7 @@ __all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "retry_after_header"]
 log = logging.getLogger("pard.serve")
 
 #: Outcomes counted by the server itself (requests that never reached the runtime, or left early).
-SERVER_OUTCOMES = ("invalid", "unavailable", "queue_full", "busy", "client_closed", "output_error")
+SERVER_OUTCOMES = ("invalid", "unavailable", "queue_full", "busy", "client_closed", "output_error", "body_timeout")
 
 
 @dataclass
