@@ -146,6 +146,45 @@ def test_sigterm_mid_replay_answers_every_request_and_exits_0(tmp_path: Path) ->
         "on_time", "late", "dropped", "rejected", "failed"))
 
 
+def test_a_second_sigterm_with_a_stage_hung_stops_now_and_answers_in_json(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch hangs 60 s (SLO 30 s, drain_timeout_s 50). SIGTERM, then SIGTERM again: the process stops
+    now (exit 130), well before the drain's 50 s; the in-flight client gets pard's 503 JSON (reason
+    cancelled), not uvicorn's plain-text 500 from a cancelled handler (a fresh user's report: the
+    second signal waited out the whole drain)."""
+    import os
+    import signal
+    import threading
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    doc = config(stages={"detect": {"executor": "pard.serve.factories:sleep_profile"},
+                         "classify": {"executor": "_serve:hanging", "kwargs": {"seconds": 60.0}}},
+                 warmup=False, policy="naive",
+                 server={"host": "127.0.0.1", "port": 0, "drain_grace_s": 0.0, "drain_timeout_s": 50.0,
+                         "log_level": "warning"})
+    doc["pipeline"] = {**doc["pipeline"], "slo": 30.0}
+    answers: list[httpx.Response] = []
+    with ServerProcess(tmp_path, doc) as srv:
+        t = threading.Thread(target=lambda: answers.append(
+            httpx.post(srv.url + "/v2/models/duo/infer", json=v2_body([7, 0, 0, 0]), timeout=40.0)))
+        t.start()
+        for _ in range(400):  # the request is in the hung batch at classify
+            m = _scrape(srv.url)
+            if m.get(("pard_queue_duration_seconds_count", (("pipeline", "duo"), ("stage", "classify"))), 0) >= 1:
+                break
+            time.sleep(0.05)
+        srv.terminate()
+        time.sleep(0.5)
+        srv.proc.send_signal(signal.SIGTERM)
+        code = srv.wait(30.0)  # the drain alone would take 50 s: a hang here is the old behaviour
+        t.join(10.0)
+        report = srv.report()
+    assert code == 130 and report["signals"] == ["SIGTERM", "SIGTERM"]
+    assert len(answers) == 1 and answers[0].status_code == 503, answers
+    assert answers[0].json()["reason"] == "cancelled"
+    assert report["outcomes"]["dropped"] == 1 and report["runtime"]["pending"] == 0
+
+
 def test_tritonclient_against_pard_serve(tmp_path: Path) -> None:
     """A tritonclient.http user's calls work: health, metadata, binary and JSON infer, timeout -> 503 with reason."""
     th = pytest.importorskip("tritonclient.http")

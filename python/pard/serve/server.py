@@ -10,8 +10,9 @@ close the listening socket, so new requests would be refused rather than answere
 3. the runtime closes (every request terminal, every HTTP request answered), then uvicorn shuts
    down, and the process exits 0.
 
-A second signal during the drain stops at once (uvicorn's force exit); requests still in
-flight then end as cancelled.
+A second signal during the drain stops at once: requests still in flight are cancelled (their
+clients get 503, reason ``cancelled``, within about a second), a batch still running -- a hung one
+too -- is not waited for, and uvicorn gives open connections a second (exit status 130).
 """
 
 from __future__ import annotations
@@ -60,11 +61,10 @@ class DrainingServer(uvicorn.Server):
         # Not appended to uvicorn's captured signals: it would re-raise them after shutdown and the
         # process would die of the signal instead of exiting 0.
         self.signals.append(sig)
-        if len(self.signals) > 1 or self._loop is None:
+        if self._loop is None:
             self.should_exit = True
-            self.force_exit = len(self.signals) > 1
             return
-        self._loop.call_soon_threadsafe(self._start_drain)
+        self._loop.call_soon_threadsafe(self._start_drain if len(self.signals) == 1 else self._stop_now)
 
     def _start_drain(self) -> None:
         opts = self.service.config.server
@@ -74,10 +74,31 @@ class DrainingServer(uvicorn.Server):
         self.service.begin_drain()
         self._drain_task = asyncio.ensure_future(self._drain_then_exit())
 
+    def _stop_now(self) -> None:
+        """The second signal: end the drain, cancel what is in flight (its clients get pard's 503 JSON, not
+        uvicorn's plain 500 from a cancelled handler), then exit, giving open connections a second.
+        A hung batch is not waited for: the first signal's drain would wait out server.drain_timeout_s."""
+        logging.getLogger("uvicorn.error").info("Second signal: stopping now; in-flight requests are cancelled")
+        self.service.forced = True  # before the drain task's cancellation runs its finally
+        if self._drain_task is not None:
+            self._drain_task.cancel()
+        asyncio.ensure_future(self._stop_then_exit())
+
+    async def _stop_then_exit(self) -> None:
+        try:
+            await self.service.stop_now()
+        finally:
+            # not uvicorn's force_exit: it would skip the lifespan's shutdown, whose task is then cancelled
+            # with a traceback; the answers are out, so a second is enough for the connections
+            self.config.timeout_graceful_shutdown = 1
+            self.should_exit = True
+
     async def _drain_then_exit(self) -> None:
         try:
             await self.service.drain()
         finally:
+            if self.service.forced:  # the second signal took over (_stop_now)
+                return
             # uvicorn then waits for open connections (a client still sending its body) for what is left of
             # the drain's budget, not a fresh one: a whole drain_timeout_s more took the exit past
             # Kubernetes' 30 s grace period, and the pod was killed before it wrote its report.

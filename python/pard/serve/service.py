@@ -53,6 +53,7 @@ from .metrics import TIER_OUTCOMES, Observed
 from .outcomes import answered_outcome, merged_outcomes, tier_outcome
 from .params import request_deadline, request_tier
 from .protocol import InferRequest, ProtocolError, datatype_of, decode_request, encode_response
+from .loop_lag import LoopLag
 from .stall import StallWatch
 
 __all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "retry_after_header"]
@@ -121,6 +122,7 @@ class ServedPipeline:
         self.outputs: list[TensorSpec] = list(config.outputs or [])
         self.ready = False
         self.draining = False
+        self.forced = False  # a second signal: stop_now, and close without draining
         self.started_at = time.monotonic()
         self.counts: dict[str, int] = {k: 0 for k in SERVER_OUTCOMES}
         self.http: dict[int, int] = {}
@@ -256,11 +258,25 @@ class ServedPipeline:
         return limit if self._drain_started is None else max(0.0, self._drain_started + limit - time.monotonic())
 
     async def aclose(self) -> None:
-        """Close the runtime without waiting (lifespan shutdown after a drain, or in tests)."""
+        """Close the runtime (lifespan shutdown after a drain, or in tests): draining, within
+        ``server.drain_timeout_s``; after :meth:`stop_now`, at once."""
         self.begin_drain()
         self.loop_lag.stop()
         if self.runtime is not None and not self.runtime.closed:
-            await self.runtime.aclose(drain=True, timeout_s=self.config.server.drain_timeout_s)
+            forced = self.forced
+            await self.runtime.aclose(drain=not forced, timeout_s=0.0 if forced else self.config.server.drain_timeout_s)
+
+    async def stop_now(self, answer_within_s: float = 1.0) -> None:
+        """The second signal: cancel every request in flight at once (each is answered 503, reason
+        ``cancelled``; a batch already running, even a hung one, is not waited for), then give their
+        handlers up to ``answer_within_s`` to send those answers."""
+        self.forced = True
+        self.begin_drain()
+        if self.runtime is not None and not self.runtime.closed:
+            await self.runtime.aclose(drain=False, timeout_s=0.0)
+        end = time.monotonic() + answer_within_s
+        while self.inflight > 0 and time.monotonic() < end:
+            await asyncio.sleep(0.01)
 
     # ------------------------------------------------------------------ requests
     async def infer(self, model: str, body: bytes, headers: Mapping[str, str],
@@ -510,45 +526,6 @@ def _described(output: Any) -> dict[str, Any]:
         return {"datatype": datatype_of(arr), "shape": list(arr.shape)}
     except (ProtocolError, TypeError, ValueError):
         return {}
-
-
-#: The event-loop lag monitor's tick (s).
-LAG_TICK_S = 0.01
-
-
-class LoopLag:
-    """How far behind the event loop runs (s): a task sleeps :data:`LAG_TICK_S` at a time and records how
-    late it woke; :meth:`now` also counts a wake-up that is overdue right now (a loop still busy)."""
-
-    def __init__(self) -> None:
-        self.last = 0.0
-        self._due: float | None = None
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        """Start measuring (call from the running event loop; idempotent)."""
-        if self._task is None:
-            self._due = time.monotonic() + LAG_TICK_S
-            self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(LAG_TICK_S)
-            now = time.monotonic()
-            assert self._due is not None
-            self.last, self._due = max(0.0, now - self._due), now + LAG_TICK_S
-
-    def now(self) -> float:
-        """The loop's lag now (s): the last measured, or the current wake-up's overdue time if larger."""
-        if self._due is None:
-            return 0.0
-        return max(self.last, time.monotonic() - self._due)
-
-    def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
-            self._due = None
 
 
 class _QueueFull(Exception):
