@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["tier_outcome", "answered_outcome", "merged_outcomes"]
+__all__ = ["tier_outcome", "answered_outcome", "merged_outcomes", "tier_report"]
 
 #: An answer's outcome -> its tier outcome, where they differ (a queue-limit 429 is a rejection).
 _TIER_OUTCOME = {"queue_full": "rejected"}
@@ -43,3 +43,18 @@ def merged_outcomes(rt: Mapping[str, int], counts: Mapping[str, int], late_answe
     for k in ("invalid", "unavailable", "output_error"):
         merged[k] = counts[k]
     return merged
+
+
+def tier_report(tiers: Mapping[str, float], tier_counts: Mapping[tuple[int, str], int],
+                outcomes: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """Per tier (by name; ``"default"`` when the pipeline declares none): its weight, the answers of its
+    decoded requests by outcome (``tier_counts``: (tier code, tier outcome) -> count; a 200 as on_time or
+    late by when it left, as the report's totals), and ``weighted_on_time`` = weight x on_time.  A request
+    refused before its tier was read (malformed, unknown model, not ready) is in no tier."""
+    out: dict[str, dict[str, float]] = {}
+    for code, (name, weight) in enumerate((dict(tiers) or {"default": 1.0}).items()):
+        row: dict[str, float] = {"weight": float(weight)}
+        row.update({o: tier_counts.get((code, o), 0) for o in outcomes})
+        row["weighted_on_time"] = float(weight) * row["on_time"]
+        out[name] = row
+    return out

@@ -50,7 +50,7 @@ from .config import ServeConfig, ServeConfigError, TensorSpec, check_body_fits, 
 from .factories import reference_model
 from .failure_log import FailureLog
 from .metrics import TIER_OUTCOMES, Observed
-from .outcomes import answered_outcome, merged_outcomes, tier_outcome
+from .outcomes import answered_outcome, merged_outcomes, tier_outcome, tier_report
 from .params import request_deadline, request_tier
 from .protocol import InferRequest, ProtocolError, datatype_of, decode_request, encode_response
 from .loop_lag import LoopLag
@@ -258,8 +258,7 @@ class ServedPipeline:
         return limit if self._drain_started is None else max(0.0, self._drain_started + limit - time.monotonic())
 
     async def aclose(self) -> None:
-        """Close the runtime (lifespan shutdown after a drain, or in tests): draining, within
-        ``server.drain_timeout_s``; after :meth:`stop_now`, at once."""
+        """Close the runtime (lifespan shutdown, tests): draining, within drain_timeout_s; after stop_now, at once."""
         self.begin_drain()
         self.loop_lag.stop()
         if self.runtime is not None and not self.runtime.closed:
@@ -267,9 +266,8 @@ class ServedPipeline:
             await self.runtime.aclose(drain=not forced, timeout_s=0.0 if forced else self.config.server.drain_timeout_s)
 
     async def stop_now(self, answer_within_s: float = 1.0) -> None:
-        """The second signal: cancel every request in flight at once (each is answered 503, reason
-        ``cancelled``; a batch already running, even a hung one, is not waited for), then give their
-        handlers up to ``answer_within_s`` to send those answers."""
+        """The second signal: cancel every request in flight at once (answered 503, reason ``cancelled``; a
+        running batch, a hung one too, is not waited for); their handlers get ``answer_within_s`` to answer."""
         self.forced = True
         self.begin_drain()
         if self.runtime is not None and not self.runtime.closed:
@@ -503,18 +501,8 @@ class ServedPipeline:
                 "outcomes": merged, "http": {str(k): v for k, v in sorted(self.http.items())}}
 
     def tier_report(self) -> dict[str, dict[str, float]]:
-        """Per tier (by name; ``"default"`` when the pipeline declares none): its weight and the answers of
-        its decoded requests by outcome (a 200 as on_time or late by when it left, as ``report``'s
-        totals), and ``weighted_on_time`` = weight x on_time.  A request refused before its tier was
-        read (malformed, unknown model, not ready) is in no tier."""
-        tiers = dict(self.spec.tiers) or {"default": 1.0}
-        out: dict[str, dict[str, float]] = {}
-        for code, (name, weight) in enumerate(tiers.items()):
-            row: dict[str, float] = {"weight": float(weight)}
-            row.update({o: self.tier_counts.get((code, o), 0) for o in TIER_OUTCOMES})
-            row["weighted_on_time"] = float(weight) * row["on_time"]
-            out[name] = row
-        return out
+        """:func:`pard.serve.outcomes.tier_report` of this server's answers (``report()["tiers"]``)."""
+        return tier_report(self.spec.tiers, self.tier_counts, TIER_OUTCOMES)
 
 
 def _described(output: Any) -> dict[str, Any]:
