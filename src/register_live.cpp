@@ -238,6 +238,7 @@ static double wait_seconds(const py::object& timeout, bool& forever) {
     forever = timeout.is_none();
     if (forever) return 0.0;
     double t = 0.0;
+    // pybind11's converting cast would take "1" as 1.0 (float(str)); concurrent.futures takes no strings
     bool ok = !py::isinstance<py::str>(timeout) && !py::isinstance<py::bytes>(timeout);
     if (ok) {
         try {

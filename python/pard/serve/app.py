@@ -133,8 +133,8 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
             assert gone is not None
             svc.count(Answer(404, b"", {}, "invalid"))  # every infer request is counted once
             return gone
-        grace = svc.default_slo_s if config.server.answer_grace_s is None else config.server.answer_grace_s
-        wait_s = body_wait_s(request.headers, svc.default_slo_s, grace, config.queue.allow_timeout_override)
+        wait_s = body_wait_s(request.headers, svc.default_slo_s, svc.answer_grace_s,
+                             config.queue.allow_timeout_override)
         try:
             left = None if arrived is None else max(0.0, arrived + wait_s - svc.runtime.now())  # None: not built
             body = await asyncio.wait_for(_read_body(request, config.server.max_body_bytes), left)

@@ -24,10 +24,8 @@ __all__ = ["request_deadline", "request_tier", "body_wait_s"]
 def request_deadline(req: InferRequest, headers: Mapping[str, str], t0: float, default_slo_s: float,
                      allow_override: bool) -> tuple[float, float]:
     """The request's SLO (s) and absolute deadline ``t0 + SLO`` on the runtime's clock."""
-    timeouts = []
-    raw = headers.get("x-request-timeout-ms")
-    if raw is not None:
-        timeouts.append(_positive("header X-Request-Timeout-Ms", raw, 1e-3))
+    header = _header_timeout_s(headers)
+    timeouts = [] if header is None else [header]
     if "timeout" in req.parameters:
         timeouts.append(_positive("parameters.timeout (microseconds)", req.parameters["timeout"], 1e-6))
     if not timeouts or not allow_override:
@@ -41,14 +39,17 @@ def body_wait_s(headers: Mapping[str, str], default_slo_s: float, grace_s: float
     tell (``X-Request-Timeout-Ms`` or the default SLO; ``parameters.timeout`` is in the body) plus ``grace_s``.
     Why: the SLO counts from arrival, so a body still arriving then is doomed, and a client that never
     finishes its body would otherwise hold the request unanswered and uncounted (a slowloris)."""
-    slo = default_slo_s
+    try:
+        header = _header_timeout_s(headers) if allow_override else None
+    except ProtocolError:  # answered 400 once the body is read
+        header = None
+    return (default_slo_s if header is None else header) + grace_s
+
+
+def _header_timeout_s(headers: Mapping[str, str]) -> float | None:
+    """``X-Request-Timeout-Ms`` in seconds, None without it; ProtocolError for a bad value."""
     raw = headers.get("x-request-timeout-ms")
-    if raw is not None and allow_override:
-        try:
-            slo = _positive("header X-Request-Timeout-Ms", raw, 1e-3)
-        except ProtocolError:  # answered 400 once the body is read
-            pass
-    return slo + grace_s
+    return None if raw is None else _positive("header X-Request-Timeout-Ms", raw, 1e-3)
 
 
 def request_tier(req: InferRequest, headers: Mapping[str, str], tiers: Mapping[str, float],

@@ -139,6 +139,8 @@ class ServedPipeline:
         self.inflight = 0  # infer calls in progress (the HTTP answer not yet returned)
         self._drain_started: float | None = None
         self.default_slo_s = config.default_slo_s(self.spec)
+        grace = config.server.answer_grace_s  # how long past a deadline the server waits for an answer (504)
+        self.answer_grace_s = self.default_slo_s if grace is None else float(grace)
         lag = config.server.max_loop_lag_s
         self.max_loop_lag_s = 0.5 * self.default_slo_s if lag is None else float(lag)
         self.loop_lag = LoopLag()
@@ -360,9 +362,7 @@ class ServedPipeline:
                       disconnected: Callable[[], Awaitable[Any]] | None) -> Answer:
         """The answer to a decoded request: the pipeline's output, or why there is none."""
         try:
-            grace = self.config.server.answer_grace_s
-            # then 504: no client waits for a hung stage until shutdown
-            give_up_s = deadline + (self.default_slo_s if grace is None else grace)
+            give_up_s = deadline + self.answer_grace_s  # then 504: no client waits for a hung stage until shutdown
             result, state = await _await_answer(self._admit(payload, slo, tier, deadline), disconnected,
                                                 give_up_s - self.runtime.now(), self._orphaned)
         except _QueueFull as e:
