@@ -186,7 +186,8 @@ public:
         done.clear();
     }
 
-    py::object submit(py::object self, const py::object& payload, double slo_s, std::int32_t tier) {
+    py::object submit(py::object self, const py::object& payload, double slo_s, std::int32_t tier,
+                      std::int64_t deadline_ns = Pipe::kNoDeadline) {
         auto* fp = new LiveFuture();  // owned by `fo` from the next line on (no second type lookup to reach it)
         py::object fo = py::cast(fp, py::return_value_policy::take_ownership);
         LiveFuture& f = *fp;
@@ -199,7 +200,7 @@ public:
         py::object failure = py::none();
         std::uint64_t key = 0;
         try {
-            key = pipe_->submit(payload, to_ns(slo_s, "slo"), slo_s, tier, fo, done, fault, failure);
+            key = pipe_->submit(payload, to_ns(slo_s, "slo"), slo_s, tier, fo, done, fault, failure, deadline_ns);
         } catch (py::error_already_set& e) {
             // a later entry push raised: the request ended failed (its exception names the error)
             for (Done& d : done) {
@@ -303,10 +304,11 @@ py::object futures_module() {
 // errors as the pybind11 form it replaces (positional or keyword; float / int conversion as
 // PyFloat_AsDouble / PyLong_AsLong; C++ exceptions mapped as pybind11 maps them).
 PyObject* fast_submit(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-    static const char* const names[3] = {"payload", "slo_s", "tier"};
-    PyObject* a[3] = {nullptr, nullptr, nullptr};
-    if (nargs > 3) {
-        PyErr_Format(PyExc_TypeError, "submit() takes 3 arguments (payload, slo_s, tier), got %zd", nargs);
+    static const char* const names[4] = {"payload", "slo_s", "tier", "deadline_s"};
+    PyObject* a[4] = {nullptr, nullptr, nullptr, nullptr};
+    if (nargs > 4) {
+        PyErr_Format(PyExc_TypeError, "submit() takes 3 or 4 arguments (payload, slo_s, tier[, deadline_s]), got %zd",
+                     nargs);
         return nullptr;
     }
     for (Py_ssize_t i = 0; i < nargs; ++i) a[i] = args[i];
@@ -314,8 +316,8 @@ PyObject* fast_submit(PyObject* self, PyObject* const* args, Py_ssize_t nargs, P
     for (Py_ssize_t i = 0; i < nkw; ++i) {
         PyObject* name = PyTuple_GET_ITEM(kwnames, i);
         int j = 0;
-        while (j < 3 && PyUnicode_CompareWithASCIIString(name, names[j]) != 0) ++j;
-        if (j == 3 || a[j] != nullptr) {
+        while (j < 4 && PyUnicode_CompareWithASCIIString(name, names[j]) != 0) ++j;
+        if (j == 4 || a[j] != nullptr) {
             PyErr_Format(PyExc_TypeError, "submit() got an unexpected or repeated keyword argument '%U'", name);
             return nullptr;
         }
@@ -336,9 +338,16 @@ PyObject* fast_submit(PyObject* self, PyObject* const* args, Py_ssize_t nargs, P
         return nullptr;
     }
     try {
+        std::int64_t deadline_ns = Pipe::kNoDeadline;
+        if (a[3] != nullptr && a[3] != Py_None) {
+            const double deadline_s = PyFloat_AsDouble(a[3]);
+            if (deadline_s == -1.0 && PyErr_Occurred()) return nullptr;
+            deadline_ns = to_ns(deadline_s, "deadline");
+        }
         py::object me = py::reinterpret_borrow<py::object>(self);
         auto& rt = me.cast<LiveRuntime&>();
-        return rt.submit(me, py::reinterpret_borrow<py::object>(a[0]), slo_s, static_cast<std::int32_t>(tier)).release().ptr();
+        return rt.submit(me, py::reinterpret_borrow<py::object>(a[0]), slo_s, static_cast<std::int32_t>(tier),
+                         deadline_ns).release().ptr();
     } catch (py::error_already_set& e) {
         e.restore();
     } catch (const std::bad_alloc&) {
@@ -357,7 +366,8 @@ PyObject* fast_submit(PyObject* self, PyObject* const* args, Py_ssize_t nargs, P
 
 PyMethodDef fast_submit_def = {
     "submit", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_submit)), METH_FASTCALL | METH_KEYWORDS,
-    "submit(payload, slo_s, tier) -> LiveFuture: one request into every entry stage (C++ pipeline)."};
+    "submit(payload, slo_s, tier, deadline_s=None) -> LiveFuture: one request into every entry stage (C++ "
+    "pipeline); its deadline is send + slo_s, or deadline_s (absolute, the runtime clock) when earlier."};
 
 }  // namespace
 
@@ -547,6 +557,10 @@ void register_live(py::module_& m) {
         })
         .def("queued", [](LiveRuntime& r, int k) { return r.pipe().queued_live(k); })
         .def("retry_after_s", [](LiveRuntime& r, int k) { return r.pipe().retry_after_s(k); })
+        .def("door_finish_s", [](LiveRuntime& r, std::int32_t tier) { return to_s(r.pipe().door_finish_ns(tier)); },
+             py::arg("tier") = 0,
+             "The door test (pard/door.hpp): the estimated time (s, the runtime clock) at which a request of "
+             "service tier `tier` arriving now would leave the pipeline, the latest over the entry stages.")
         .def("take_stats", [](LiveRuntime& r, int k) {
             auto s = r.pipe().take_stats(k);
             py::dict d;

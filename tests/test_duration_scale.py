@@ -266,13 +266,20 @@ def test_syncs_before_any_batch_publish_none_measured_yet() -> None:
 
 
 def test_a_ratio_past_the_correction_limit_says_so() -> None:
-    """Executors 30x their profile: once the ratio reaches the clip (SCALE_MAX), a second warning says "at
-    least 10x" and that the correction stops there (a new user's 100x-too-fast profile was reported only
-    as "10.00x"); at 3x one warning, and the correction follows."""
+    """A stage measured 5 000x its profile: its ratio stops at the clip (SCALE_MAX) and the warning says "at
+    least 1000x" and that the correction stops there; executors 30x their profile (past the old clip of
+    10x) are followed whole and the warning says so, as at 3x."""
+    ds = DurationScale(1, half_life_s=1e9)
+    one = np.array([0.01])
+    ds.update(1.0, 5000 * 30 * one, 30 * one, np.array([30.0]))
+    assert ds.scale[0] == SCALE_MAX
+    with pytest.warns(PardWarning, match=rf"runs at least {SCALE_MAX:g}x its profile.*stops at"):
+        ds.warn_drifted(["s0"])
+    ds = DurationScale(1, half_life_s=1e9)
+    ds.update(1.0, 30 * 30 * one, 30 * one, np.array([30.0]))
+    assert ds.scale[0] == pytest.approx(30.0)
+    with pytest.warns(PardWarning, match=r"runs 30\.00x its profile.*pard corrects d\(b\) online"):
+        ds.warn_drifted(["s0"])
     arr = np.linspace(0.0, 30.0, 6000)
-    with pytest.warns(PardWarning) as rec:
-        pard.simulate("tm", arr, "pard", exec_scale=30.0)
-    texts = [str(w.message) for w in rec if "its profile" in str(w.message)]
-    assert any(re.search(rf"runs at least {SCALE_MAX:g}x its profile.*stops at", t) for t in texts), texts
     with pytest.warns(PardWarning, match=r"runs \d\.\d\dx its profile.*pard corrects d\(b\) online"):
         pard.simulate("tm", arr, "pard", exec_scale=3.0)

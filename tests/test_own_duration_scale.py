@@ -42,7 +42,7 @@ def test_the_clip_is_one_value_in_cpp_and_python() -> None:
 
 def test_own_ratio_is_the_ratio_of_sums_clipped() -> None:
     """1 before any batch; a batch of 2 in 10 ms (profiled 20 ms): 0.5; then a batch of 1 in 30 ms (10 ms):
-    (10 + 30) / (20 + 10) = 4/3; then a batch of 4 in 40 s: far above the clip, so SCALE_MAX. A batch larger
+    (10 + 30) / (20 + 10) = 4/3; then a batch of 2 in 80 s: far above the clip, so SCALE_MAX. A batch larger
     than max_batch counts as max_batch (observe(9, 0.04) on max_batch 4 adds 40 ms profiled)."""
     s = sched()
     assert s.own_duration_scale == 1.0
@@ -50,7 +50,7 @@ def test_own_ratio_is_the_ratio_of_sums_clipped() -> None:
     assert s.own_duration_scale == pytest.approx(0.5)
     s.observe_batch(1, 0.030)
     assert s.own_duration_scale == pytest.approx(40 / 30)
-    s.observe_batch(2, 40.0)
+    s.observe_batch(2, 80.0)
     assert s.own_duration_scale == SCALE_MAX
     big = sched(max_batch=4)
     big.observe_batch(9, 0.004)

@@ -717,19 +717,23 @@ def test_cancelled_queue_frees_the_whole_capacity_at_once() -> None:
 
 
 def test_binding_submit_arguments() -> None:
-    """The C++ pipeline's submit takes (payload, slo_s, tier) by position or keyword and refuses malformed ones, counting nothing."""
+    """The C++ pipeline's submit takes (payload, slo_s, tier[, deadline_s]) by position or keyword and refuses
+    malformed ones, counting nothing."""
     with Runtime(_chain(n=1), {"s0": _identity}, policy="naive") as rt:
         live = rt._live
         assert live.submit(3, 10.0, 0).result(timeout=10) == 3
         assert live.submit(payload=4, slo_s=10, tier=1).result(timeout=10) == 4  # an int SLO converts, as float() does
         assert live.submit(5, tier=0, slo_s=10.0).result(timeout=10) == 5
-        for args, kwargs, exc in [((1, 10.0), {}, TypeError), ((1, 10.0, 0, 0), {}, TypeError),
+        assert live.submit(6, 10.0, 0, None).result(timeout=10) == 6  # no deadline
+        assert live.submit(7, 10.0, 0, deadline_s=rt.now() + 10.0).result(timeout=10) == 7
+        for args, kwargs, exc in [((1, 10.0), {}, TypeError), ((1, 10.0, 0, None, 0), {}, TypeError),
+                                  ((1, 10.0, 0, "soon"), {}, TypeError), ((1, 10.0, 0, float("nan")), {}, ValueError),
                                   ((1, "10", 0), {}, TypeError), ((1, 10.0, 0.5), {}, TypeError),
                                   ((1, 10.0, 2**31), {}, OverflowError), ((1, float("nan"), 0), {}, ValueError),
                                   ((1, 10.0), {"tier": 0, "slo_s": 1.0}, TypeError), ((1, 10.0), {"tyre": 0}, TypeError)]:
             with pytest.raises(exc):
                 live.submit(*args, **kwargs)
-        assert rt.counts()["submitted"] == 3
+        assert rt.counts()["submitted"] == 5
 
 
 def test_tier_codes_index_the_declared_tiers_and_report_stays_usable() -> None:

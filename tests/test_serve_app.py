@@ -86,23 +86,27 @@ def test_binary_request_and_binary_response() -> None:
     _run(config(), body)
 
 
-def test_a_client_deadline_shorter_than_any_batch_is_a_503_drop_with_retry_after() -> None:
-    """X-Request-Timeout-Ms 5 (or parameters.timeout 5000 µs) against a 40 ms stage: 503, stage, reason, Retry-After."""
+def test_a_client_deadline_shorter_than_any_path_is_refused_without_retry_after() -> None:
+    """X-Request-Timeout-Ms 5 against a 40 ms stage is refused at the door (429, reason infeasible) before its
+    body is read; parameters.timeout 5000 µs (in the body) is dropped by the entry stage (503, stage, reason).
+    Neither gets Retry-After: no retry can meet a deadline shorter than the pipeline's fastest path."""
     async def body(c: httpx.AsyncClient, app: Any) -> list[httpx.Response]:
         a = await c.post("/v2/models/duo/infer", json=v2_body([1, 1, 1, 1]), headers={"X-Request-Timeout-Ms": "5"})
         b = await c.post("/v2/models/duo/infer", json=v2_body([1, 1, 1, 1], parameters={"timeout": 5000}))
         ok = await c.post("/v2/models/duo/infer", json=v2_body([1, 1, 1, 1]), headers={"X-Request-Timeout-Ms": "1000"})
         assert ok.status_code == 200
-        assert app.state.service.runtime.counts()["on_time"] == 1
+        counts = app.state.service.runtime.counts()
+        assert (counts["submitted"], counts["on_time"], counts["dropped"]) == (2, 1, 1)  # a never reached it
         return [a, b]
 
-    for r in _run(config(), body):
-        assert r.status_code == 503
-        assert int(r.headers["retry-after"]) >= 1
-        doc = r.json()
-        assert (doc["stage"], doc["reason"]) == ("detect", "infeasible")
-        assert isinstance(doc["request_id"], int) and doc["retry_after_s"] >= 0.04
-        assert r.headers["x-pard-request-id"] == str(doc["request_id"])
+    a, b = _run(config(), body)
+    assert a.status_code == 429 and "retry-after" not in a.headers
+    assert a.json()["reason"] == "infeasible" and "fastest path" in a.json()["error"]
+    assert b.status_code == 503 and "retry-after" not in b.headers
+    doc = b.json()
+    assert (doc["stage"], doc["reason"]) == ("detect", "infeasible")
+    assert isinstance(doc["request_id"], int)
+    assert b.headers["x-pard-request-id"] == str(doc["request_id"])
 
 
 @pytest.mark.parametrize(("request_kw", "status", "text"), [
@@ -506,10 +510,16 @@ def test_a_client_that_leaves_after_its_batch_was_collected_is_counted_dropped_n
 
 
 def test_metrics_parse_and_agree_with_the_report() -> None:
-    """/metrics parses with prometheus-client's parser; requests, drops, latencies and batches match the report."""
+    """/metrics parses with prometheus-client's parser; requests, drops, door refusals, latencies and batches
+    match the report."""
+    def post(c: httpx.AsyncClient, i: int) -> Any:
+        if i % 4 == 0:  # a 5 ms deadline in the body: the entry stage drops it
+            return c.post("/v2/models/duo/infer", json=v2_body([i, 0, 0, 0], parameters={"timeout": 5000}))
+        header = "5" if i % 4 == 1 else "1000"  # 5 ms in the header: refused at the door
+        return c.post("/v2/models/duo/infer", json=v2_body([i, 0, 0, 0]), headers={"X-Request-Timeout-Ms": header})
+
     async def body(c: httpx.AsyncClient, app: Any) -> tuple[str, dict[str, Any], Any]:
-        posts = [c.post("/v2/models/duo/infer", json=v2_body([i, 0, 0, 0]),
-                        headers={"X-Request-Timeout-Ms": "5" if i % 4 == 0 else "1000"}) for i in range(40)]
+        posts = [post(c, i) for i in range(40)]
         posts.append(c.post("/v2/models/duo/infer", json=v2_body([1])))
         answers = await asyncio.gather(*posts)
         text = (await c.get("/metrics")).text
@@ -523,6 +533,7 @@ def test_metrics_parse_and_agree_with_the_report() -> None:
         assert m[("pard_requests_total", (("outcome", outcome), ("pipeline", "duo")))] == out[outcome]
     assert out["on_time"] + out["late"] == statuses.count(200)
     assert out["dropped"] == statuses.count(503) >= 10 and out["invalid"] == statuses.count(400) == 1
+    assert out["rejected"] == statuses.count(429) >= 10 and rep["runtime"]["rejected"] == 0
     drops = sum(v for (name, _), v in m.items() if name == "pard_drops_total")
     assert drops == out["dropped"]
     assert m[("pard_drops_total", (("pipeline", "duo"), ("reason", "infeasible"), ("stage", "detect")))] >= 10
@@ -545,8 +556,9 @@ def test_metrics_stay_monotonic_and_complete_past_the_runtime_history(monkeypatc
     monkeypatch.setattr(service, "Runtime", functools.partial(service.Runtime, history=16))
 
     async def wave(c: httpx.AsyncClient, start: int) -> list[int]:
-        posts = [c.post("/v2/models/duo/infer", json=v2_body([i, 0, 0, 0]),
-                        headers={"X-Request-Timeout-Ms": "5" if i % 3 == 0 else "1000"})
+        # a 5 ms budget in the body passes the door (which reads headers only) and the entry stage drops it
+        posts = [c.post("/v2/models/duo/infer", json=v2_body([i, 0, 0, 0], parameters={"timeout": 5000})
+                        if i % 3 == 0 else v2_body([i, 0, 0, 0]), headers={"X-Request-Timeout-Ms": "1000"})
                  for i in range(start, start + 45)]
         return [a.status_code for a in await asyncio.gather(*posts)]
 
@@ -723,7 +735,7 @@ def test_a_lagging_event_loop_sheds_at_the_door_and_recovers() -> None:
         r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
         assert r.status_code == 429 and r.json()["reason"] == "server_busy" and r.headers["retry-after"] == "1"
         await asyncio.sleep(0.1)
-        assert svc.loop_lag.now() < 0.05
+        assert svc.door.loop_lag.now() < 0.05
         assert (await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))).status_code == 200
         rep = svc.report()
         assert rep["outcomes"]["rejected"] == 1 and rep["http"] == {"200": 1, "429": 1}

@@ -49,8 +49,10 @@ F64 = npt.NDArray[np.float64]
 HALF_LIFE_S = 2.5
 #: Batches' worth of weight the pooled (whole-pipeline) ratio carries in a stage's own ratio.
 PRIOR_BATCHES = 8.0
-#: Clip of the measured / profiled duration ratio.
-SCALE_MIN, SCALE_MAX = 0.1, 10.0
+#: Clip of the measured / profiled duration ratio: wide, so that a stage running far from its profile (a
+#: front starving it, a profile from another machine) is budgeted at what it is measured to take; the
+#: clip only keeps a single absurd batch from setting a ratio no machine has.
+SCALE_MIN, SCALE_MAX = 0.001, 1000.0
 #: A stage whose ratio is beyond this factor either way (``s > 2`` or ``s < 0.5``) is reported as drifted.
 WARN_FACTOR = 2.0
 #: ... once it has run at least this many batches.

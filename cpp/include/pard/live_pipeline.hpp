@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -49,6 +50,7 @@
 #include <utility>
 #include <vector>
 
+#include "pard/door.hpp"
 #include "pard/outcome.hpp"
 #include "pard/policy.hpp"
 #include "pard/request.hpp"
@@ -98,6 +100,7 @@ class LivePipeline {
 public:
     using Done = LiveDone<Payload, Handle>;
     static constexpr int kStripes = 64;
+    static constexpr std::int64_t kNoDeadline = std::numeric_limits<std::int64_t>::max();  // submit: none
     static constexpr int kSlotBits = 22;  // in-flight slots per pipeline: 2^22; ids below 2^42
     static constexpr std::uint64_t kSlotMask = (std::uint64_t{1} << kSlotBits) - 1;
     static constexpr std::size_t kChunk = 256;  // slots per allocation, per stripe
@@ -202,11 +205,18 @@ public:
     // test hook called before each entry push (it may throw: before the first push the request is
     // undone and its id reused; after one, it ends failed with `failure` and the error propagates).
     // Returns the request's key (id << kSlotBits | slot: what cancel() takes); a refusal ends the
-    // request at once (appended to `done`).
+    // request at once (appended to `done`). The deadline is send + slo_ns, or `deadline_ns` (absolute,
+    // the runtime clock) when that is earlier: a front fixes a client's deadline once, at arrival, and
+    // hands it over as it is. A deadline already past makes the SLO 1 ns: the first stage drops it.
     template <class Fault>
-    std::uint64_t submit(const Payload& payload, std::int64_t slo_ns, double slo_s, std::int32_t tier,
-                         Handle handle, std::vector<Done>& done, Fault&& push_fault, const Payload& failure) {
+    std::uint64_t submit(const Payload& payload, std::int64_t slo_ns, double slo_s, std::int32_t tier, Handle handle,
+                         std::vector<Done>& done, Fault&& push_fault, const Payload& failure,
+                         std::int64_t deadline_ns = kNoDeadline) {
         const std::int64_t t0 = now_ns();
+        if (deadline_ns != kNoDeadline && deadline_ns - t0 < slo_ns) {
+            slo_ns = std::max<std::int64_t>(deadline_ns - t0, 1);
+            slo_s = static_cast<double>(slo_ns) * 1e-9;
+        }
         const std::uint64_t rid = next_id_.fetch_add(1, std::memory_order_relaxed);
         Stripe& st = stripe(rid);
         Pushed pushed;
@@ -261,6 +271,21 @@ public:
         wake_all(pushed);
         st.sched_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
         return key;
+    }
+
+    // The door test (pard/door.hpp) over the entry stages: the latest estimated finish (ns) of a
+    // request of tier `tier` arriving now.
+    [[nodiscard]] std::int64_t door_finish_ns(std::int32_t tier) const noexcept {
+        const std::int64_t now = now_ns();
+        std::int64_t finish = now;
+        for (const int k : entries_) {
+            const StageScheduler& s = *spec(k).sched;
+            const auto& w = s.config().tier_weights;
+            const bool tiered = s.config().policy.tiered && tier >= 0 && static_cast<std::size_t>(tier) < w.size();
+            finish = std::max(finish, pard::door_finish_ns(s, spec(k).capacity_req_s,
+                                                           tiered ? w[static_cast<std::size_t>(tier)] : 0.0, now));
+        }
+        return finish;
     }
 
     // Admission: a submit either completes before close_admission() returns (and is in flight) or

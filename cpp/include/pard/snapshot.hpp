@@ -35,8 +35,8 @@ namespace pard {
 
 // The clip of every measured / profiled duration ratio (pard.duration_scale.SCALE_MIN, SCALE_MAX: one
 // value, exported to Python as _core.DURATION_SCALE_BOUNDS and asserted equal in the tests).
-inline constexpr double kDurationScaleMin = 0.1;
-inline constexpr double kDurationScaleMax = 10.0;
+inline constexpr double kDurationScaleMin = 0.001;
+inline constexpr double kDurationScaleMax = 1000.0;
 
 struct PublishedTerms {
     std::int64_t downstream_ns = 0;   // Σ_{downstream} q_i + Σ d_i(b_i) + w_k; 0 before the first publish

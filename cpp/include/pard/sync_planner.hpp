@@ -56,7 +56,7 @@ struct SyncPlannerConfig {
     double cv_history_s = 60.0;
     std::int64_t min_cv_intervals = 10;
     double lam_min = 0.05, lam_max = 0.95, lam_up = 0.05, lam_down = 0.01, loss_target = 0.01;
-    double scale_min = 0.1, scale_max = 10.0;
+    double scale_min = 0.001, scale_max = 1000.0;
     double precollected_wait = 0.1;  // pard.utilisation.PRECOLLECTED_WAIT
     // pard.duration_scale.DurationScale (correct_durations) and PolicySpec.idle_batch
     double half_life_s = 2.5, prior_batches = 8.0;

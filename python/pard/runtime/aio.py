@@ -24,7 +24,6 @@ gave one.
 from __future__ import annotations
 
 import asyncio
-import math
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import Dropped, ExecutorError, PardError, Rejected
@@ -35,11 +34,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .facade import Runtime
 
 __all__ = ["AsyncRuntimeMixin", "retry_after_s", "DeadlineError"]
-
-#: The SLO (s) a request gets when its absolute deadline has already passed: the scheduler then
-#: drops it at its first stage (counted, with a reason) instead of it being refused uncounted.
-_PAST_DEADLINE_SLO_S = 1e-9
-
 
 class DeadlineError(PardError, ValueError):
     """``deadline`` is not a finite number of seconds on the runtime's clock."""
@@ -134,8 +128,7 @@ class AsyncRuntimeMixin:
         Raises: as :meth:`infer`.
         """
         rt: Runtime = self  # type: ignore[assignment]
-        slo_s = self._effective_slo(rt, slo, deadline)
-        fut = rt.submit(payload, slo=slo_s, tier=0 if tier is None else tier)
+        fut = rt.submit(payload, slo=slo, tier=0 if tier is None else tier, deadline=deadline)
         try:
             out = await wrap_future(fut)
             return out, STATES[fut.outcome_state]
@@ -159,20 +152,6 @@ class AsyncRuntimeMixin:
             if e.request_id is None:
                 e.request_id = fut.request_id
             raise
-
-    @staticmethod
-    def _effective_slo(rt: Runtime, slo: float | None, deadline: float | None) -> float | None:
-        """The SLO to submit with: ``slo``, shortened so that the request ends by ``deadline``."""
-        if deadline is None:
-            return slo
-        if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not math.isfinite(deadline):
-            raise DeadlineError(f"deadline must be a finite number of seconds on the runtime's clock "
-                                f"(Runtime.now()), got {deadline!r}")
-        left = float(deadline) - rt.now()
-        base = rt.pipeline.slo if slo is None else slo
-        if isinstance(base, (int, float)) and not isinstance(base, bool) and base < left:
-            return slo  # the SLO ends first (or is invalid: submit names it)
-        return max(left, _PAST_DEADLINE_SLO_S)
 
     async def aclose(self, drain: bool = True, *, timeout_s: float | None = None) -> None:
         """:meth:`Runtime.close` in a worker thread, so the event loop keeps running meanwhile.

@@ -223,6 +223,11 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         return self._policy.name
 
     @property
+    def policy_spec(self) -> Any:
+        """The policy in force (:class:`pard.policies.PolicySpec`)."""
+        return self._policy
+
+    @property
     def workers(self) -> dict[str, int]:
         """Worker threads per stage."""
         return {st.name: st.workers for st in self._stages}
@@ -350,7 +355,8 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             warnings.warn(lifecycle.hung_message(timeout_s, stuck), RuntimeWarning, stacklevel=2)
 
     # ------------------------------------------------------------------ submit
-    def submit(self, payload: Any, *, slo: float | None = None, tier: int | str | None = 0) -> RequestFuture:
+    def submit(self, payload: Any, *, slo: float | None = None, tier: int | str | None = 0,
+               deadline: float | None = None) -> RequestFuture:
         """Submit one request; returns its future at once.
 
         Args:
@@ -358,6 +364,10 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             slo: end-to-end SLO in seconds, in ``(0, 1e9]`` (the C++ core caps times at 1e9 s);
                 default the pipeline's ``slo``.  The deadline is ``send + slo`` with ``send`` the
                 runtime clock at this call.
+            deadline: an absolute deadline on the runtime's clock (:meth:`now`, s), e.g. fixed by a
+                front when the request arrived: the request's deadline is the earlier of ``send + slo``
+                and ``deadline``, handed to the C++ core as it is.  One already past still submits the
+                request (its SLO is then 1 ns): the first stage drops it, counted.
             tier: service tier: the index of one of the pipeline's ``tiers`` (``0 .. len(tiers) - 1``;
                 only 0 when it declares none), or its name (a key of ``tiers``, as the HTTP front's
                 ``X-Pard-Tier`` and a trace's tier column give it), or None for tier 0; passed to the
@@ -372,6 +382,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 unknown name; the payload's shape differs from the expected one (``payload_shape``,
                 given or learnt, see :class:`Runtime`).
             PardTypeError: ``slo`` or ``tier`` of the wrong type.
+            DeadlineError (a PardValueError): ``deadline`` is not a finite number of seconds.
             RuntimeStateError (a PardError and a RuntimeError): the runtime is not started or is
                 closed, or a stage is dead (one of its worker threads died outside the executor call;
                 the message names the stage).
@@ -384,6 +395,8 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         if self._forked:
             raise lifecycle.ForkedError(lifecycle.forked_message(self._pid))
         slo_s = self._slo if slo is None else _check_slo(slo)
+        if deadline is not None and (deadline.__class__ is not float or not -_MAX_SLO_S <= deadline <= _MAX_SLO_S):
+            deadline = _check_deadline(deadline)
         if tier.__class__ is not int or not 0 <= tier <= self._top_tier:  # the common case costs one test
             tier = _tier_code(tier, self._spec)
         sh = self._shape
@@ -397,7 +410,13 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 self._shape.learn_locked(shape)
         # the C++ pipeline assigns the id, checks the queue bounds, pushes into every entry stage
         # and counts the request; a refusal ends it at once (its future raises pard.Rejected)
-        return self._live.submit(payload, slo_s, tier)
+        return self._live.submit(payload, slo_s, tier, deadline)
+
+    def door_finish_s(self, tier: int = 0) -> float:
+        """When (s, :meth:`now`'s clock) a request of tier code ``tier`` arriving now would leave the
+        pipeline, as the entry stages' drop rule estimates it (``cpp/include/pard/door.hpp``): what
+        :class:`pard.runtime.door.Door` admits by.  Lock-free; for any thread."""
+        return float(self._live.door_finish_s(tier))
 
     async def submit_async(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> Any:
         """``await``-able form of :meth:`submit`: returns the output or raises as ``future.result()``.
@@ -518,6 +537,16 @@ def _tier_code(tier: Any, spec: PipelineSpec) -> int:
                  else "0 (the pipeline declares no tiers)")
         raise PardValueError(f"tier = {tier!r} is not a valid tier code for pipeline {spec.name!r}; valid: {valid}")
     return int(tier)
+
+
+def _check_deadline(deadline: Any) -> float:
+    """``deadline`` as float seconds on the runtime's clock, or DeadlineError naming it."""
+    from .aio import DeadlineError
+    if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not math.isfinite(deadline):
+        raise DeadlineError(f"deadline must be a finite number of seconds on the runtime's clock "
+                            f"(Runtime.now()), got {deadline!r}")
+    # far past or far ahead: clamp to what the C++ core's int64 nanoseconds hold (the SLO still bounds it)
+    return min(max(float(deadline), -_MAX_SLO_S), _MAX_SLO_S)
 
 
 def _check_slo(slo: Any) -> float:

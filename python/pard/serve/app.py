@@ -126,8 +126,8 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
 
     async def infer(request: Request) -> Response:
         arrived = svc.arrival()  # the SLO counts from here: reading the body is the request's time too
-        if (busy := svc.shed_if_behind()) is not None:  # before the body is read: a refusal costs ~nothing
-            return Response(busy.body, status_code=busy.status, headers=busy.headers)
+        if (refused := svc.at_door(arrived, request.headers)) is not None:  # before the body is read
+            return Response(refused.body, status_code=refused.status, headers=refused.headers)
         if request.path_params.get("version") not in (None, "1"):
             gone = missing(request)
             assert gone is not None

@@ -18,7 +18,7 @@ from typing import Any
 from .config import ServeConfig
 from .protocol import InferRequest, ProtocolError
 
-__all__ = ["request_deadline", "request_tier", "body_wait_s"]
+__all__ = ["request_deadline", "request_tier", "body_wait_s", "door_deadline"]
 
 
 def request_deadline(req: InferRequest, headers: Mapping[str, str], t0: float, default_slo_s: float,
@@ -32,6 +32,27 @@ def request_deadline(req: InferRequest, headers: Mapping[str, str], t0: float, d
         return default_slo_s, t0 + default_slo_s
     budget = min(timeouts)
     return budget, t0 + budget
+
+
+def door_deadline(headers: Mapping[str, str], t0: float, default_slo_s: float, allow_override: bool,
+                  tiers: Mapping[str, float], default_tier: int = 0) -> tuple[float, int]:
+    """The request's deadline and tier code as far as its headers tell, for the door
+    (:meth:`pard.serve.service.ServedPipeline.at_door`), before the body is read: ``X-Request-Timeout-Ms``
+    (or the default SLO) from ``t0``, and ``X-Pard-Tier`` (or ``default_tier``).  A bad header value is
+    passed over here (the request is answered 400 naming it once the body is read)."""
+    try:
+        header = _header_timeout_s(headers) if allow_override else None
+    except ProtocolError:
+        header = None
+    tier = default_tier
+    raw = headers.get("x-pard-tier")
+    if raw is not None:
+        names = list(tiers)
+        if raw in names:
+            tier = names.index(raw)
+        elif raw.isdigit() and int(raw) < max(len(names), 1):
+            tier = int(raw)
+    return t0 + (default_slo_s if header is None else header), tier
 
 
 def body_wait_s(headers: Mapping[str, str], default_slo_s: float, grace_s: float, allow_override: bool) -> float:

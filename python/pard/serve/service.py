@@ -46,14 +46,14 @@ from ..errors import Dropped, ExecutorError, PardError, Rejected
 from ..models import INPUT_SHAPE, join_inputs
 from ..runtime import Runtime
 from ..runtime.aio import retry_after_s
+from ..runtime.door import Door
 from .config import ServeConfig, ServeConfigError, TensorSpec, check_body_fits, check_warm_outputs, sample_payload
 from .factories import reference_model
 from .failure_log import FailureLog
 from .metrics import TIER_OUTCOMES, Observed
 from .outcomes import answered_outcome, merged_outcomes, tier_outcome, tier_report
-from .params import request_deadline, request_tier
+from .params import door_deadline, request_deadline, request_tier
 from .protocol import InferRequest, ProtocolError, datatype_of, decode_request, encode_response
-from .loop_lag import LoopLag
 from .stall import StallWatch
 
 __all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "retry_after_header"]
@@ -126,7 +126,7 @@ class ServedPipeline:
         self.started_at = time.monotonic()
         self.counts: dict[str, int] = {k: 0 for k in SERVER_OUTCOMES}
         self.http: dict[int, int] = {}
-        self.late_answers = 0  # the pipeline's on_time answered after the deadline (_timed): late
+        self.late_answers = 0  # the pipeline's on_time answered after the deadline (Door.answered): late
         # Requests whose client hung up (or was answered 504) after their batch was collected: the runtime
         # counts them on time, late or failed, but the client got 499 / 504, so the report counts them dropped.
         self.orphans = {"on_time": 0, "late": 0, "failed": 0}
@@ -143,7 +143,8 @@ class ServedPipeline:
         self.answer_grace_s = self.default_slo_s if grace is None else float(grace)
         lag = config.server.max_loop_lag_s
         self.max_loop_lag_s = 0.5 * self.default_slo_s if lag is None else float(lag)
-        self.loop_lag = LoopLag()
+        self.door: Door | None = None  # built with the runtime (prepare)
+        self.default_tier = config.tier_of(None, self.spec.tiers)  # a request that names none
         self._failure_log = FailureLog(log)
         self.stall = StallWatch(lambda: self.runtime.counts() if self.runtime is not None else {})  # /ready
         #: the /metrics histograms, observed once per request and per batch
@@ -156,7 +157,8 @@ class ServedPipeline:
         if self.runtime is None:
             await asyncio.to_thread(self.prepare)
         self.runtime.start()
-        self.loop_lag.start()
+        assert self.door is not None
+        self.door.start()
         self.ready = True
 
     def prepare(self) -> None:
@@ -192,6 +194,7 @@ class ServedPipeline:
                                        **_described(warm.get(s)))
                             for i, s in enumerate(exits)]
         self.runtime = runtime
+        self.door = Door(runtime, max_loop_lag_s=self.max_loop_lag_s)
 
     def _executors(self) -> tuple[dict[str, Any], Any]:
         built = self.config.build_executors(self.spec)
@@ -262,7 +265,8 @@ class ServedPipeline:
     async def aclose(self) -> None:
         """Close the runtime (lifespan shutdown, tests): draining, within drain_timeout_s; after stop_now, at once."""
         self.begin_drain()
-        self.loop_lag.stop()
+        if self.door is not None:
+            self.door.stop()
         if self.runtime is not None and not self.runtime.closed:
             forced = self.forced
             await self.runtime.aclose(drain=not forced, timeout_s=0.0 if forced else self.config.server.drain_timeout_s)
@@ -314,21 +318,23 @@ class ServedPipeline:
             self.tier_counts[(answer.tier, outcome)] = self.tier_counts.get((answer.tier, outcome), 0) + 1
         return answer
 
-    def shed_if_behind(self) -> Answer | None:
-        """429 at the door, counted (rejected, reason ``server_busy``), while the event loop runs more than
-        ``server.max_loop_lag_s`` behind; None otherwise.  Why: every request the loop reads and decodes
-        while it is that far behind reaches the pipeline with its SLO mostly spent, and is dropped there
-        after costing the loop its decode; a burst of 1 500 at once on 2 cores was decoded in full and
-        then dropped in full.  A cheap refusal keeps the loop on time for the requests it can still serve."""
-        if self.max_loop_lag_s <= 0 or not self.ready or self.draining:
+    def at_door(self, arrived_s: float | None, headers: Mapping[str, str]) -> Answer | None:
+        """The door's refusal, counted, or None to read the request's body (:class:`pard.runtime.door.Door`):
+        429 while the event loop runs more than ``server.max_loop_lag_s`` behind (reason ``server_busy``),
+        or when the pipeline cannot answer by the deadline the headers give (reason ``infeasible``; no
+        ``Retry-After`` when the request's own SLO is shorter than the pipeline's fastest path).  Decided
+        from the headers alone, before the body is read: a refusal costs the front a fraction of an
+        admitted request.  A deadline or tier in the body is judged by the stages once it is decoded."""
+        door = self.door
+        if door is None or arrived_s is None or not self.ready or self.draining:
             return None
-        lag = self.loop_lag.now()
-        if lag <= self.max_loop_lag_s:
+        deadline, tier = door_deadline(headers, arrived_s, self.default_slo_s, self.config.queue.allow_timeout_override,
+                                       self.spec.tiers, self.default_tier)
+        refusal = door.check(arrived_s, deadline, tier)
+        if refusal is None:
             return None
-        answer = _error(429, "busy", f"the server is {lag:.3f} s behind (server.max_loop_lag_s "
-                        f"{self.max_loop_lag_s:g} s); retry later", reason="server_busy",
-                        retry_after_s=max(lag, 1.0))
-        return self.count(answer)
+        return self.count(_error(429, "busy", refusal.message, reason=refusal.reason,
+                                 retry_after_s=refusal.retry_after_s))
 
     def unavailable(self) -> Answer:
         """503 for a request that arrives while the pipeline is not ready or is draining."""
@@ -337,8 +343,9 @@ class ServedPipeline:
                       retry_after_s=self.config.server.drain_grace_s if self.draining else 1.0)
 
     def arrival(self) -> float | None:
-        """Now on the runtime's clock (s), for :meth:`infer`'s ``arrived_s``; None before it is built."""
-        return self.runtime.now() if self.runtime is not None else None
+        """The request's arrival on the runtime's clock (s), for :meth:`infer`'s ``arrived_s``: now, less what
+        the event loop is behind (:meth:`pard.runtime.door.Door.arrival`); None before the runtime is built."""
+        return self.door.arrival() if self.door is not None else None
 
     async def _answer(self, model: str, body: bytes, headers: Mapping[str, str],
                       disconnected: Callable[[], Awaitable[Any]] | None, arrived_s: float | None) -> Answer:
@@ -354,6 +361,8 @@ class ServedPipeline:
             tier = self._tier(req, headers)
         except ProtocolError as exc:
             return _error(400, "invalid", str(exc))
+        if self.door is not None:
+            self.door.submitted(t0)
         answer = await self._served(req, payload, slo, tier, t0, deadline, disconnected)
         answer.tier = tier
         return answer
@@ -369,8 +378,10 @@ class ServedPipeline:
             return _error(429, "queue_full", str(e), stage=e.stage, reason="queue_full",
                           retry_after_s=e.retry_after_s)
         except Dropped as e:
+            # no Retry-After for a request whose own SLO no retry can meet
+            attainable = self.door is None or self.door.attainable(t0, deadline)
             return _error(503, "dropped", str(e), request_id=e.request_id, stage=e.stage, reason=e.reason,
-                          retry_after_s=e.retry_after_s)
+                          retry_after_s=e.retry_after_s if attainable else None)
         except Rejected as e:
             return _error(429, "rejected", str(e), request_id=e.request_id, stage=e.stage, reason=e.reason,
                           retry_after_s=e.retry_after_s)
@@ -390,23 +401,23 @@ class ServedPipeline:
             return _error(500, "output_error", f"the runtime refused the request: {e}")
         except (PardError, ValueError, TypeError) as e:  # a payload submit refused (shape, tier)
             return _error(400, "invalid", str(e))
+        resumed = time.monotonic()
         answer = self._encode(req, result)
         if answer.outcome == "output_error":  # the runtime counted it finished; the client got a 500
             self.unencoded[state] += 1
-        return self._timed(answer, state, t0, deadline)
+        return self._timed(answer, state, t0, deadline, resumed)
 
-    def _timed(self, answer: Answer, state: str, t0: float, deadline: float) -> Answer:
-        """Judge a 200 answer by when it leaves, not when the pipeline finished: the pipeline's
-        ``on_time`` whose answer is ready only after the deadline (an event loop behind on other
-        requests: a burst of 1 500 at once took seconds to answer on 2 cores) is moved to ``late``
+    def _timed(self, answer: Answer, state: str, t0: float, deadline: float, resumed: float) -> Answer:
+        """Judge a 200 answer by when it leaves, not when the pipeline finished (:meth:`Door.answered`):
+        the pipeline's ``on_time`` whose answer is ready only after the deadline is moved to ``late``
         (:meth:`report`).  The verdict goes to the client as ``X-Pard-Outcome``."""
-        now = self.runtime.now()
-        self.observed.request(now - t0)
+        self.observed.request(self.runtime.now() - t0)
+        assert self.door is not None
+        judged = self.door.answered(state, deadline, resumed)
         if answer.status == 200:
-            if state == "on_time" and now > deadline:
-                state = "late"
+            if judged != state:
                 self.late_answers += 1
-            answer.headers["x-pard-outcome"] = state
+            answer.headers["x-pard-outcome"] = judged
         return answer
 
     async def _admit(self, payload: Any, slo: float, tier: int, deadline: float) -> tuple[Any, str]:
@@ -419,7 +430,9 @@ class ServedPipeline:
         if limit and rt.queued(entry) >= limit:
             raise _QueueFull(f"{limit} requests already wait at stage {entry!r} (queue.max_queue_size)",
                              entry, retry_after_s(rt))
-        return await rt.infer_outcome(payload, slo=slo, tier=tier, deadline=deadline, on_orphan=self._orphaned)
+        assert self.door is not None
+        return await rt.infer_outcome(payload, slo=slo, tier=tier, deadline=self.door.pipeline_deadline(deadline),
+                                      on_orphan=self._orphaned)
 
     def _orphaned(self, state: str) -> None:
         """A request that ended ``state`` (on_time / late / failed) in the runtime after its client hung up

@@ -1,0 +1,197 @@
+"""Admission at an asyncio front's door: refuse, before reading a request's body, what the pipeline
+cannot answer by its deadline; hand the rest to the runtime with one absolute deadline; judge each
+answer by when it leaves.
+
+An asyncio server in front of a :class:`pard.Runtime` (``pard serve``, or a user's own) shares its
+process, its cores and its event loop's time with the pipeline.  Past the server's capacity, every
+request it reads and decodes costs CPU that the stages needed, and a request admitted with its budget
+already spent in the front is dropped inside the pipeline after the front paid for it.  :class:`Door`
+keeps that cost bounded:
+
+* **the event loop's lag** (:class:`LoopLag`): how far behind the loop runs.  A request the handler
+  sees now arrived about that long ago (it waited in the socket), so its arrival is ``now - lag``;
+  past ``max_loop_lag_s`` the front itself is the bottleneck and the door refuses (reason
+  ``server_busy``).
+* **the door test** (``LivePipeline.door_finish_s``, ``cpp/include/pard/door.hpp``): the entry
+  stage's own drop rule (DESIGN §3.2, paper Eq. 3b) applied at arrival, with the queue ahead of the
+  request as its wait; the front's own measured cost -- from arrival to submit (reading and decoding
+  the body) and from the pipeline's answer to the answer leaving -- is added, so that a request whose
+  answer would leave after its deadline is refused at the door instead of answered late (reason
+  ``infeasible``).  Policies whose stages drop proactively (pard's drop rule) use it; the baselines
+  keep their own semantics and get only the lag guard.
+* **one deadline**: fixed at arrival, handed to :meth:`Runtime.submit` as an absolute time less the
+  expected answer cost (:meth:`pipeline_deadline`), so that the stages drop what would finish in
+  time for the pipeline but leave the server late.
+* **on time at the answer** (:meth:`answered`): the runtime's verdict compares its finish with the
+  deadline; a client sees the answer later.  ``on_time`` whose answer is ready only after the deadline
+  is ``late``, and the count of such answers (:attr:`late_answers`) tells the front's share of lates.
+
+Everything runs on the event loop's thread except :meth:`LoopLag.now`, which any thread may read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..config.models import min_latency_path
+from .aio import retry_after_s
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .facade import Runtime
+
+__all__ = ["Door", "LoopLag", "Refusal", "LAG_TICK_S", "EWMA_WEIGHT"]
+
+#: The event-loop lag monitor's tick (s).
+LAG_TICK_S = 0.01
+#: Weight of each new sample in the front's cost averages: about the last 50 requests.
+EWMA_WEIGHT = 0.02
+
+
+class LoopLag:
+    """How far behind the event loop runs (s): a task sleeps :data:`LAG_TICK_S` at a time and records how
+    late it woke; :meth:`now` also counts a wake-up that is overdue right now (a loop still busy)."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+        self._due: float | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start measuring (call from the running event loop; idempotent)."""
+        if self._task is None:
+            self._due = time.monotonic() + LAG_TICK_S
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(LAG_TICK_S)
+            now = time.monotonic()
+            assert self._due is not None
+            self.last, self._due = max(0.0, now - self._due), now + LAG_TICK_S
+
+    def now(self) -> float:
+        """The loop's lag now (s): the last measured, or the current wake-up's overdue time if larger."""
+        due = self._due
+        if due is None:
+            return 0.0
+        return max(self.last, time.monotonic() - due)
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+            self._due = None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why the door refused a request: ``reason`` (``server_busy`` or ``infeasible``), a sentence for the
+    client, and when a retry could succeed (s; None when none can: the request's own SLO is shorter than
+    the pipeline's fastest path)."""
+
+    reason: str
+    message: str
+    retry_after_s: float | None
+
+
+class Door:
+    """The admission of an asyncio front to ``runtime`` (module docstring).
+
+    Args:
+        runtime: the pipeline's :class:`pard.Runtime` (started before the first :meth:`check`).
+        max_loop_lag_s: refuse while the event loop runs more than this behind (s, >= 0; 0: never).
+        proactive: apply the door test; default: when the runtime's policy drops with pard's rule.
+
+    Typical use in a handler, before the body is read::
+
+        arrived = door.arrival()
+        deadline = arrived + slo
+        if (no := door.check(arrived, deadline)) is not None:
+            return refuse(no)                      # 429 with Retry-After, say
+        x = decode(await read_body())
+        door.submitted(arrived)
+        out, state = await rt.infer_outcome(x, deadline=door.pipeline_deadline(deadline))
+        resumed = time.monotonic()
+        body = encode(out)
+        state = door.answered(state, deadline, resumed)   # "late" if the answer leaves past the deadline
+    """
+
+    def __init__(self, runtime: Runtime, *, max_loop_lag_s: float, proactive: bool | None = None) -> None:
+        if not (isinstance(max_loop_lag_s, (int, float)) and math.isfinite(max_loop_lag_s) and max_loop_lag_s >= 0):
+            from ..errors import PardValueError
+            raise PardValueError(f"max_loop_lag_s must be a finite number of seconds >= 0, got {max_loop_lag_s!r}")
+        self.runtime = runtime
+        self.max_loop_lag_s = float(max_loop_lag_s)
+        self.proactive = runtime.policy_spec.drop == "pard" if proactive is None else bool(proactive)
+        self.loop_lag = LoopLag()
+        #: mean seconds from arrival to submit (reading and decoding the body), and from the pipeline's
+        #: answer to the answer being ready (the loop's wake-up and the encoding)
+        self.ingress_s = 0.0
+        self.egress_s = 0.0
+        #: on_time answers judged late because they left after their deadline
+        self.late_answers = 0
+        self._min_latency_s = min_latency_path(runtime.pipeline)[0]
+
+    def start(self) -> None:
+        """Start the lag monitor (from the running event loop)."""
+        self.loop_lag.start()
+
+    def stop(self) -> None:
+        self.loop_lag.stop()
+
+    def arrival(self) -> float:
+        """The request's arrival on the runtime's clock (s): now, less what the event loop is behind."""
+        return self.runtime.now() - self.loop_lag.now()
+
+    def check(self, arrived_s: float, deadline_s: float, tier: int = 0) -> Refusal | None:
+        """None to admit, else why not.  Reads relaxed sizes and published terms: no lock, no allocation
+        when it admits.  ``tier``: the request's tier code (a lighter tier waits behind heavier ones)."""
+        lag = self.loop_lag.now()
+        if self.max_loop_lag_s > 0 and lag > self.max_loop_lag_s:
+            return Refusal("server_busy", f"the server is {lag:.3f} s behind (server.max_loop_lag_s "
+                           f"{self.max_loop_lag_s:g} s); retry later", max(lag, 1.0))
+        if not self.proactive:
+            return None
+        rt = self.runtime
+        finish = rt._live.door_finish_s(tier) + self.ingress_s + self.egress_s
+        if finish <= deadline_s:
+            return None
+        if deadline_s - arrived_s < self._min_latency_s:
+            return Refusal("infeasible", f"the request's deadline ({deadline_s - arrived_s:.3f} s after arrival) is "
+                           f"shorter than the pipeline's fastest path ({self._min_latency_s:.3f} s); no retry "
+                           "can meet it", None)
+        return Refusal("infeasible", f"the pipeline cannot answer by the request's deadline (estimated "
+                       f"{finish - deadline_s:.3f} s past it); retry later", retry_after_s(rt))
+
+    def attainable(self, arrived_s: float, deadline_s: float) -> bool:
+        """Whether a request with this deadline could ever be served (its budget covers the fastest path)."""
+        return deadline_s - arrived_s >= self._min_latency_s
+
+    def submitted(self, arrived_s: float) -> None:
+        """Note that an admitted request reached the runtime now (its ingress cost)."""
+        self.ingress_s += EWMA_WEIGHT * (max(0.0, self.runtime.now() - arrived_s) - self.ingress_s)
+
+    def pipeline_deadline(self, deadline_s: float) -> float:
+        """The deadline to hand the runtime: the client's, less the expected cost of answering."""
+        return deadline_s - self.egress_s
+
+    def answered(self, state: str, deadline_s: float, resumed_s: float) -> str:
+        """The state of an answer ready now: ``on_time`` past ``deadline_s`` becomes ``late``.  ``resumed_s``
+        (``time.monotonic()``) is when the awaiting coroutine got the pipeline's output; with the loop's
+        lag it is the answer cost the next deadlines budget for."""
+        now_mono = time.monotonic()
+        sample = (now_mono - resumed_s) + self.loop_lag.last
+        self.egress_s += EWMA_WEIGHT * (sample - self.egress_s)
+        if state == "on_time" and self.runtime.now() > deadline_s:
+            self.late_answers += 1
+            return "late"
+        return state
+
+    def report(self) -> dict[str, Any]:
+        """The door's state: lag, the front's mean ingress and egress cost (s), late answers."""
+        return {"loop_lag_s": self.loop_lag.now(), "ingress_s": self.ingress_s, "egress_s": self.egress_s,
+                "late_answers": self.late_answers, "proactive": self.proactive}
