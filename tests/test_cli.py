@@ -142,8 +142,8 @@ def test_oversized_runs_exit_2_before_allocating(tmp_path: Path, capsys: pytest.
                                                  argv: list[str]) -> None:
     """Runs whose expected arrivals exceed the limit exit 2 with one line suggesting lower --duration/--load."""
     spec = tmp_path / "huge.yaml"
-    spec.write_text("name: huge\nslo: 1.0\nstages:\n  - name: a\n    profile: {1: 1.0e-8, 8: 3.0e-8}\n"
-                    "    max_batch: 8\n")
+    spec.write_text("name: huge\nslo: 1.0\nstages:\n  - name: a\n    profile: {1: 1.0e-6, 1024: 3.0e-6}\n"
+                    "    max_batch: 1024\n")  # 1 µs is the shortest duration a profile may have
     argv = [str(spec) if a == "HUGE" else a for a in argv]
     code, out, err = run_main(capsys, "simulate", *argv)
     assert code == 2 and out == ""

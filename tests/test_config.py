@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -426,10 +427,53 @@ def test_duration_agrees_with_core_profile(spec: PipelineSpec, probes: list[int]
 
 
 def test_absurd_worker_counts_rejected() -> None:
-    """StageSpec refuses workers above MAX_WORKERS (10^5) and accepts the limit itself."""
-    assert StageSpec(name="a", profile={1: 0.01}, max_batch=1, workers=config.MAX_WORKERS).workers == 100_000
-    with pytest.raises(ConfigError, match=r"workers must be <= 100000.*100000000"):
+    """StageSpec refuses workers above MAX_WORKERS (1 024, one thread each) and accepts the limit itself."""
+    assert StageSpec(name="a", profile={1: 0.01}, max_batch=1, workers=config.MAX_WORKERS).workers == 1024
+    with pytest.raises(ConfigError, match=r"workers must be <= 1024.*100000000"):
         StageSpec(name="a", profile={1: 0.01}, max_batch=1, workers=100_000_000)
+
+
+def test_pipeline_file_with_100000_workers_is_refused_at_load(tmp_path: Path) -> None:
+    """A spec file with `workers: 100000` for a stage is refused at load, naming the stage's field and the value."""
+    f = tmp_path / "p.yaml"
+    f.write_text("name: p\nslo: 0.5\nstages:\n  - {name: a, profile: {1: 0.01}, max_batch: 1, workers: 100000}\n")
+    with pytest.raises(ConfigError, match=r"stages\[0\]\.workers: workers must be <= 1024 .*100000 \(stage 'a'\)"):
+        config.load(f)
+
+
+def test_pipeline_workers_sum_is_bounded() -> None:
+    """A pipeline whose stages' workers sum past MAX_TOTAL_WORKERS (4 096) is refused with the sum; the bound itself loads."""
+    ok = chain(stages=[stage("a", ["b"], workers=1024), stage("b", ["c"], workers=1024), stage("c", ["d"], workers=1024),
+                       stage("d", workers=1024)])
+    assert sum(s.workers for s in PipelineSpec.from_dict(ok).stages) == config.MAX_TOTAL_WORKERS == 4096
+    over = chain(stages=[*ok["stages"][:3], stage("d", ["e"], workers=1024), stage("e", workers=1)])
+    with pytest.raises(ConfigError, match=r"workers sum to 4097 over 5 stages, more than MAX_TOTAL_WORKERS = 4096"):
+        PipelineSpec.from_dict(over)
+
+
+def test_profile_duration_below_a_microsecond_is_refused() -> None:
+    """A profile duration below MIN_DURATION_S (1 µs) is a ConfigError naming stages[i].profile and the value."""
+    with pytest.raises(ConfigError, match=r"stages\[1\]\.profile: profile duration d\(1\) = 1e-300 s must be >= 1e-06 s"):
+        PipelineSpec.from_dict(chain(stages=[stage("a", ["b"]), stage("b", profile={1: 1e-300}, max_batch=1)]))
+    assert PipelineSpec.from_dict(chain(stages=[stage("a", profile={1: 1e-6}, max_batch=1)])).stages[0].duration(1) == 1e-6
+
+
+@pytest.mark.parametrize(("text", "field", "advice"), [
+    ("max_batch: 1e1", r"stages\[0\]\.max_batch", "write 1.0e+1 or 10"),
+    ("max_batch: 5e5", r"stages\[0\]\.max_batch", "write 5.0e+5 or 500000"),
+    ("max_batch: 1.0e1", r"stages\[0\]\.max_batch", "write 1.0e+1 or 10"),
+])
+def test_yaml_exponent_without_dot_is_explained(tmp_path: Path, text: str, field: str, advice: str) -> None:
+    """A YAML number such as 1e1 or 5e5, which YAML 1.1 reads as a string, is refused saying so and how to write it."""
+    f = tmp_path / "p.yaml"
+    f.write_text(f"name: p\nslo: 0.5\nstages:\n  - name: a\n    profile: {{1: 0.01}}\n    {text}\n")
+    with pytest.raises(ConfigError) as info:
+        config.load(f)
+    msg = str(info.value)
+    assert re.search(field, msg) and "YAML 1.1 (PyYAML) reads" in msg and "as the string" in msg and advice in msg, msg
+    fixed = tmp_path / "q.yaml"
+    fixed.write_text(f.read_text().replace(text.split(": ")[-1], advice.split()[1]))
+    assert config.load(fixed).stages[0].max_batch >= 1
 
 
 def test_unreachable_slo_warns_naming_path_latency() -> None:

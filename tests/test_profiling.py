@@ -200,3 +200,14 @@ def test_cache_stale_mark_and_age(tmp_path: Path) -> None:
     assert cached_profile(spec, **kw, max_age_s=None).cached
     old = cached_profile(spec, **kw)
     assert not old.cached and old.refreshed_because is not None and "older than 12 h" in old.refreshed_because
+
+
+def test_measure_profile_runs_without_threadpoolctl(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without threadpoolctl (an embedder with only pard[onnx]) measure_profile still measures, leaving BLAS as it is."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "threadpoolctl", None)  # `import threadpoolctl` now raises ImportError
+    res = measure_profile(_spec(workers=(1, 1, 1)), workers=[1, 1, 1], warmup=0, repeats=1,
+                          batch_sizes={"a": [1], "b": [1], "c": [1]}, co_load="none", model_options={"scale": 0.05})
+    assert [sorted(st.profile) for st in res.spec.stages] == [[1], [1], [1]]
+    assert all(st.profile[1] > 0 for st in res.spec.stages)

@@ -803,3 +803,54 @@ def test_a_custom_spec_without_executors_warns_that_it_serves_reference_models()
     with warnings.catch_warnings():
         warnings.simplefilter("error", pard.PardWarning)
         Runtime("tm", start=False, model_options={"scale": 0.01}).close()
+
+
+@pytest.mark.parametrize("workers", [{"s0": 100_000}, [1025], {"s0": 0}])
+def test_absurd_worker_count_is_refused_before_any_thread(workers: Any) -> None:
+    """Runtime(workers=...) past MAX_WORKERS (1 024 per stage) raises ConfigError naming the stage and count, starting no thread."""
+    from pard.errors import ConfigError
+
+    before = threading.active_count()
+    with pytest.raises(ConfigError, match=r"workers for stage 's0' must be an int in 1\.\.1024 .*got "
+                                          + str(list(workers.values())[0] if isinstance(workers, dict) else workers[0])):
+        Runtime(_chain(n=1), {"s0": _identity}, workers=workers)
+    assert threading.active_count() == before
+
+
+def test_runtime_workers_sum_is_bounded() -> None:
+    """Runtime(workers=...) whose counts sum past MAX_TOTAL_WORKERS (4 096) raises ConfigError with the sum, starting nothing."""
+    from pard.errors import ConfigError
+
+    spec = _chain(n=5)
+    with pytest.raises(ConfigError, match=r"workers sum to 4097 .* more than MAX_TOTAL_WORKERS = 4096"):
+        Runtime(spec, {f"s{i}": _identity for i in range(5)}, workers=[1024, 1024, 1024, 1024, 1], start=False)
+
+
+def test_default_queue_bound_of_a_fastest_profile_and_longest_slo_is_capped() -> None:
+    """A 1 µs profile with a 1e9 s SLO gets the capped default queue bound (MAX_QUEUE_SIZE), not an int64 overflow."""
+    from pard.runtime.setup import MAX_QUEUE_SIZE
+
+    spec = PipelineSpec(name="fast", slo=1e9, stages=[StageSpec(name="s0", profile={1: 1e-6, 1024: 1e-6},
+                                                                max_batch=1024, workers=1024)])
+    rt = Runtime(spec, {"s0": _identity}, start=False)
+    try:
+        assert rt.max_queue_size == {"s0": MAX_QUEUE_SIZE}
+    finally:
+        rt.close()
+    with pytest.raises(ValueError, match=r"max_queue_size for stage 's0' must be an int in 1\.\.2147483647"):
+        Runtime(spec, {"s0": _identity}, max_queue_size=2**63, start=False)
+
+
+def test_report_rates_are_per_real_sending_time_not_whole_seconds() -> None:
+    """1 500 requests sent at 1 000/s report about 1 000/s offered (the sends' own span), not 1 500 per 2 whole seconds."""
+    n, rate = 1500, 1000.0
+    with Runtime(_chain(n=1, slo=30.0), {"s0": _identity}, policy="naive") as rt:
+        futs = rt.replay(np.arange(n) / rate, list(range(n)))
+        assert [f.result(timeout=30) for f in futs] == list(range(n))
+    rep = rt.report()
+    send = np.sort(rt.outcomes()["send_s"])
+    # independent of the report: the mean gap between consecutive sends, as the pacing set it
+    expected = 1.0 / float(np.mean(np.diff(send)))
+    assert rep.submitted == rep.on_time == n
+    assert rep.offered_load == pytest.approx(expected, rel=1e-9)
+    assert rep.goodput == pytest.approx(expected, rel=1e-9)  # whole one-second bins gave 1 500 / 2 s

@@ -17,13 +17,38 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_example_file_loads_and_builds_its_executors() -> None:
-    """examples/tm.yaml names the built-in tm pipeline and one reference-model executor per stage."""
+    """examples/tm.yaml serves its measured tm profile (tm-profile.yaml) with one reference-model executor per stage."""
     cfg = load_serve_config(ROOT / "examples" / "tm.yaml")
     spec = cfg.pipeline_spec()
-    assert spec.name == "tm" and spec.slo == 0.4
+    assert cfg.pipeline == "tm-profile.yaml" and spec.name == "tm" and spec.slo == 0.4
+    assert "profile measured by pard" in spec.description
     executors = cfg.build_executors(spec)
     assert executors is not None and sorted(executors) == sorted(st.name for st in spec.stages)
     assert all(callable(e) for e in executors.values())
+
+
+def test_example_profile_command_measures_the_models_served() -> None:
+    """The `pard profile` command in examples/tm.yaml (and in the profile's header) times the models the file
+    serves: numpy reference models at each stage's served scale, one worker per stage, written to the served profile."""
+    import shlex
+
+    text = (ROOT / "examples" / "tm.yaml").read_text()
+    commands = [line.lstrip("# ").strip() for line in text.splitlines() if line.lstrip("# ").startswith("pard profile ")]
+    assert len(commands) == 1, commands
+    argv = shlex.split(commands[0])
+    opts = dict(zip(argv[2::2], argv[3::2]))
+    cfg = load_serve_config(ROOT / "examples" / "tm.yaml")
+    assert cfg.stages is not None and {r.executor for r in cfg.stages.values()} == {"pard.serve.factories:reference_model"}
+    assert opts["--models"] == "numpy" and opts["--pipeline"] == "tm"
+    assert {float(r.kwargs["scale"]) for r in cfg.stages.values()} == {float(opts["--scale"])}
+    assert opts["--out"] == "examples/" + cfg.pipeline
+    spec = cfg.pipeline_spec()
+    from pard.config import load
+    from pard.profiling import size_workers
+
+    served = [cfg.workers.get(st.name, st.workers) if cfg.workers else st.workers for st in spec.stages]
+    assert size_workers(load("tm"), int(opts["--cores"])) == served == [st.workers for st in spec.stages]
+    assert commands[0] in (ROOT / "examples" / "tm-profile.yaml").read_text()
 
 
 def test_triton_queue_fields_map_onto_slo_and_tiers() -> None:
@@ -155,7 +180,7 @@ def test_pard_serve_command_rejects_a_bad_file_with_exit_2(tmp_path: Path, capsy
 
 @pytest.mark.parametrize(("changes", "text"), [
     ({"policy": "bogus"}, "unknown policy 'bogus'"),
-    ({"workers": {"detect": 0}}, "workers for stage 'detect' must be an int >= 1, got 0"),
+    ({"workers": {"detect": 0}}, "workers for stage 'detect' must be an int in 1..1024 (MAX_WORKERS"),
     ({"stages": {"detect": {"executor": "os:getcwd"}, "classify": {"executor": "pard.serve.factories:sleep_profile"}}},
      "stages.detect"),
     # the stages echo the FP32 [4] input: a declared output the warm-up breaks would make every answer a 500
@@ -187,6 +212,7 @@ def test_an_unresolvable_host_is_refused_naming_the_file_and_field(tmp_path: Pat
     from pard.serve.cli import check_host, main
 
     text = (ROOT / "examples" / "tm.yaml").read_text()
+    (tmp_path / "tm-profile.yaml").write_text((ROOT / "examples" / "tm-profile.yaml").read_text())  # its pipeline
     bad = tmp_path / "bad-host.yaml"
     bad.write_text(text.replace("host: 127.0.0.1", "host: no-such-host.invalid")
                    if "host: 127.0.0.1" in text else text + "\nserver: {host: no-such-host.invalid}\n")
@@ -217,6 +243,7 @@ def test_a_port_in_use_is_refused_naming_the_option(tmp_path: Path, capsys: pyte
         err = capsys.readouterr().err.strip()
         assert err.startswith("pard serve: error: --port ") and str(port) in err and err.count("\n") == 0, err
         path = tmp_path / "busy.yaml"
+        (tmp_path / "tm-profile.yaml").write_text((ROOT / "examples" / "tm-profile.yaml").read_text())
         data = yaml.safe_load((ROOT / "examples" / "tm.yaml").read_text())
         data.setdefault("server", {}).update(host="127.0.0.1", port=port)
         path.write_text(yaml.safe_dump(data))

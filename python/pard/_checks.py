@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ import numpy.typing as npt
 
 from .errors import PardTypeError, PardValueError
 
-__all__ = ["show", "real_number", "as_float", "check_positive", "check_nonnegative", "check_float", "real_array",
+__all__ = ["show", "yaml11_hint", "real_number", "as_float", "check_positive", "check_nonnegative", "check_float", "real_array",
            "check_bool", "fmt_num", "fmt_bytes"]
 
 F64 = npt.NDArray[np.float64]
@@ -24,10 +25,36 @@ def show(x: object) -> str:
     return repr(x)
 
 
+#: A number in exponent form without a dot or with no digit after it (``1e1``, ``5e5``, ``2.e-3``):
+#: YAML 1.2 reads it as a float, but YAML 1.1's float pattern (PyYAML's) needs a dot and a signed
+#: exponent, so ``1e1`` reaches pard as the string ``'1e1'``.
+_YAML11_STRING_NUMBER = re.compile(r"^[-+]?(?:[0-9][0-9_]*\.?[0-9_]*|\.[0-9_]+)[eE][-+]?[0-9]+$")
+
+
+def yaml11_hint(value: object) -> str:
+    """For a message refusing ``value`` where a number belongs: when it is a string such as ``'1e1'`` that
+    YAML 1.1 (PyYAML) reads as a string, ``" -- YAML 1.1 (PyYAML) reads 1e1 as the string '1e1', not a number
+    ...: write 1.0e+1 or 10"`` (not ``1.0e1``: PyYAML's floats need a signed exponent too); otherwise ``""``."""
+    if not isinstance(value, str) or not _YAML11_STRING_NUMBER.match(value.strip()):
+        return ""
+    try:
+        number = float(value.replace("_", ""))
+    except ValueError:  # pragma: no cover - the pattern only matches float syntax
+        return ""
+    mantissa, _, exponent = value.strip().lower().partition("e")
+    dotted = f"{mantissa if '.' in mantissa else mantissa + '.0'}e{exponent if exponent[:1] in '+-' else '+' + exponent}"
+    if dotted == value.strip().lower():
+        return ""  # already YAML 1.1's float form: the string came from elsewhere (quotes, JSON)
+    plain = str(int(number)) if number.is_integer() and abs(number) < 1e16 else repr(number)
+    return (f" -- YAML 1.1 (PyYAML) reads {value} as the string {value!r}, not a number (its floats need a dot "
+            f"and a signed exponent): write {dotted} or {plain}")
+
+
 def real_number(name: str, value: object, bound: str) -> float:
     """``value`` as a float, or TypeError naming ``name`` when it is not a real number."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise PardTypeError(f"{name} must be a real number {bound}, got {type(value).__name__}: {show(value)}")
+        raise PardTypeError(f"{name} must be a real number {bound}, got {type(value).__name__}: {show(value)}"
+                            f"{yaml11_hint(value)}")
     return as_float(value)
 
 
@@ -76,7 +103,7 @@ def fmt_bytes(n: float) -> str:
 
 def check_float(name: str, value: Any, *, low: float, low_open: bool = False, high: float = math.inf) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise PardTypeError(f"{name} must be a number, got {type(value).__name__}: {show(value)}")
+        raise PardTypeError(f"{name} must be a number, got {type(value).__name__}: {show(value)}{yaml11_hint(value)}")
     v = as_float(value)
     ok = (v > low if low_open else v >= low) and v <= high and math.isfinite(v)
     if not ok:

@@ -42,6 +42,7 @@ __all__ = [
     "comparison_table",
     "bin_per_second",
     "report_bins",
+    "sending_time_s",
     "DEFAULT_REASONS",
     "fluid_goodput_bound",
     "fluid_bound_share",
@@ -65,6 +66,21 @@ def report_bins(send_s: F64, t0_s: float | None = None, duration_s: float | None
     if duration_s is not None:
         return t0, max(1, int(math.ceil(float(duration_s) - 1e-9)))
     return t0, max(1, int(math.floor((float(send_s[-1]) if n else t0) - t0)) + 1)
+
+
+def sending_time_s(send_s: F64) -> float:
+    """The real time a live run's sends took (s), the divisor of its rates: ``n`` sends spread over
+    ``last - first`` seconds at a steady rate ``r`` span ``(n - 1) / r``, so they took
+    ``(last - first) * n / (n - 1)`` (1 500 sends at 1 000/s: 1.5 s, where the whole one-second bins
+    that hold them count 2 s).  At least 1 s, as :func:`report_bins` counts a short run, so that a
+    burst's rate is per second like the per-second goodput bound (1 s for fewer than two sends).
+
+    ``send_s``: the send times (s), sorted, shape ``(n,)``.
+    """
+    n = send_s.size
+    if n < 2:
+        return 1.0
+    return max(1.0, (float(send_s[-1]) - float(send_s[0])) * n / (n - 1))
 
 
 def bin_per_second(t_s: F64, t0_s: float, n_bins: int, weights: F64 | None = None) -> F64:

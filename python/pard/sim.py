@@ -29,7 +29,7 @@ import numpy.typing as npt
 from . import _core
 from ._checks import check_bool, check_float, fmt_bytes, fmt_num, real_array, show
 from ._extras import require
-from .config import MAX_WORKERS, resolve_pipeline
+from .config import MAX_TOTAL_WORKERS, MAX_WORKERS, resolve_pipeline
 from .config.models import MAX_SLO_S, MIN_SLO_S
 from .errors import PardTypeError, PardValueError, TooManyArrivalsError
 from .planner import MAX_SAMPLES, Planner
@@ -326,6 +326,9 @@ def simulate(
         if len(workers) != ns or any(isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1
                                      or w > MAX_WORKERS for w in workers):
             raise PardValueError(f"workers must list one int in 1..{MAX_WORKERS} per stage ({ns}), got {workers!r}")
+        if sum(int(w) for w in workers) > MAX_TOTAL_WORKERS:
+            raise PardValueError(f"workers sum to {sum(int(w) for w in workers)}, more than MAX_TOTAL_WORKERS = "
+                                 f"{MAX_TOTAL_WORKERS} (a spec's bound), got {workers!r}")
     _check_size(n, (float(arr[-1]) - math.floor(arr[0]) + 1) if n else 1.0, ns, max_visits)
     _check_syncs((float(arr[-1]) - math.floor(arr[0])) if n else 0.0, sync, max_syncs)
     slo_s = _per_request("slo", spec.slo if slo is None else slo, n, spec.slo, np.float64, positive=True)

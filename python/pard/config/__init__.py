@@ -29,7 +29,7 @@ The package holds one concern per module: :mod:`~pard.config.models` (the pydant
 from __future__ import annotations
 
 from .formats import BUILTIN_NAMES, SPEC_SUFFIXES, builtin, dumps, load, loads, resolve_pipeline, save
-from .models import MAX_WORKERS, Capacity, PipelineSpec, StageSpec, min_latency_path, warn_unreachable_slo
+from .models import MAX_TOTAL_WORKERS, MAX_WORKERS, Capacity, PipelineSpec, StageSpec, min_latency_path, warn_unreachable_slo
 from .modules import from_module_json
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "PipelineSpec",
     "Capacity",
     "MAX_WORKERS",
+    "MAX_TOTAL_WORKERS",
     "min_latency_path",
     "warn_unreachable_slo",
     "BUILTIN_NAMES",

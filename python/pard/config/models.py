@@ -20,12 +20,13 @@ from typing import Any, ClassVar, Literal, Union
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, field_validator, model_validator
 
 from .. import profile as _profile
+from .._checks import yaml11_hint
 from ..errors import ConfigError, PardValueError, PardWarning, UnknownStageError
 from .graph import MAX_PATHS, count_paths, downstream_paths, find_cycle
 from .writers import save
 
-__all__ = ["StageSpec", "PipelineSpec", "Capacity", "MAX_WORKERS", "MAX_BATCH", "MAX_DURATION_S", "MAX_SLO_S", "MIN_SLO_S",
-           "min_latency_path", "warn_unreachable_slo", "Format", "PathLike"]
+__all__ = ["StageSpec", "PipelineSpec", "Capacity", "MAX_WORKERS", "MAX_TOTAL_WORKERS", "MAX_BATCH", "MIN_DURATION_S",
+           "MAX_DURATION_S", "MAX_SLO_S", "MIN_SLO_S", "min_latency_path", "warn_unreachable_slo", "Format", "PathLike"]
 
 Format = Literal["yaml", "json", "toml"]
 PathLike = Union[str, Path]
@@ -40,9 +41,18 @@ def _check_name(kind: str, value: str) -> str:
     return value
 
 
-#: Largest ``workers`` a stage may declare (10^5): the simulator and the runtime allocate per-worker
-#: state, and a count beyond this is a typo rather than a deployment.
-MAX_WORKERS = 100_000
+#: Largest ``workers`` a stage may declare (1 024).  The live runtime runs one OS thread per worker,
+#: each with its own stack and its executor's per-worker state (an ONNX Runtime session, a CUDA
+#: stream), and starts them all at once: a count far past the cores and accelerators of one host
+#: does not serve more, it exhausts the OS's threads (10^5 workers spent half a minute starting
+#: ~21 700 threads before one was refused).  1 024 is 16x the paper's 64-GPU testbed on one stage;
+#: a larger count is a typo, not a deployment.  The simulator and Ray read the same spec, so they
+#: take the same bound.
+MAX_WORKERS = 1024
+
+#: Largest sum of ``workers`` over a pipeline's stages (4 096 threads in one runtime process), for
+#: the same reason as :data:`MAX_WORKERS`.
+MAX_TOTAL_WORKERS = 4096
 
 #: Largest batch size (``max_batch`` and profile points): the C++ ``pard::Profile`` tabulates d(b)
 #: for every b up to its largest point and refuses more than ``Profile::kMaxTable`` = 2^20.
@@ -50,6 +60,12 @@ MAX_BATCH = 1 << 20
 
 #: Largest profile duration, seconds: what ``pard::Profile::from_seconds`` accepts.
 MAX_DURATION_S = 1e9
+
+#: Smallest profile duration, seconds (1 µs).  The C++ core counts whole int64 nanoseconds, so a
+#: duration near 1 ns loses its value to rounding, and the capacity ``b / d(b)`` that the runtime's
+#: default queue bound and the goodput bound multiply out grows without limit as ``d`` nears 0
+#: (``1e-300`` s overflowed the queue bound).  No model runs a batch in under a microsecond.
+MIN_DURATION_S = 1e-6
 
 #: Largest SLO, seconds: deadlines are int64 nanoseconds in the C++ core and the bindings refuse
 #: times past 9e9 s, so a request's ``send + slo`` must stay well inside that (1e9 s is 31 years).
@@ -138,9 +154,11 @@ class StageSpec(_Spec):
     Fields:
         name: the stage's name (letters, digits, ``_ . -``), unique within the pipeline.
         profile: batch size (int >= 1) -> execution duration of a batch of that size (float seconds,
-            finite, > 0, non-decreasing with the batch size).  At least one point.
+            finite, in [:data:`MIN_DURATION_S` = 1 µs, :data:`MAX_DURATION_S`], non-decreasing with the
+            batch size).  At least one point.
         max_batch: largest batch a worker forms (int >= 1).
-        workers: number of workers (int, 1 .. :data:`MAX_WORKERS` = 10^5).
+        workers: number of workers (int, 1 .. :data:`MAX_WORKERS` = 1 024; the pipeline's sum at most
+            :data:`MAX_TOTAL_WORKERS` = 4 096: one thread each in the live runtime).
         successors: names of the stages each request goes to next; empty for an exit stage.
         description: free text (which model, which hardware); optional.
 
@@ -176,7 +194,8 @@ class StageSpec(_Spec):
     def _v_workers(cls, v: int) -> int:
         _check_count("workers", v)
         if v > MAX_WORKERS:
-            raise PardValueError(f"workers must be <= {MAX_WORKERS} (MAX_WORKERS), got {v!r}")
+            raise PardValueError(f"workers must be <= {MAX_WORKERS} (MAX_WORKERS, one thread per worker in the "
+                                 f"live runtime: more is a typo, not a deployment), got {v!r}")
         return v
 
     @field_validator("profile")
@@ -195,6 +214,9 @@ class StageSpec(_Spec):
                 raise PardValueError(f"profile duration d({b}) = {d!r} is not finite")
             if d <= 0.0:
                 raise PardValueError(f"profile duration d({b}) = {d!r} s must be > 0")
+            if d < MIN_DURATION_S:
+                raise PardValueError(f"profile duration d({b}) = {d!r} s must be >= {MIN_DURATION_S:g} s "
+                                     f"(MIN_DURATION_S, 1 µs: the C++ core counts whole nanoseconds)")
             if d > MAX_DURATION_S:
                 raise PardValueError(f"profile duration d({b}) = {d!r} s must be <= {MAX_DURATION_S:g} s "
                                      f"(MAX_DURATION_S, the C++ core's limit)")
@@ -356,6 +378,10 @@ class PipelineSpec(_Spec):
                         f"stages[{i}].successors: stage {st.name!r} names unknown successor {s!r} "
                         f"(stages are {sorted(names)})"
                     )
+        total = sum(st.workers for st in self.stages)
+        if total > MAX_TOTAL_WORKERS:
+            raise PardValueError(f"stages: the workers sum to {total} over {len(self.stages)} stages, more than "
+                                 f"MAX_TOTAL_WORKERS = {MAX_TOTAL_WORKERS} (one thread per worker in the live runtime)")
         targets = {s for st in self.stages for s in st.successors}
         if all(st.name in targets for st in self.stages):
             raise PardValueError(
@@ -460,6 +486,10 @@ class PipelineSpec(_Spec):
 
     def entry_stages(self) -> list[str]:
         """Stages with no predecessor (where requests enter), in declaration order."""
+        total = sum(st.workers for st in self.stages)
+        if total > MAX_TOTAL_WORKERS:
+            raise PardValueError(f"stages: the workers sum to {total} over {len(self.stages)} stages, more than "
+                                 f"MAX_TOTAL_WORKERS = {MAX_TOTAL_WORKERS} (one thread per worker in the live runtime)")
         targets = {s for st in self.stages for s in st.successors}
         return [st.name for st in self.stages if st.name not in targets]
 
@@ -574,7 +604,7 @@ def _describe(exc: ValidationError, what: str, data: Mapping[str, Any] | None = 
         text = f"{loc}: {msg}" if loc else msg
         if err["type"] not in ("value_error", "assertion_error") and "input" in err:
             shown = repr(err["input"])
-            text += f" (got {shown[:80]}{'...' if len(shown) > 80 else ''})"
+            text += f" (got {shown[:80]}{'...' if len(shown) > 80 else ''})" + yaml11_hint(err["input"])
         lines.append(text + label)
     return f"invalid {what}: " + "; ".join(lines)
 

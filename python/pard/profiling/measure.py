@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._extras import require
+from .._extras import available
 from .._version import __version__
 from ..config import resolve_pipeline
 from ..errors import PardValueError
@@ -186,7 +186,12 @@ def measure_profile(
         repeats: timed runs per batch size and worker (>= 1); the profile point is the median over
             every worker's runs.
         co_load: the background load, see above.
-        blas_threads: BLAS threads during the measurement (as the runtime; None leaves it).
+        blas_threads: BLAS threads during the measurement (as the runtime; None leaves it), also the
+            ``threads`` an executor's ``bind`` hook gets.  The BLAS limit needs threadpoolctl (the
+            ``pard[cli]`` extra): without it the measurement goes on with BLAS's own thread count, as
+            ``Runtime(blas_threads="auto")`` runs then, so the profile matches that runtime (an
+            embedder with only ``pard[onnx]`` times its ONNX Runtime sessions, whose threads ``bind``
+            sets, either way).
         models: the built-in models measured when ``stages`` is None: ``"numpy"`` (default, the
             reference models) or ``"onnx"`` (the ONNX stage models, as ``pard run`` uses).
         progress: called as ``progress(stage, done, total)`` after each batch size of each worker.
@@ -285,8 +290,8 @@ def measure_profile(
                 errors.append(e)
 
     ctx = None
-    if blas_threads is not None:
-        threadpool_limits = require("threadpoolctl", "cli", "limiting BLAS threads while profiling").threadpool_limits
+    if blas_threads is not None and available("threadpoolctl"):  # optional: see blas_threads above
+        from threadpoolctl import threadpool_limits
 
         ctx = threadpool_limits(limits=blas_threads, user_api="blas")
     t_start = time.perf_counter()

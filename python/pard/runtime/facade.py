@@ -488,10 +488,9 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         It covers the requests held (the last ``history``) that have ended -- all of them after
         :meth:`close`; when that is not every request, ``report.window`` says what it covers, with the
         whole run's totals (:class:`pard.report.Report`).  Per-second series start at ``t0_s``
-        (default the first such send, rounded down) and goodput is per ``duration_s`` seconds (default
-        the whole one-second bins that hold the sends, as in ``pard.simulate``:
-        :func:`pard.report.report_bins`).  The per-second queueing and worker series reach back
-        :data:`SERIES_KEEP_S` (6 h) at least; earlier seconds read as no queueing samples.  The goodput
+        (default the first such send, rounded down); every rate is per ``duration_s`` seconds (default
+        the real time the sends took, at least 1 s: :func:`pard.report.sending_time_s`).  The per-second
+        queueing and worker series reach back :data:`SERIES_KEEP_S` (6 h) at least; earlier seconds read as no queueing samples.  The goodput
         bound (DESIGN §4) uses :meth:`bound_capacity`, or ``capacity_req_s`` (req/s, > 0) when given.
 
         Raises PardValueError for a bad ``capacity_req_s`` or ``duration_s``.

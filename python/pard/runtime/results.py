@@ -20,7 +20,7 @@ import numpy as np
 from .._checks import show
 from ..errors import PardValueError
 from ..outcomes import ON_TIME, PENDING, STATES
-from ..report import report_bins
+from ..report import report_bins, sending_time_s
 from .planner_loop import PlannerLoop
 from .workers import Stage
 
@@ -49,8 +49,10 @@ def report(live: Any, loop: PlannerLoop, policy: str, *, t0_s: float | None, dur
     send = out["send_s"]
     n = send.size
     t0, nb = report_bins(send, t0_s, duration_s)
+    # rates per second of the real time the sends took, not per whole one-second bin
+    per_s = duration_s if duration_s is not None else sending_time_s(np.sort(send))
     rep = loop.recorder.report(policy=policy, outcomes=out, t0_s=t0, n_bins=nb, slo_s=out["slo_s"],
-                               capacity_req_s=capacity_req_s, duration_s=duration_s)
+                               capacity_req_s=capacity_req_s, duration_s=per_s)
     submitted = totals.pop("submitted")
     if n < submitted:  # part of the run only: say which part, and give the totals from the counters
         rep.window = {"requests": n, "submitted": submitted, "not_held": max(0, submitted - held),

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..policies import PolicySpec
 
 __all__ = ["options_arg", "executors_arg", "worker_counts", "ring_capacity_arg", "queue_sizes", "bind_executors",
-           "build_stages", "PayloadShape", "positive_seconds", "QUEUE_SLOS", "MAX_RING_CAPACITY"]
+           "build_stages", "PayloadShape", "positive_seconds", "QUEUE_SLOS", "MAX_RING_CAPACITY", "MAX_QUEUE_SIZE"]
 
 #: Largest ingress ring a stage may have: the C++ ring allocates every slot up front (56 bytes
 #: each, about 235 MB at this size), so a larger request is refused instead of failing in new[].
@@ -97,7 +97,17 @@ def executors_arg(spec: PipelineSpec, stages: Mapping[str, Any] | None, model_op
 
 
 def worker_counts(spec: PipelineSpec, workers: Mapping[str, int] | Sequence[int] | None) -> list[int]:
-    """Worker threads per stage in ``spec.stages`` order (default the spec's ``workers``)."""
+    """Worker threads per stage in ``spec.stages`` order (default the spec's ``workers``).
+
+    Each count is an int in ``1 ..`` :data:`pard.config.MAX_WORKERS` (1 024) and their sum at most
+    :data:`~pard.config.models.MAX_TOTAL_WORKERS` (4 096), the bounds a spec's ``workers`` have: one
+    thread per worker, and a count past them is a typo that would exhaust the OS's threads.
+
+    Raises:
+        ConfigError: an unknown stage name, a wrong length, or a count out of those bounds (named).
+    """
+    from ..config.models import MAX_TOTAL_WORKERS, MAX_WORKERS
+
     names = [st.name for st in spec.stages]
     if workers is None:
         counts = [int(st.workers) for st in spec.stages]
@@ -111,8 +121,13 @@ def worker_counts(spec: PipelineSpec, workers: Mapping[str, int] | Sequence[int]
         if len(counts) != len(names):
             raise ConfigError(f"workers must list one count per stage ({len(names)}), got {counts!r}")
     for n, c in zip(names, counts):
-        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
-            raise ConfigError(f"workers for stage {n!r} must be an int >= 1, got {c!r}")
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 1 <= c <= MAX_WORKERS:
+            raise ConfigError(f"workers for stage {n!r} must be an int in 1..{MAX_WORKERS} (MAX_WORKERS, one "
+                              f"thread per worker: more is a typo, not a deployment), got {show(c)}")
+    total = sum(int(c) for c in counts)
+    if total > MAX_TOTAL_WORKERS:
+        raise ConfigError(f"workers sum to {total} over the stages {dict(zip(names, (int(c) for c in counts)))}, "
+                          f"more than MAX_TOTAL_WORKERS = {MAX_TOTAL_WORKERS} (one thread per worker)")
     return [int(c) for c in counts]
 
 
@@ -134,6 +149,12 @@ def ring_capacity_arg(value: Any) -> int:
 #: The default queue bound of a stage is this many SLOs' worth of its capacity (see :func:`queue_sizes`).
 QUEUE_SLOS = 10.0
 
+#: Largest queue bound a stage may have (2^31 - 1 requests): every queued request holds its payload,
+#: so a longer queue cannot fit in memory, and the C++ core keeps the bound in an int64.  The default
+#: bound is capped here (a fast profile with a long SLO multiplies out past any integer); a larger
+#: ``max_queue_size`` is refused.
+MAX_QUEUE_SIZE = 2**31 - 1
+
 
 def queue_sizes(spec: PipelineSpec, counts: Sequence[int], max_queue_size: Any) -> list[int]:
     """Each stage's queue bound: ``max_queue_size`` (an int >= 1 for every stage, or ``{stage: int}``
@@ -141,7 +162,12 @@ def queue_sizes(spec: PipelineSpec, counts: Sequence[int], max_queue_size: Any) 
     and at least one full batch per worker.  A request queued behind more than one SLO's worth of work
     cannot finish in time in FCFS order; the bound is ten times that, so that it only stops a runaway
     queue (naive at 10x overload) and never turns away the fresh requests a budget-ordered policy
-    would serve first (pard purges its infeasible requests and keeps far less than that queued)."""
+    would serve first (pard purges its infeasible requests and keeps far less than that queued).
+    The default is capped at :data:`MAX_QUEUE_SIZE`.
+
+    Raises:
+        ConfigError: ``max_queue_size`` names an unknown stage.  PardValueError: a bound that is not an
+            int in ``1 .. MAX_QUEUE_SIZE`` (names the stage and the value)."""
     names = [st.name for st in spec.stages]
     given: dict[str, Any] = {}
     if isinstance(max_queue_size, Mapping):
@@ -156,9 +182,11 @@ def queue_sizes(spec: PipelineSpec, counts: Sequence[int], max_queue_size: Any) 
         q = given.get(st.name)
         if q is None:
             cap = w * peak_throughput(st.profile, st.max_batch)
-            q = max(w * st.batch_limit, math.ceil(QUEUE_SLOS * spec.slo * cap))
-        elif isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 1:
-            raise PardValueError(f"max_queue_size for stage {st.name!r} must be an int >= 1, got {show(q)}")
+            want = QUEUE_SLOS * spec.slo * cap  # float: finite for any valid spec, but may pass any int
+            q = min(MAX_QUEUE_SIZE, max(w * st.batch_limit, math.ceil(min(want, float(MAX_QUEUE_SIZE)))))
+        elif isinstance(q, bool) or not isinstance(q, (int, np.integer)) or not 1 <= q <= MAX_QUEUE_SIZE:
+            raise PardValueError(f"max_queue_size for stage {st.name!r} must be an int in 1..{MAX_QUEUE_SIZE} "
+                                 f"(MAX_QUEUE_SIZE), got {show(q)}")
         out.append(int(q))
     return out
 
