@@ -607,21 +607,26 @@ def test_an_answer_ready_only_after_its_deadline_is_late_though_the_pipeline_fin
     where the runtime alone counts it on time.  A request answered at once is on time."""
     import time as _time
 
+    import pard.serve.service as service
+
     async def body(c: httpx.AsyncClient, app: Any) -> None:
         svc = app.state.service
         r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
         assert r.status_code == 200 and r.headers["x-pard-outcome"] == "on_time"
-        encode = svc._encode
+        encode = service._encode
         mid: list[dict[str, float]] = []
 
-        def slow_encode(req: Any, result: Any) -> Any:  # a scrape while the late answer is being made
+        def slow_encode(*args: Any) -> Any:  # a scrape while the late answer is being made
             family = next(iter(PipelineCollector(svc).collect()))
             mid.append({smp.labels["outcome"]: smp.value for smp in family.samples})
             _time.sleep(0.4)
-            return encode(req, result)
+            return encode(*args)
 
-        svc._encode = slow_encode
-        r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
+        service._encode = slow_encode
+        try:
+            r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
+        finally:
+            service._encode = encode
         assert r.status_code == 200 and r.headers["x-pard-outcome"] == "late"
         # the runtime had already counted it on time; the counter had not, so it never goes down
         assert (mid[0]["on_time"], mid[0]["late"]) == (1.0, 0.0)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 import pytest
 
 pytest.importorskip("starlette")
@@ -49,6 +51,17 @@ def test_example_profile_command_measures_the_models_served() -> None:
     served = [cfg.workers.get(st.name, st.workers) if cfg.workers else st.workers for st in spec.stages]
     assert size_workers(load("tm"), int(opts["--cores"])) == served == [st.workers for st in spec.stages]
     assert commands[0] in (ROOT / "examples" / "tm-profile.yaml").read_text()
+    # the served networks are the ones `pard profile --pipeline tm` builds (shaped by the built-in tm's
+    # profile), not networks reshaped by the measured profile they are served with
+    from pard.models import reference_models
+
+    timed = reference_models("tm", scale=float(opts["--scale"]))
+    executors = cfg.build_executors(spec)
+    assert executors is not None
+    x = np.random.default_rng(0).random((2, 32, 32, 3), dtype=np.float32)
+    for name in spec.stage_names:
+        np.testing.assert_array_equal(np.asarray(executors[name].fn(x)), np.asarray(timed[name](x)))
+        x = np.asarray(timed[name](x))
 
 
 def test_triton_queue_fields_map_onto_slo_and_tiers() -> None:

@@ -153,6 +153,20 @@ class AsyncRuntimeMixin:
                 e.request_id = fut.request_id
             raise
 
+    async def submit_async(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> Any:
+        """``await``-able form of :meth:`submit`: returns the output or raises as ``future.result()``.
+
+        Cancelling the awaiting task cancels the request.
+        """
+        rt: Runtime = self  # type: ignore[assignment]
+        fut = rt.submit(payload, slo=slo, tier=tier)
+        try:
+            waiter = wrap_future(fut)
+        except BaseException:  # e.g. no running event loop: end the request rather than leak it
+            fut.cancel()
+            raise
+        return await waiter
+
     async def aclose(self, drain: bool = True, *, timeout_s: float | None = None) -> None:
         """:meth:`Runtime.close` in a worker thread, so the event loop keeps running meanwhile.
 

@@ -412,25 +412,6 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         # and counts the request; a refusal ends it at once (its future raises pard.Rejected)
         return self._live.submit(payload, slo_s, tier, deadline)
 
-    def door_finish_s(self, tier: int = 0) -> float:
-        """When (s, :meth:`now`'s clock) a request of tier code ``tier`` arriving now would leave the
-        pipeline, as the entry stages' drop rule estimates it (``cpp/include/pard/door.hpp``): what
-        :class:`pard.runtime.door.Door` admits by.  Lock-free; for any thread."""
-        return float(self._live.door_finish_s(tier))
-
-    async def submit_async(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> Any:
-        """``await``-able form of :meth:`submit`: returns the output or raises as ``future.result()``.
-
-        Cancelling the awaiting task cancels the request.
-        """
-        fut = self.submit(payload, slo=slo, tier=tier)
-        try:
-            waiter = live.wrap_future(fut)
-        except BaseException:  # e.g. no running event loop: end the request rather than leak it
-            fut.cancel()
-            raise
-        return await waiter
-
     def replay(self, arrivals_s: Sequence[float] | np.ndarray, payloads: Sequence[Any], *,
                slo: float | None = None, progress: Callable[[float], None] | None = None) -> list[RequestFuture]:
         """Submit one request per arrival time, in wall-clock time, from the calling thread:

@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Any
 
+from ..config import resolve_pipeline
 from ..errors import ConfigError
 from ..executors import ArrayExecutor
 from ..models import INPUT_SHAPE, reference_models
@@ -24,17 +25,32 @@ _MODELS: dict[tuple[str, float, int], dict[str, Any]] = {}
 _MODELS_LOCK = threading.Lock()
 
 
-def reference_model(*, stage: Any, pipeline: Any, scale: float = 1.0, seed: int = 0) -> Any:
+def reference_model(*, stage: Any, pipeline: Any, scale: float = 1.0, seed: int = 0,
+                    shaped_like: str | None = None) -> Any:
     """Stage ``stage`` of :func:`pard.models.reference_models` (``scale``, ``seed``) in an ArrayExecutor.
+
+    The networks' widths follow the stages' relative costs in a pipeline's profile: by default the
+    served pipeline's; ``shaped_like`` names another (a built-in such as ``"tm"``, or a spec file) with
+    the same stages.  A file that serves a measured profile names the pipeline the measurement built
+    its models from, so that it serves exactly the networks ``pard profile --pipeline NAME --models
+    numpy`` timed (otherwise the measured profile reshapes the networks it describes).
 
     Entry stages declare :data:`pard.models.INPUT_SHAPE` as their payload shape; exit stages copy
     their outputs to the host.  The models of one pipeline are built once per ``(scale, seed)``.
+
+    Raises: ConfigError when ``shaped_like`` is not a pipeline with the served pipeline's stages.
     """
-    key = (str(pipeline.name), float(scale), int(seed))
+    shape = pipeline
+    if shaped_like is not None:
+        shape = resolve_pipeline(shaped_like)
+        if shape.stage_names != pipeline.stage_names:
+            raise ConfigError(f"reference_model: shaped_like={shaped_like!r} has stages {shape.stage_names}, "
+                              f"the served pipeline {pipeline.stage_names}")
+    key = (str(shape.name) if shaped_like is None else f"shaped_like:{shaped_like}", float(scale), int(seed))
     with _MODELS_LOCK:
         models = _MODELS.get(key)
         if models is None:
-            models = _MODELS[key] = reference_models(pipeline, scale=scale, seed=seed)
+            models = _MODELS[key] = reference_models(shape, scale=scale, seed=seed)
     entry = stage.name in pipeline.entry_stages()
     return ArrayExecutor(models[stage.name], payload_shape=INPUT_SHAPE if entry else None,
                          to_host=not stage.successors)

@@ -402,7 +402,7 @@ class ServedPipeline:
         except (PardError, ValueError, TypeError) as e:  # a payload submit refused (shape, tier)
             return _error(400, "invalid", str(e))
         resumed = time.monotonic()
-        answer = self._encode(req, result)
+        answer = _encode(self.model_name, self.outputs, bool(self.config.outputs), req, result)
         if answer.outcome == "output_error":  # the runtime counted it finished; the client got a 500
             self.unencoded[state] += 1
         return self._timed(answer, state, t0, deadline, resumed)
@@ -478,23 +478,6 @@ class ServedPipeline:
     def _tier(self, req: InferRequest, headers: Mapping[str, str]) -> int:
         return request_tier(req, headers, self.spec.tiers, self.config)
 
-    def _encode(self, req: InferRequest, result: Any) -> Answer:
-        try:
-            if len(self.outputs) == 1 and self.outputs[0].stage is None:
-                pairs = [(self.outputs[0].name, np.asarray(result))]
-            else:
-                pairs = [(t.name, np.asarray(result[t.stage] if isinstance(result, Mapping) else result))
-                         for t in self.outputs]
-            if self.config.outputs:  # declared in the file: the metadata clients rely on, not a warm-up's guess
-                for t, (_, arr) in zip(self.outputs, pairs):
-                    t.check_output(arr)
-            if req.outputs:
-                pairs = [p for p in pairs if p[0] in req.outputs]
-            body, headers = encode_response(self.model_name, req.id, pairs, req)
-        except (ProtocolError, KeyError, TypeError, ValueError) as exc:
-            return _error(500, "output_error", f"the pipeline's output cannot be encoded: {exc}")
-        return Answer(200, body, headers, "served")
-
     # ------------------------------------------------------------------ accounting
     def report(self) -> dict[str, Any]:
         """Outcome counts: the runtime's (every request that reached it) plus the server's own.
@@ -516,6 +499,26 @@ class ServedPipeline:
     def tier_report(self) -> dict[str, dict[str, float]]:
         """:func:`pard.serve.outcomes.tier_report` of this server's answers (``report()["tiers"]``)."""
         return tier_report(self.spec.tiers, self.tier_counts, TIER_OUTCOMES)
+
+
+def _encode(model_name: str, outputs: list[TensorSpec], declared: bool, req: InferRequest, result: Any) -> Answer:
+    """The 200 answer carrying ``result`` as the served ``outputs`` (checked against them when the file
+    ``declared`` them), or a 500 ``output_error`` when it cannot be encoded."""
+    try:
+        if len(outputs) == 1 and outputs[0].stage is None:
+            pairs = [(outputs[0].name, np.asarray(result))]
+        else:
+            pairs = [(t.name, np.asarray(result[t.stage] if isinstance(result, Mapping) else result))
+                     for t in outputs]
+        if declared:  # declared in the file: the metadata clients rely on, not a warm-up's guess
+            for t, (_, arr) in zip(outputs, pairs):
+                t.check_output(arr)
+        if req.outputs:
+            pairs = [p for p in pairs if p[0] in req.outputs]
+        body, headers = encode_response(model_name, req.id, pairs, req)
+    except (ProtocolError, KeyError, TypeError, ValueError) as exc:
+        return _error(500, "output_error", f"the pipeline's output cannot be encoded: {exc}")
+    return Answer(200, body, headers, "served")
 
 
 def _described(output: Any) -> dict[str, Any]:
