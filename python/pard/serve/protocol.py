@@ -16,13 +16,18 @@ Datatypes (v2 name -> NumPy): ``BOOL`` bool, ``UINT8..UINT64``, ``INT8..INT64``,
 a 4-byte little-endian length, then its bytes).  ``BF16`` has no NumPy type and is refused.
 
 Strict JSON both ways (RFC 8259 has no NaN or Infinity): a request with ``NaN`` / ``Infinity``
-tokens, a JSON number out of its datatype's range (``1e39`` as FP32), or an element of the wrong kind
-(``true`` where a number belongs, ``1.5`` for an integer type, ``1`` for BOOL), is a 400; a non-finite
-float output is written ``null`` in JSON (ask for binary output to get its bits).
+tokens, a JSON number out of its datatype's range (``1e39`` as FP32, ``300`` as UINT8, ``1e400``, an
+integer longer than Python's int-string limit of 4 300 digits), or an element of the wrong kind
+(``true`` where a number belongs, ``1.5`` for an integer type, ``1`` for BOOL), is a 400 naming the
+element; a non-finite float output is written ``null`` in JSON (ask for binary output to get its bits).
+
+:func:`decode_request_async` decodes a large body in a worker thread, so that the event loop keeps
+answering other requests (health checks too) meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import struct
@@ -41,6 +46,7 @@ __all__ = [
     "InferRequest",
     "datatype_of",
     "decode_request",
+    "decode_request_async",
     "encode_response",
 ]
 
@@ -58,6 +64,12 @@ DATATYPES: dict[str, np.dtype[Any]] = {
     "BYTES": np.dtype(object),
 }
 _BY_DTYPE = {dt: name for name, dt in DATATYPES.items() if name != "BYTES"}
+
+#: Bodies larger than this (bytes) are decoded in a worker thread by :func:`decode_request_async`: about
+#: a millisecond of decoding, past which the event loop's other work would wait on it.
+DECODE_INLINE_BYTES = 256 * 1024
+#: The most dimensions a tensor may have (NumPy 1's limit; NumPy 2 allows 64).
+MAX_DIMS = 32
 
 
 class ProtocolError(PardError, ValueError):
@@ -107,7 +119,23 @@ def _shape(where: str, value: Any) -> tuple[int, ...]:
     if not isinstance(value, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
                                               for d in value):
         raise ProtocolError(f"{where}.shape must be a list of ints >= 0, got {_show(value)}")
+    if len(value) > MAX_DIMS:
+        raise ProtocolError(f"{where}.shape has {len(value)} dimensions, more than {MAX_DIMS}")
     return tuple(value)
+
+
+def _out_of_range(where: str, data: list[Any], datatype: str, exc: Exception) -> ProtocolError:
+    """The error for a list of numbers NumPy could not convert: name the first element out of
+    ``datatype``'s range, or (none found) the whole list and NumPy's reason."""
+    dt = DATATYPES[datatype]
+    # Python numbers: an int of 400 digits compares with them exactly, where NumPy's overflow
+    lo, hi = ((int(np.iinfo(dt).min), int(np.iinfo(dt).max)) if dt.kind in "iu"
+              else (-float(np.finfo(dt).max), float(np.finfo(dt).max)))
+    for i, x in enumerate(np.asarray(data, dtype=object).reshape(-1).tolist()):
+        if isinstance(x, int) and not lo <= x <= hi:
+            shown = _show(x) if x.bit_length() < 256 else f"an integer of {len(str(abs(x)))} digits"
+            return ProtocolError(f"{where}.data[{i}] = {shown} is out of the range of {datatype} [{lo}, {hi}]")
+    return ProtocolError(f"{where}.data is not a list of {datatype} values ({exc}): {_show(data)}")
 
 
 def _from_json_data(where: str, data: Any, shape: tuple[int, ...], datatype: str) -> np.ndarray:
@@ -125,11 +153,11 @@ def _from_json_data(where: str, data: Any, shape: tuple[int, ...], datatype: str
             with np.errstate(over="ignore"):  # an overflow becomes inf, refused below
                 arr = np.asarray(data, dtype=DATATYPES[datatype]).reshape(-1)
         except (TypeError, ValueError, OverflowError) as exc:
-            raise ProtocolError(f"{where}.data is not a list of {datatype} values ({exc}): {_show(data)}") from None
+            raise _out_of_range(where, data, datatype, exc) from None
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():  # JSON numbers are finite: it overflowed
             i = int(np.flatnonzero(~np.isfinite(arr))[0])
-            raise ProtocolError(f"{where}.data[{i}] = {_show(np.asarray(data, dtype=object).reshape(-1)[i])} "
-                                f"is out of the range of {datatype}")
+            x = np.asarray(data, dtype=object).reshape(-1)[i]
+            raise ProtocolError(f"{where}.data[{i}] = {_number(x)} is out of the range of {datatype}")
     if arr.size != count:
         raise ProtocolError(f"{where}.data holds {arr.size} elements but shape {list(shape)} needs {count}")
     return arr.reshape(shape)
@@ -152,7 +180,14 @@ def _check_json_kinds(where: str, data: list[Any], datatype: str) -> None:
     if isinstance(x, list) or x is None and flat.size == 1 and isinstance(data[0], list):
         raise ProtocolError(f"{where}.data is nested unevenly (its lists at one depth differ in length): "
                             f"{_show(data)}")
-    raise ProtocolError(f"{where}.data[{i}] = {_show(x)} is not {need}, as datatype {datatype} needs")
+    raise ProtocolError(f"{where}.data[{i}] = {_number(x)} is not {need}, as datatype {datatype} needs")
+
+
+def _number(x: Any) -> str:
+    """An element as a message shows it: a JSON number past float64's range (``1e400``) is read as inf."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return "a number past float64's range"
+    return _show(x)
 
 
 def _from_binary(where: str, raw: bytes, shape: tuple[int, ...], datatype: str) -> np.ndarray:
@@ -182,6 +217,42 @@ def _refuse_constant(token: str) -> Any:
     raise ProtocolError(f"the request body is not valid JSON: {token} is not a JSON number (RFC 8259)")
 
 
+class _HugeInt:
+    """A JSON integer past Python's int-string limit (``sys.get_int_max_str_digits()``, 4 300 digits), which
+    ``int()`` refuses with ValueError: no datatype holds it, and reading it costs time quadratic in its length."""
+
+    def __init__(self, text: str) -> None:
+        self.digits = len(text.lstrip("-"))
+
+
+def _int_or_huge(text: str) -> int | _HugeInt:
+    try:
+        return int(text)
+    except ValueError:
+        return _HugeInt(text)
+
+
+def _huge_int_error(header: str) -> ProtocolError | None:
+    """Parse again, keeping integers past the limit as :class:`_HugeInt`, and name the first one's field
+    (``inputs[0].data[3]``; nested lists indexed as nested); None when there is none.  Only on the error
+    path: a parse_int hook costs a Python call per integer."""
+    try:
+        doc = json.loads(header, parse_constant=_refuse_constant, parse_int=_int_or_huge)
+    except (ValueError, RecursionError):  # something else is wrong with it too: the caller's generic error
+        return None
+    stack: list[tuple[str, Any]] = [("", doc)]
+    while stack:  # iterative: the document may nest deeper than Python's recursion limit allows
+        where, value = stack.pop()
+        if isinstance(value, _HugeInt):
+            return ProtocolError(f"{where or 'the body'} is an integer of {value.digits} digits, out of the "
+                                 f"range of every datatype")
+        if isinstance(value, dict):
+            stack.extend((f"{where}.{k}" if where else str(k), v) for k, v in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in reversed(list(enumerate(value))))
+    return None
+
+
 def _split_body(body: bytes, header_length: int | None) -> tuple[Any, bytes]:
     if header_length is None:
         header, rest = body, b""
@@ -191,11 +262,16 @@ def _split_body(body: bytes, header_length: int | None) -> tuple[Any, bytes]:
         header, rest = body[:header_length], body[header_length:]
     try:
         # UTF-8 only (RFC 8259 §8.1): json.loads on bytes would guess UTF-16/32 from NUL bytes
-        doc = json.loads(header.decode("utf-8"), parse_constant=_refuse_constant)
+        text = header.decode("utf-8")
+        doc = json.loads(text, parse_constant=_refuse_constant)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ProtocolError(f"the request body is not valid JSON: {exc}") from None
     except RecursionError:  # json's decoder recurses per nesting level: '[' * 100000 exhausts the stack
         raise ProtocolError("the request body's JSON is nested too deeply to decode") from None
+    except ProtocolError:  # NaN / Infinity (_refuse_constant)
+        raise
+    except ValueError as exc:  # an integer past the int-string limit; name where it is
+        raise (_huge_int_error(text) or ProtocolError(f"the request body is not valid JSON: {exc}")) from None
     if not isinstance(doc, dict):
         raise ProtocolError(f"the request body must be a JSON object, got {_show(doc)}")
     return doc, rest
@@ -285,6 +361,17 @@ def decode_request(body: bytes, header_length: int | None = None) -> InferReques
     inputs = _decode_inputs(doc.get("inputs"), rest)
     names, binary = _decode_outputs(doc.get("outputs"), _flag(params, "binary_data_output", False, "parameters"))
     return InferRequest(id=rid, inputs=inputs, parameters=params, outputs=names, binary_outputs=binary)
+
+
+async def decode_request_async(body: bytes, header_length: int | None = None) -> InferRequest:
+    """:func:`decode_request`, in a worker thread (``asyncio.to_thread``) for a body larger than
+    :data:`DECODE_INLINE_BYTES`, inline for a smaller one (a thread hand-over costs more than its decode).
+    A multi-megabyte JSON body takes the GIL for hundreds of milliseconds either way, but in a thread the
+    interpreter switches back to the event loop every few milliseconds, so health checks and small
+    requests keep being answered.  Same arguments, result and errors as :func:`decode_request`."""
+    if len(body) <= DECODE_INLINE_BYTES:
+        return decode_request(body, header_length)
+    return await asyncio.to_thread(decode_request, body, header_length)
 
 
 def _binary_bytes(array: np.ndarray) -> bytes:
