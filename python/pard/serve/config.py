@@ -13,7 +13,10 @@ stages:                         # per stage: an executor factory by import path,
 model_options: {scale: 0.5}     # for the reference models when `stages` is absent
 inputs: [{name: INPUT0, datatype: FP32, shape: [32, 32, 3]}]   # default: one FP32 INPUT0
 outputs: [{name: OUTPUT0}]                                     # default: OUTPUT0 (one per exit stage)
-server: {host: 127.0.0.1, port: 8000, max_body_bytes: 67108864, drain_grace_s: 1.0, drain_timeout_s: 25.0,
+server: {host: 127.0.0.1, port: 8000, drain_grace_s: 1.0, drain_timeout_s: 25.0,
+         max_body_bytes: null,   # null: the largest valid body for the declared inputs (body_limit_for)
+         header_timeout_s: 5.0,  # a connection's request headers must be in within this (connections.py)
+         max_connections: null,  # null: min(10 000, the open-file soft limit - 100)
          max_loop_lag_s: null}   # shed at the door while the event loop lags this much (null: SLO / 2; 0: never)
 queue:                          # Triton's model-config queue fields, mapped onto pard's
   max_queue_size: 0             #   > 0: 429 once this many requests wait at the entry stage
@@ -40,7 +43,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..config import PipelineSpec
 from ..config import load as load_pipeline
@@ -58,6 +61,8 @@ __all__ = [
     "ServeConfig",
     "load_serve_config",
     "parse_serve_config",
+    "body_limit_for",
+    "check_body_fits",
     "sample_payload",
 ]
 
@@ -119,15 +124,64 @@ class ModelOptions(_Strict):
     seed: int = 0
 
 
-def check_body_fits(t: TensorSpec, where: str, max_body_bytes: int) -> None:
+#: ``server.max_body_bytes`` when the inputs' sizes are not all known (not declared, a -1 dimension, BYTES)
+DEFAULT_MAX_BODY_BYTES = 16 * 2**20
+#: the derived limit's floor -- the size below which protocol.decode_request_async decodes on the event loop,
+#: a millisecond or two -- and its ceiling (a larger tensor should travel binary, under an explicit limit)
+MIN_BODY_BYTES = 256 * 2**10
+MAX_DERIVED_BODY_BYTES = 2**30
+#: a request's JSON around its tensors' data: id, parameters, names, shapes, datatypes, outputs
+ENVELOPE_BYTES = 64 * 2**10
+#: the JSON text around each number: its separator, and a line break and indentation when pretty-printed
+JSON_SEPARATOR_BYTES = 16
+
+
+def _raw_nbytes(t: TensorSpec) -> int | None:
+    """The bytes of a fixed-shape input's data (the binary form), None when not known in advance."""
+    if not t.fixed() or t.datatype not in DATATYPES or t.datatype == "BYTES":
+        return None
+    return math.prod(t.shape or []) * DATATYPES[t.datatype].itemsize
+
+
+def _number_text_bytes(datatype: str) -> int:
+    """The longest JSON text of one value of ``datatype``: ``false``, the integer type's most negative
+    value, or a float64's longest shortest-round-trip repr (``-2.2250738585072014e-308``, 24 characters:
+    clients write float32 values as doubles)."""
+    dt = DATATYPES[datatype]
+    if dt.kind == "b":
+        return 5
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return max(len(str(info.min)), len(str(info.max)))
+    return 24
+
+
+def body_limit_for(inputs: list[TensorSpec] | None) -> int:
+    """The default ``server.max_body_bytes`` for ``inputs``: the largest valid body a request for them can
+    be, in JSON (each element its longest number text plus :data:`JSON_SEPARATOR_BYTES`) or binary (the
+    raw bytes), plus :data:`ENVELOPE_BYTES`; at least :data:`MIN_BODY_BYTES` and at most
+    :data:`MAX_DERIVED_BODY_BYTES`.  Inputs not declared, or of a size not known in advance (a -1
+    dimension, BYTES): at least :data:`DEFAULT_MAX_BODY_BYTES`."""
+    known, unknown = 0, not inputs
+    for t in inputs or []:
+        raw = _raw_nbytes(t)
+        if raw is None:
+            unknown = True
+            continue
+        count = math.prod(t.shape or [])
+        known += max(raw, count * (_number_text_bytes(t.datatype) + JSON_SEPARATOR_BYTES))
+    limit = max(MIN_BODY_BYTES, known + ENVELOPE_BYTES, DEFAULT_MAX_BODY_BYTES if unknown else 0)
+    return min(limit, MAX_DERIVED_BODY_BYTES)
+
+
+def check_body_fits(t: TensorSpec, where: str, max_body_bytes: int, *, note: str = "") -> None:
     """ServeConfigError when a fixed-shape input takes more than ``max_body_bytes`` (its raw bytes, the
-    least a request carrying it can send): every request would be refused 413."""
-    if not t.fixed():
-        return
-    nbytes = math.prod(t.shape or []) * np.dtype(DATATYPES[t.datatype]).itemsize
-    if nbytes > max_body_bytes:
+    least a request carrying it can send): every request would be refused 413.  ``note`` ends the message
+    (how the limit was set)."""
+    nbytes = _raw_nbytes(t)
+    if nbytes is not None and nbytes > max_body_bytes:
         raise ServeConfigError(f"{where}: {t.shape} of {t.datatype} is {nbytes:.3g} bytes a request, above "
-                               f"server.max_body_bytes {max_body_bytes}")
+                               f"server.max_body_bytes {max_body_bytes}{note}")
 
 
 def check_warm_outputs(outputs: list[TensorSpec], warm: Mapping[str, Any], exits: list[str], source: str) -> None:
@@ -149,7 +203,15 @@ class ServerOptions(_Strict):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
-    max_body_bytes: int = Field(default=64 * 2**20, gt=0)
+    #: the largest request body (bytes, 413 past it); not in the file: derived from ``inputs`` when the
+    #: file is loaded (:func:`body_limit_for`), DEFAULT_MAX_BODY_BYTES here
+    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, gt=0)
+    #: a connection that has not sent a request's headers this long (s) after it opened, or after its
+    #: previous response, is closed (:mod:`pard.serve.connections`)
+    header_timeout_s: float = Field(default=5.0, gt=0, allow_inf_nan=False)
+    #: open connections at most; past it the oldest one waiting for its headers is closed, or the new one
+    #: refused 503.  None: min(10 000, the open-file soft limit - 100), below the limit so accept() never fails
+    max_connections: int | None = Field(default=None, ge=1)
     drain_grace_s: float = Field(default=1.0, ge=0, allow_inf_nan=False)
     # 25 s: the drain and uvicorn's close of the connections left fit Kubernetes' default 30 s grace period
     drain_timeout_s: float = Field(default=25.0, gt=0, allow_inf_nan=False)
@@ -193,6 +255,23 @@ class ServeConfig(_Strict):
     queue: QueueOptions = QueueOptions()
     base_dir: str = "."  # the file's folder (relative pipeline paths); set by the loader
     source: str = "<serve config>"  # the file, for errors found when the pipeline is built; set by the loader
+
+    @model_validator(mode="after")
+    def _derive_body_limit(self) -> ServeConfig:
+        """``server.max_body_bytes`` not given: the largest valid body for ``inputs`` (:func:`body_limit_for`),
+        so a server is never open to bodies far larger than any request it can serve."""
+        if "max_body_bytes" not in self.server.model_fields_set:
+            fields = {**self.server.__dict__, "max_body_bytes": body_limit_for(self.inputs)}
+            derived = ServerOptions.model_construct(self.server.model_fields_set, **fields)  # still "not given"
+            object.__setattr__(self, "server", derived)  # frozen model: set once, while it is being built
+        return self
+
+    def body_limit_note(self) -> str:
+        """How ``server.max_body_bytes`` was set, for error messages."""
+        if "max_body_bytes" in self.server.model_fields_set:
+            return ""
+        return (f" (derived from inputs, at most {MAX_DERIVED_BODY_BYTES} bytes: set server.max_body_bytes "
+                f"to allow more, and send the tensor binary)")
 
     # ------------------------------------------------------------------ derived
     def pipeline_spec(self) -> Any:
@@ -261,7 +340,12 @@ class ServeConfig(_Strict):
                     raise ServeConfigError(f"{field_name}[{i}].stage: {t.stage!r} is not an exit stage "
                                            f"of {spec.name!r} ({spec.exit_stages()})")
                 if field_name == "inputs":  # the warm-up builds one; a request could not carry it
-                    check_body_fits(t, f"inputs[{i}].shape", self.server.max_body_bytes)
+                    check_body_fits(t, f"inputs[{i}].shape", self.server.max_body_bytes, note=self.body_limit_note())
+        sizes = [_raw_nbytes(t) for t in self.inputs or []]
+        total = sum(n for n in sizes if n is not None)
+        if len(sizes) > 1 and total > self.server.max_body_bytes:  # each fits, but a request carries them all
+            raise ServeConfigError(f"inputs: the fixed-shape inputs take {total:.3g} bytes a request together, "
+                                   f"above server.max_body_bytes {self.server.max_body_bytes}{self.body_limit_note()}")
         q = self.queue
         if q.priority_levels and q.default_priority_level > q.priority_levels:
             raise ServeConfigError(f"queue.default_priority_level: {q.default_priority_level} exceeds "
