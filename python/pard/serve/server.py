@@ -13,6 +13,10 @@ close the listening socket, so new requests would be refused rather than answere
 A second signal during the drain stops at once: requests still in flight are cancelled (their
 clients get 503, reason ``cancelled``, within about a second), a batch still running -- a hung one
 too -- is not waited for, and uvicorn gives open connections a second (exit status 130).
+
+Connections go through :mod:`pard.serve.connections` (a header-read timeout, a cap on open connections
+below the open-file limit, which is raised to its hard limit at start); uvicorn's loop and HTTP parser
+stay its "auto" choices (uvloop and httptools when installed).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import asyncio
 import json
 import logging
 import math
+import resource
 import signal
 import socket
 import sys
@@ -32,6 +37,7 @@ import uvicorn
 
 from .app import create_app
 from .config import ServeConfig
+from .connections import FD_HEADROOM, default_max_connections, guarded_protocol, raise_fd_limit
 from .service import ServedPipeline
 
 __all__ = ["DrainingServer", "serve"]
@@ -121,9 +127,19 @@ def serve(config: ServeConfig, *, host: str | None = None, port: int | None = No
     service.prepare()  # a bad policy, worker count or factory fails here, before the port is bound
     app = create_app(config, service=service)
     opts = config.server
+    before, soft, hard = raise_fd_limit()
+    max_connections = opts.max_connections or default_max_connections(soft)
     uv = uvicorn.Config(app, host=host or opts.host, port=opts.port if port is None else port,
                         log_level=opts.log_level, lifespan="on", access_log=False,
-                        timeout_graceful_shutdown=int(opts.drain_timeout_s) + 1)
+                        timeout_graceful_shutdown=int(opts.drain_timeout_s) + 1,
+                        http=guarded_protocol(opts.header_timeout_s, max_connections))
+    log = logging.getLogger("uvicorn.error")  # configured by uvicorn.Config
+    log.info("Open-file limit %d (was %d, hard %s); at most %d connections (server.max_connections), "
+             "request headers within %g s (server.header_timeout_s)", soft, before,
+             "unlimited" if hard == resource.RLIM_INFINITY else hard, max_connections, opts.header_timeout_s)
+    if max_connections > soft - FD_HEADROOM:
+        log.warning("server.max_connections %d leaves fewer than %d of the %d open files to the rest of the "
+                    "process: accept() may fail with EMFILE", max_connections, FD_HEADROOM, soft)
     server = DrainingServer(uv, service, port_file=None if port_file is None else Path(port_file))
     server.run()
     report: dict[str, Any] = service.report()

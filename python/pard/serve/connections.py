@@ -1,0 +1,211 @@
+"""Connection limits of ``pard serve``'s HTTP front: a header-read timeout and a cap on open connections.
+
+uvicorn holds a connection for as long as its client takes to send a request's headers (its keep-alive
+timer restarts on every byte), so clients that connect and stall -- a slowloris, or a crowd of broken
+ones -- each hold a file descriptor until the process has none left; then every ``accept()`` fails, no
+client gets in, and each failure is logged.  :func:`guarded_protocol` builds the uvicorn HTTP protocol
+class that :func:`pard.serve.server.serve` passes as ``uvicorn.Config(http=...)``; per server:
+
+* **header timeout** -- a connection must complete a request's headers within ``header_timeout_s`` of
+  opening, or of its previous response completing (keep-alive), or it is closed.  Bytes trickling in do
+  not extend it.
+* **connection cap** -- at most ``max_connections`` open connections.  A new connection past the cap
+  closes the connection that has waited longest for its headers (half-open, or idle between keep-alive
+  requests: it holds no request); when every connection holds a request, the new one is answered 503
+  and closed.
+* **header size** -- more than :data:`MAX_HEADER_BYTES` of headers is answered 431 and closed (httptools
+  does not bound a request line or its headers).
+
+The default cap, :func:`default_max_connections`, stays below the process's open-file limit, which
+:func:`raise_fd_limit` lifts to its hard limit at start: descriptors never run out, so ``accept()`` never
+fails for want of one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import resource
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as _Base
+else:
+    try:  # the protocol uvicorn's http="auto" picks
+        import httptools  # noqa: F401
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as _Base
+    except ImportError:
+        from uvicorn.protocols.http.h11_impl import H11Protocol as _Base
+
+__all__ = ["MAX_HEADER_BYTES", "GuardedProtocol", "guarded_protocol", "default_max_connections", "raise_fd_limit"]
+
+log = logging.getLogger("uvicorn.error")
+
+#: The most bytes a request line and its headers may take (nginx's default buffers hold 32 KiB).
+MAX_HEADER_BYTES = 64 * 1024
+#: Descriptors left to the process besides connections: the listener, logs, the runtime's and the
+#: event loop's own (a served pipeline uses a few dozen).
+FD_HEADROOM = 100
+#: The default cap's ceiling: each open connection costs memory and a place in the event loop's poll.
+DEFAULT_MAX_CONNECTIONS = 10_000
+#: How often (s) at most the cap's closes and refusals are logged: a flood must not flood the log.
+LOG_EVERY_S = 10.0
+
+
+def default_max_connections(fd_soft_limit: int) -> int:
+    """``server.max_connections`` when the file leaves it null: ``min(10 000, soft limit - 100)``, at least 1."""
+    return max(1, min(DEFAULT_MAX_CONNECTIONS, fd_soft_limit - FD_HEADROOM))
+
+
+def raise_fd_limit() -> tuple[int, int, int]:
+    """Raise the soft RLIMIT_NOFILE to the hard limit; returns ``(soft before, soft now, hard)``.  A hard
+    limit of RLIM_INFINITY, or one the kernel refuses, leaves the soft limit where it is."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            return soft, soft, hard
+        return soft, hard, hard
+    return soft, soft, hard
+
+
+def _answer(status: str, error: str, extra: str = "") -> bytes:
+    body = json.dumps({"error": error, "reason": "server_busy" if status.startswith("503") else "invalid"})
+    return (f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n{extra}"
+            f"connection: close\r\n\r\n{body}").encode("ascii")
+
+
+class _Guard:
+    """One server's limits and its connections waiting for headers, oldest first."""
+
+    def __init__(self, header_timeout_s: float, max_connections: int) -> None:
+        self.header_timeout_s = header_timeout_s
+        self.max_connections = max_connections
+        self.waiting: OrderedDict[GuardedProtocol, None] = OrderedDict()
+        self.busy = _answer("503 Service Unavailable", f"too many open connections (server.max_connections "
+                            f"{max_connections}); try again", "retry-after: 1\r\n")
+        self.too_long = _answer("431 Request Header Fields Too Large",
+                                f"the request line and headers exceed {MAX_HEADER_BYTES} bytes")
+        self.closed = self.refused = 0
+        self._log_due: asyncio.TimerHandle | None = None
+
+    def make_room(self, connections: set[Any], loop: asyncio.AbstractEventLoop) -> bool:
+        """Whether a new connection may open: below the cap, or once the connection that has waited longest
+        for its headers is closed."""
+        if len(connections) < self.max_connections:
+            return True
+        while self.waiting:
+            oldest, _ = self.waiting.popitem(last=False)
+            oldest.stop_waiting()
+            connections.discard(oldest)  # counted out now; its connection_lost comes on the next loop pass
+            if not oldest.transport.is_closing():
+                oldest.transport.close()
+                self._note(loop, closed=1)
+                return True
+        self._note(loop, refused=1)
+        return False
+
+    def _note(self, loop: asyncio.AbstractEventLoop, closed: int = 0, refused: int = 0) -> None:
+        self.closed += closed
+        self.refused += refused
+        if self._log_due is None:
+            self._log_due = loop.call_later(LOG_EVERY_S, self._log)
+
+    def _log(self) -> None:
+        log.warning("server.max_connections %d reached: closed %d connections waiting for their headers and "
+                    "refused %d new ones (503) in the last %.0f s", self.max_connections, self.closed,
+                    self.refused, LOG_EVERY_S)
+        self.closed = self.refused = 0
+        self._log_due = None
+
+
+class GuardedProtocol(_Base):
+    """uvicorn's HTTP protocol with the header timeout, the header size bound and the connection cap (module
+    docstring).  Use :func:`guarded_protocol`: each server needs its own class, which holds its own
+    :class:`_Guard`."""
+
+    guard: ClassVar[_Guard]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._header_bytes = 0
+        self._refused = False
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        if not self.guard.make_room(self.connections, self.loop):
+            self.transport, self._refused = transport, True  # never joins uvicorn's connections
+            transport.write(self.guard.busy)
+            transport.close()
+            return
+        super().connection_made(transport)
+        self._wait_for_headers()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.stop_waiting()
+        if not self._refused:  # a refused connection has none of uvicorn's per-connection state
+            super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        super().data_received(data)
+        self._sync()
+        if self._header_timer is None:
+            return
+        # still waiting: these bytes are (part of) the next request's line and headers
+        self._header_bytes += len(data)
+        if self._header_bytes > MAX_HEADER_BYTES and not self.transport.is_closing():
+            if self.cycle is None or not self.cycle.more_body:  # not the tail of a body answered early (413)
+                self.transport.write(self.guard.too_long)
+            self.stop_waiting()
+            self.transport.close()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._sync()  # keep-alive: the next request's headers are due within the timeout
+
+    def _sync(self) -> None:
+        """Waiting for headers while the newest request (if any) has been answered; pipelined requests and
+        requests still being read or served are not waiting."""
+        waiting = (self.cycle is None or self.cycle.response_complete) and not self.transport.is_closing()
+        if waiting and self._header_timer is None:
+            self._wait_for_headers()
+        elif not waiting and self._header_timer is not None:
+            self.stop_waiting()
+
+    def _wait_for_headers(self) -> None:
+        self._header_bytes = 0
+        self._header_timer = self.loop.call_later(self.guard.header_timeout_s, self._header_timeout)
+        self.guard.waiting[self] = None
+
+    def stop_waiting(self) -> None:
+        """Leave the waiting list and cancel the header timer (the headers arrived, or the connection ends)."""
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        self.guard.waiting.pop(self, None)
+
+    def _header_timeout(self) -> None:
+        self._header_timer = None
+        self.guard.waiting.pop(self, None)
+        if not self.transport.is_closing():
+            self.transport.close()
+
+
+def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[GuardedProtocol]:
+    """A :class:`GuardedProtocol` class for one server, for ``uvicorn.Config(http=...)``.
+
+    Args:
+        header_timeout_s: the header-read timeout (s, > 0).
+        max_connections: the cap on open connections (>= 1).
+    Raises: ValueError for a value out of range.
+    """
+    if not header_timeout_s > 0:
+        raise ValueError(f"header_timeout_s must be > 0, got {header_timeout_s!r}")
+    if max_connections < 1:
+        raise ValueError(f"max_connections must be >= 1, got {max_connections!r}")
+    return type("GuardedProtocol", (GuardedProtocol,), {"guard": _Guard(header_timeout_s, max_connections)})
