@@ -80,7 +80,8 @@ def _log(server: ServerProcess) -> str:
 
 
 def test_stalled_connections_past_the_cap_do_not_lock_out_a_client(tmp_path: Path) -> None:
-    """200 connections that stall mid-header against max_connections 50 are closed oldest first, a well-behaved request is answered 200, and the log stays short with no traceback."""
+    """200 connections that stall mid-header against max_connections 50 are closed oldest first, a well-behaved
+    request is answered 200, and the log stays short with no traceback."""
     with ServerProcess(tmp_path, _doc(max_connections=50, header_timeout_s=60.0)) as server:
         stalled = []
         try:
@@ -106,7 +107,8 @@ def test_stalled_connections_past_the_cap_do_not_lock_out_a_client(tmp_path: Pat
 
 
 def test_a_new_connection_is_refused_503_when_every_connection_holds_a_request(tmp_path: Path) -> None:
-    """With max_connections 3 taken by requests whose bodies are still arriving, a fourth connection is answered 503 and closed, and served once one of them finishes."""
+    """With max_connections 3 taken by requests whose bodies are still arriving, a fourth connection is answered 503
+    and closed, and served once one of them finishes."""
     with ServerProcess(tmp_path, _doc(max_connections=3)) as server:
         body = json.dumps(v2_body([1.0, 2.0, 3.0, 4.0])).encode()
         head = (f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -117,7 +119,7 @@ def test_a_new_connection_is_refused_503_when_every_connection_holds_a_request(t
                 s.sendall(head + body[:10])  # headers complete, body pending: a request in progress
             time.sleep(0.5)  # not a timing assertion: lets the server read those headers first
             extra = _connect(server.port)
-            extra.sendall(f"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            extra.sendall("GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n".encode())
             status, headers, answer = _read_answer(extra)
             assert status == 503 and headers.get("retry-after") == "1", answer
             assert json.loads(answer)["reason"] == "server_busy"
@@ -132,7 +134,8 @@ def test_a_new_connection_is_refused_503_when_every_connection_holds_a_request(t
 
 
 def test_a_connection_that_never_finishes_its_headers_is_closed_after_the_header_timeout(tmp_path: Path) -> None:
-    """With header_timeout_s 0.5, a connection stalled mid-header, and a kept-alive one idle after its answer, are closed by the server."""
+    """With header_timeout_s 0.5, a connection stalled mid-header, and a kept-alive one idle after its answer, are
+    closed by the server."""
     with ServerProcess(tmp_path, _doc(header_timeout_s=0.5)) as server:
         half = _connect(server.port, timeout_s=20.0)
         half.sendall(HALF_HEADER)
@@ -163,7 +166,8 @@ def test_headers_past_the_size_bound_are_answered_431(tmp_path: Path) -> None:
 
 
 def test_the_body_limit_derived_from_the_inputs_refuses_a_huge_body_before_it_is_sent(tmp_path: Path) -> None:
-    """The derived server.max_body_bytes answers 413 to a body declared as 1 GB after 1 KiB of it, while a pretty-printed JSON body for the declared input is served."""
+    """The derived server.max_body_bytes answers 413 to a body declared as 1 GB after 1 KiB of it, while a pretty-
+    printed JSON body for the declared input is served."""
     doc = _doc()
     limit = parse_serve_config(doc).server.max_body_bytes
     assert MIN_BODY_BYTES <= limit < 2 * MIN_BODY_BYTES  # FP32 [4]: about the floor, not 64 MiB
@@ -207,7 +211,8 @@ def test_numbers_no_datatype_holds_are_400_naming_the_input(tmp_path: Path, numb
     ({"max_body_bytes": 0}, "server.max_body_bytes", "0"),
 ])
 def test_bad_connection_limits_are_named_with_their_value(server: dict[str, Any], field: str, value: str) -> None:
-    """Each bad header_timeout_s, max_connections or max_body_bytes raises ServeConfigError naming the file, the field and the value."""
+    """Each bad header_timeout_s, max_connections or max_body_bytes raises ServeConfigError naming the file, the field
+    and the value."""
     with pytest.raises(ServeConfigError) as info:
         parse_serve_config(_doc(**server), source="test.yaml")
     msg = str(info.value)
@@ -215,7 +220,8 @@ def test_bad_connection_limits_are_named_with_their_value(server: dict[str, Any]
 
 
 def test_the_connection_limits_default_and_explicit_values_load() -> None:
-    """header_timeout_s defaults to 5 s and max_connections to null (derived: min(10 000, soft limit - 100)); explicit values load."""
+    """header_timeout_s defaults to 5 s and max_connections to null (derived: min(10 000, soft limit - 100)); explicit
+    values load."""
     cfg = parse_serve_config(config())
     assert cfg.server.header_timeout_s == 5.0 and cfg.server.max_connections is None
     cfg = parse_serve_config(_doc(header_timeout_s=0.25, max_connections=7))
@@ -225,7 +231,8 @@ def test_the_connection_limits_default_and_explicit_values_load() -> None:
 
 
 def test_the_body_limit_is_derived_from_the_inputs_and_an_explicit_one_wins() -> None:
-    """max_body_bytes not given: the largest JSON body for fixed-shape inputs (at least 256 KiB), 16 MiB when a size is unknown; given: that value."""
+    """max_body_bytes not given: the largest JSON body for fixed-shape inputs (at least 256 KiB), 16 MiB when a size
+    is unknown; given: that value."""
     image = [{"name": "INPUT0", "datatype": "FP32", "shape": [32, 32, 3]}]
     cfg = parse_serve_config(config(inputs=image))
     assert 3072 * 24 + 64 * 1024 < cfg.server.max_body_bytes < 1024 * 1024  # 3 072 numbers of JSON, not 64 MiB
@@ -238,7 +245,8 @@ def test_the_body_limit_is_derived_from_the_inputs_and_an_explicit_one_wins() ->
 
 
 def test_inputs_that_fit_alone_but_not_together_are_refused_at_load() -> None:
-    """Two fixed-shape inputs whose raw bytes together pass an explicit max_body_bytes raise ServeConfigError naming inputs."""
+    """Two fixed-shape inputs whose raw bytes together pass an explicit max_body_bytes raise ServeConfigError naming
+    inputs."""
     two = [{"name": "a", "datatype": "FP32", "shape": [200]}, {"name": "b", "datatype": "FP32", "shape": [200]}]
     with pytest.raises(ServeConfigError, match=r"inputs: .*1.6e\+03 bytes .*max_body_bytes 1000"):
         parse_serve_config(config(inputs=two, server={**config()["server"], "max_body_bytes": 1000}),
