@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "pard/stage_scheduler.hpp"
 
@@ -50,6 +51,49 @@ inline constexpr double kFinishCapNs = 4.0e18;
     const double finish = static_cast<double>(now_ns) + wait_s * 1e9 +
                           static_cast<double>(s.expected_duration_ns(b)) + static_cast<double>(t.downstream_ns);
     return static_cast<std::int64_t>(std::min(finish, kFinishCapNs));
+}
+
+// One stage as the door's path walk sees it (door_path_finish_ns).
+struct DoorStage {
+    const StageScheduler* sched = nullptr;
+    double capacity_req_s = 1.0;           // profiled drain rate, until a service rate is published
+    const std::vector<int>* successors = nullptr;
+};
+
+// The tandem estimate along every path from `entry`: a request arriving now leaves stage k no sooner
+// than the A_k requests queued at k or above it on its path have drained through k at k's rate R_k,
+// and no sooner than it left the stage above, plus d_k:
+//   leave_k = max(leave_above, A_k / R_k) + d_k(min(n_k + 1, B_k)),   A_k = Σ n_j over the path to k.
+// A bottleneck below the entry shows here at once, while the published downstream term (a window
+// mean of the queueing below) shows it a sync or more later; the door takes the later of the two
+// estimates. Returns the latest exit time over the paths (ns, capped at kFinishCapNs).
+[[nodiscard]] inline std::int64_t door_path_finish_ns(const std::vector<DoorStage>& stages, int entry,
+                                                      std::int64_t now_ns) noexcept {
+    double latest = static_cast<double>(now_ns);
+    // depth-first over the paths (a spec bounds their number); small fixed stack, no allocation
+    struct Frame { int k; double ahead; double leave; };
+    Frame stack[64];
+    int top = 0;
+    stack[top++] = Frame{entry, 0.0, static_cast<double>(now_ns)};
+    while (top > 0) {
+        const Frame f = stack[--top];
+        const DoorStage& st = stages[static_cast<std::size_t>(f.k)];
+        const PublishedTerms t = st.sched->effective_terms();
+        const std::size_t n = st.sched->queued();
+        double rate = t.service_rate;
+        if (!(rate > 0.0)) rate = st.capacity_req_s / (t.duration_scale > 0.0 ? t.duration_scale : 1.0);
+        const double ahead = f.ahead + static_cast<double>(n);
+        const double through = rate > 0.0 ? static_cast<double>(now_ns) + ahead / rate * 1e9 : f.leave;
+        const std::int64_t b = std::min<std::int64_t>(static_cast<std::int64_t>(n) + 1, st.sched->config().max_batch);
+        const double leave = std::max(f.leave, through) + static_cast<double>(st.sched->expected_duration_ns(b));
+        const std::vector<int>& next = *st.successors;
+        if (next.empty() || top + static_cast<int>(next.size()) > 64) {
+            latest = std::max(latest, leave);
+            continue;
+        }
+        for (const int j : next) stack[top++] = Frame{j, ahead, leave};
+    }
+    return static_cast<std::int64_t>(std::min(latest, kFinishCapNs));
 }
 
 }  // namespace pard

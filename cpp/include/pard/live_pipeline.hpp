@@ -156,6 +156,7 @@ public:
         }
         const auto parallel = parallel_branches(succ);  // Policy::coherent_rank's stages
         for (std::size_t k = 0; k < n; ++k) specs_[k].sched->set_parallel(parallel[k] != 0);
+        for (const auto& sp : specs_) door_stages_.push_back(DoorStage{sp.sched, sp.capacity_req_s, &sp.successors});
         join_index_.assign(n, -1);
         for (std::size_t k = 0; k < n; ++k) {
             if (specs_[k].preds.size() > 1) join_index_[k] = n_joins_++;
@@ -274,7 +275,7 @@ public:
     }
 
     // The door test (pard/door.hpp) over the entry stages: the latest estimated finish (ns) of a
-    // request of tier `tier` arriving now.
+    // request of tier `tier` arriving now, by the entry's rule and by the path walk.
     [[nodiscard]] std::int64_t door_finish_ns(std::int32_t tier) const noexcept {
         const std::int64_t now = now_ns();
         std::int64_t finish = now;
@@ -284,6 +285,7 @@ public:
             const bool tiered = s.config().policy.tiered && tier >= 0 && static_cast<std::size_t>(tier) < w.size();
             finish = std::max(finish, pard::door_finish_ns(s, spec(k).capacity_req_s,
                                                            tiered ? w[static_cast<std::size_t>(tier)] : 0.0, now));
+            finish = std::max(finish, door_path_finish_ns(door_stages_, k, now));
         }
         return finish;
     }
@@ -1074,6 +1076,7 @@ private:
 
     const std::vector<LiveStageSpec> specs_;
     const std::vector<int> entries_, exits_;
+    std::vector<DoorStage> door_stages_;  // the door's view of specs_ (fixed after construction)
     const std::size_t history_;
     std::size_t rows_ = 0;
     int shift_ = 0;            // ids rid .. of one block of 2^shift_ share a stripe

@@ -43,12 +43,14 @@ from .aio import retry_after_s
 if TYPE_CHECKING:  # pragma: no cover
     from .facade import Runtime
 
-__all__ = ["Door", "LoopLag", "Refusal", "LAG_TICK_S", "EWMA_WEIGHT"]
+__all__ = ["Door", "LoopLag", "Refusal", "LAG_TICK_S", "EWMA_WEIGHT", "RETRY_AFTER_TTL_S"]
 
 #: The event-loop lag monitor's tick (s).
 LAG_TICK_S = 0.01
 #: Weight of each new sample in the front's cost averages: about the last 50 requests.
 EWMA_WEIGHT = 0.02
+#: How long (s) a refusal's Retry-After hint is reused before it is computed again.
+RETRY_AFTER_TTL_S = 0.1
 
 
 class LoopLag:
@@ -135,6 +137,7 @@ class Door:
         #: on_time answers judged late because they left after their deadline
         self.late_answers = 0
         self._min_latency_s = min_latency_path(runtime.pipeline)[0]
+        self._retry, self._retry_at = 1.0, -math.inf
 
     def start(self) -> None:
         """Start the lag monitor (from the running event loop)."""
@@ -165,7 +168,16 @@ class Door:
                            f"shorter than the pipeline's fastest path ({self._min_latency_s:.3f} s); no retry "
                            "can meet it", None)
         return Refusal("infeasible", f"the pipeline cannot answer by the request's deadline (estimated "
-                       f"{finish - deadline_s:.3f} s past it); retry later", retry_after_s(rt))
+                       f"{finish - deadline_s:.3f} s past it); retry later", self._retry_after_s())
+
+    def _retry_after_s(self) -> float:
+        """:func:`pard.runtime.aio.retry_after_s`, recomputed at most every :data:`RETRY_AFTER_TTL_S`: it
+        walks every stage's profile, which costs more than the rest of a refusal, and a hint a tenth of a
+        second old is as good as a new one."""
+        now = time.monotonic()
+        if now - self._retry_at > RETRY_AFTER_TTL_S:
+            self._retry, self._retry_at = retry_after_s(self.runtime), now
+        return self._retry
 
     def attainable(self, arrived_s: float, deadline_s: float) -> bool:
         """Whether a request with this deadline could ever be served (its budget covers the fastest path)."""

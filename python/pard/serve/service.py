@@ -494,7 +494,8 @@ class ServedPipeline:
         return {"pipeline": self.model_name, "runtime": rt, "tiers": self.tier_report(),
                 "server": {**self.counts, "late_answers": self.late_answers,
                            "closed_after_collected": sum(orphans.values())},
-                "outcomes": merged, "http": {str(k): v for k, v in sorted(self.http.items())}}
+                "outcomes": merged, "http": {str(k): v for k, v in sorted(self.http.items())},
+                "door": self.door.report() if self.door is not None else None}
 
     def tier_report(self) -> dict[str, dict[str, float]]:
         """:func:`pard.serve.outcomes.tier_report` of this server's answers (``report()["tiers"]``)."""
