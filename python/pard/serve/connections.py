@@ -30,6 +30,8 @@ import resource
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..errors import PardValueError
+
 if TYPE_CHECKING:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as _Base
 else:
@@ -205,7 +207,7 @@ def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[Guar
     Raises: ValueError for a value out of range.
     """
     if not header_timeout_s > 0:
-        raise ValueError(f"header_timeout_s must be > 0, got {header_timeout_s!r}")
+        raise PardValueError(f"header_timeout_s must be > 0, got {header_timeout_s!r}")
     if max_connections < 1:
-        raise ValueError(f"max_connections must be >= 1, got {max_connections!r}")
+        raise PardValueError(f"max_connections must be >= 1, got {max_connections!r}")
     return type("GuardedProtocol", (GuardedProtocol,), {"guard": _Guard(header_timeout_s, max_connections)})

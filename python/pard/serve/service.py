@@ -53,7 +53,7 @@ from .failure_log import FailureLog
 from .metrics import TIER_OUTCOMES, Observed
 from .outcomes import answered_outcome, merged_outcomes, tier_outcome, tier_report
 from .params import door_deadline, request_deadline, request_tier
-from .protocol import InferRequest, ProtocolError, datatype_of, decode_request, encode_response
+from .protocol import InferRequest, ProtocolError, datatype_of, decode_request_async, encode_response
 from .stall import StallWatch
 
 __all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "retry_after_header"]
@@ -354,7 +354,7 @@ class ServedPipeline:
         if not self.ready or self.draining:
             return self.unavailable()
         try:
-            req = self._decode(body, headers)
+            req = await self._decode(body, headers)
             payload = self._payload(req)
             t0 = self.runtime.now() if arrived_s is None else arrived_s
             slo, deadline = self._deadline(req, headers, t0)
@@ -441,7 +441,8 @@ class ServedPipeline:
             self.orphans[state] += 1
 
     # ------------------------------------------------------------------ decoding
-    def _decode(self, body: bytes, headers: Mapping[str, str]) -> InferRequest:
+    async def _decode(self, body: bytes, headers: Mapping[str, str]) -> InferRequest:
+        """The decoded request; a large body is decoded off the event loop (decode_request_async)."""
         raw = headers.get("inference-header-content-length")
         length = None
         if raw is not None:
@@ -449,7 +450,7 @@ class ServedPipeline:
                 length = int(raw)
             except ValueError:
                 raise ProtocolError(f"header Inference-Header-Content-Length must be an int, got {raw!r}") from None
-        return decode_request(body, length)
+        return await decode_request_async(body, length)
 
     def _payload(self, req: InferRequest) -> Any:
         declared = {t.name: t for t in self.inputs}
