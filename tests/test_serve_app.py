@@ -753,14 +753,16 @@ def test_a_lagging_event_loop_sheds_at_the_door_and_recovers() -> None:
 
 
 def test_max_loop_lag_defaults_to_half_the_slo_and_zero_turns_it_off() -> None:
-    """The default threshold is half the pipeline's SLO (0.3 s -> 0.15 s); 0 never sheds."""
+    """The default threshold is half the pipeline's SLO (0.3 s -> 0.15 s); 0 never sheds for the lag itself
+    (reason server_busy), though the lag still counts in the door's estimate of when an answer can leave."""
     def check(expected: float) -> Callable[[httpx.AsyncClient, Any], Awaitable[None]]:
         async def body(c: httpx.AsyncClient, app: Any) -> None:
             assert app.state.service.max_loop_lag_s == pytest.approx(expected)
             if expected == 0:
                 import time as _time
                 _time.sleep(0.2)
-                assert (await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))).status_code == 200
+                r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
+                assert r.status_code == 200 or r.json()["reason"] != "server_busy"
         return body
 
     _run(config(), check(0.15))

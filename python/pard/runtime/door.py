@@ -14,10 +14,13 @@ keeps that cost bounded:
   ``server_busy``).
 * **the door test** (``LivePipeline.door_finish_s``, ``cpp/include/pard/door.hpp``): the entry
   stage's own drop rule (DESIGN §3.2, paper Eq. 3b) applied at arrival, with the queue ahead of the
-  request as its wait; the front's own measured cost -- from arrival to submit (reading and decoding
-  the body) and from the pipeline's answer to the answer leaving -- is added, so that a request whose
-  answer would leave after its deadline is refused at the door instead of answered late (reason
-  ``infeasible``).  Policies whose stages drop proactively (pard's drop rule) use it; the baselines
+  request as its wait, and a walk of the path; the front's own cost is added -- its measured work per
+  request (decoding, encoding) and the turns of the event loop a request waits for between the door and
+  its answer, each as long as the loop's lag now -- so that a request whose answer would leave after its
+  deadline is refused at the door instead of answered late (reason ``infeasible``).  Both parts follow
+  the front as it is now: the lag is measured continuously, and the work is CPU time that does not grow
+  with the load, so the estimate recovers as soon as the loop does (an average of whole arrival-to-answer
+  times would only be refreshed by requests it admits, and once it admits none it never comes back).  Policies whose stages drop proactively (pard's drop rule) use it; the baselines
   keep their own semantics and get only the lag guard.
 * **one deadline**: fixed at arrival, handed to :meth:`Runtime.submit` as an absolute time less the
   expected answer cost (:meth:`pipeline_deadline`), so that the stages drop what would finish in
@@ -43,12 +46,15 @@ from .aio import retry_after_s
 if TYPE_CHECKING:  # pragma: no cover
     from .facade import Runtime
 
-__all__ = ["Door", "LoopLag", "Refusal", "LAG_TICK_S", "EWMA_WEIGHT", "RETRY_AFTER_TTL_S"]
+__all__ = ["Door", "LoopLag", "Refusal", "LAG_TICK_S", "EWMA_WEIGHT", "LOOP_TURNS", "RETRY_AFTER_TTL_S"]
 
 #: The event-loop lag monitor's tick (s).
 LAG_TICK_S = 0.01
-#: Weight of each new sample in the front's cost averages: about the last 50 requests.
+#: Weight of each new sample in the front's work averages: about the last 50 requests.
 EWMA_WEIGHT = 0.02
+#: Turns of the event loop a request waits for between the door and its answer leaving: reading its
+#: body, the pipeline's result handed back to the loop, its answer written.
+LOOP_TURNS = 3
 #: How long (s) a refusal's Retry-After hint is reused before it is computed again.
 RETRY_AFTER_TTL_S = 0.1
 
@@ -114,8 +120,8 @@ class Door:
         deadline = arrived + slo
         if (no := door.check(arrived, deadline)) is not None:
             return refuse(no)                      # 429 with Retry-After, say
-        x = decode(await read_body())
-        door.submitted(arrived)
+        t = time.perf_counter(); x = decode(await read_body())
+        door.submitted(time.perf_counter() - t)
         out, state = await rt.infer_outcome(x, deadline=door.pipeline_deadline(deadline))
         resumed = time.monotonic()
         body = encode(out)
@@ -130,8 +136,7 @@ class Door:
         self.max_loop_lag_s = float(max_loop_lag_s)
         self.proactive = runtime.policy_spec.drop == "pard" if proactive is None else bool(proactive)
         self.loop_lag = LoopLag()
-        #: mean seconds from arrival to submit (reading and decoding the body), and from the pipeline's
-        #: answer to the answer being ready (the loop's wake-up and the encoding)
+        #: the front's mean work (s) per request before the pipeline (decoding) and after it (encoding)
         self.ingress_s = 0.0
         self.egress_s = 0.0
         #: on_time answers judged late because they left after their deadline
@@ -160,7 +165,7 @@ class Door:
         if not self.proactive:
             return None
         rt = self.runtime
-        finish = rt._live.door_finish_s(tier) + self.ingress_s + self.egress_s
+        finish = rt.door_finish_s(tier) + self.front_s(lag)
         if finish <= deadline_s:
             return None
         if deadline_s - arrived_s < self._min_latency_s:
@@ -183,27 +188,32 @@ class Door:
         """Whether a request with this deadline could ever be served (its budget covers the fastest path)."""
         return deadline_s - arrived_s >= self._min_latency_s
 
-    def submitted(self, arrived_s: float) -> None:
-        """Note that an admitted request reached the runtime now (its ingress cost)."""
-        self.ingress_s += EWMA_WEIGHT * (max(0.0, self.runtime.now() - arrived_s) - self.ingress_s)
+    def front_s(self, lag_s: float | None = None) -> float:
+        """The front's expected share of a request's latency now (s): its work before and after the pipeline
+        and :data:`LOOP_TURNS` turns of the event loop at its current lag."""
+        lag = self.loop_lag.now() if lag_s is None else lag_s
+        return self.ingress_s + self.egress_s + LOOP_TURNS * lag
+
+    def submitted(self, work_s: float) -> None:
+        """Note an admitted request's work before the pipeline (s: decoding and checking it)."""
+        self.ingress_s += EWMA_WEIGHT * (max(0.0, work_s) - self.ingress_s)
 
     def pipeline_deadline(self, deadline_s: float) -> float:
-        """The deadline to hand the runtime: the client's, less the expected cost of answering."""
-        return deadline_s - self.egress_s
+        """The deadline to hand the runtime: the client's, less the expected cost of answering (the work
+        after the pipeline and one turn of the event loop)."""
+        return deadline_s - self.egress_s - self.loop_lag.now()
 
     def answered(self, state: str, deadline_s: float, resumed_s: float) -> str:
         """The state of an answer ready now: ``on_time`` past ``deadline_s`` becomes ``late``.  ``resumed_s``
-        (``time.monotonic()``) is when the awaiting coroutine got the pipeline's output; with the loop's
-        lag it is the answer cost the next deadlines budget for."""
-        now_mono = time.monotonic()
-        sample = (now_mono - resumed_s) + self.loop_lag.last
-        self.egress_s += EWMA_WEIGHT * (sample - self.egress_s)
+        (``time.perf_counter()``) is when the awaiting coroutine got the pipeline's output: the time since is
+        the work after the pipeline (encoding) that the next deadlines budget for."""
+        self.egress_s += EWMA_WEIGHT * (max(0.0, time.perf_counter() - resumed_s) - self.egress_s)
         if state == "on_time" and self.runtime.now() > deadline_s:
             self.late_answers += 1
             return "late"
         return state
 
     def report(self) -> dict[str, Any]:
-        """The door's state: lag, the front's mean ingress and egress cost (s), late answers."""
+        """The door's state: lag, the front's mean work before and after the pipeline (s), late answers."""
         return {"loop_lag_s": self.loop_lag.now(), "ingress_s": self.ingress_s, "egress_s": self.egress_s,
                 "late_answers": self.late_answers, "proactive": self.proactive}

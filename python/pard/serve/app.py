@@ -34,6 +34,7 @@ from starlette.routing import Route
 
 from .._version import __version__
 from .config import ServeConfig, TensorSpec
+from .door import ARRIVED, DoorMiddleware
 from .metrics import make_registry
 from .params import body_wait_s
 from .service import Answer, ServedPipeline, _error
@@ -125,7 +126,7 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
         return gone if gone is not None else ready_answer()
 
     async def infer(request: Request) -> Response:
-        arrived = request.scope.get(_ARRIVED)  # set by the door (_door): the SLO counts from then
+        arrived = request.scope.get(ARRIVED)  # set by the door (pard.serve.door): the SLO counts from then
         if request.path_params.get("version") not in (None, "1"):
             gone = missing(request)
             assert gone is not None
@@ -178,49 +179,5 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: http_error, 405: http_error})
     app.state.service = svc
     app.state.registry = registry
-    app.add_middleware(_Door, service=svc)
+    app.add_middleware(DoorMiddleware, service=svc)
     return app
-
-
-#: The ASGI scope key under which the door leaves a request's arrival time (s, the runtime's clock).
-_ARRIVED = "pard.arrived_s"
-
-
-class _HeaderView:
-    """The two headers the door reads, found in an ASGI scope's raw header list without building a dict."""
-
-    __slots__ = ("_raw",)
-
-    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
-        self._raw = raw
-
-    def get(self, name: str, default: str | None = None) -> str | None:
-        key = name.encode("latin-1")
-        for k, v in self._raw:
-            if k.lower() == key:
-                return v.decode("latin-1")
-        return default
-
-
-class _Door:
-    """ASGI middleware: the door of every inference request, before routing and before its body is read
-    (:meth:`ServedPipeline.at_door`).  A refusal is two ``send`` calls of a prepared answer: it costs the
-    front a fraction of what an admitted request does, so that past the server's capacity the front's CPU
-    goes to the requests it admits."""
-
-    def __init__(self, app: Any, service: ServedPipeline) -> None:
-        self.app = app
-        self.svc = service
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"].endswith("/infer"):
-            arrived = self.svc.arrival()
-            scope[_ARRIVED] = arrived
-            refused = self.svc.at_door(arrived, _HeaderView(scope["headers"]))
-            if refused is not None:
-                headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in refused.headers.items()]
-                headers.append((b"content-length", str(len(refused.body)).encode("latin-1")))
-                await send({"type": "http.response.start", "status": refused.status, "headers": headers})
-                await send({"type": "http.response.body", "body": refused.body})
-                return
-        await self.app(scope, receive, send)

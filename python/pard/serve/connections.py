@@ -28,7 +28,7 @@ import json
 import logging
 import resource
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from ..errors import PardValueError
 
@@ -81,9 +81,11 @@ def _answer(status: str, error: str, extra: str = "") -> bytes:
 
 
 class _Guard:
-    """One server's limits and its connections waiting for headers, oldest first."""
+    """One server's limits, its door, and its connections waiting for headers, oldest first."""
 
-    def __init__(self, header_timeout_s: float, max_connections: int) -> None:
+    def __init__(self, header_timeout_s: float, max_connections: int,
+                 door: Callable[[Any, bool], bytes | None] | None = None) -> None:
+        self.door = door
         self.header_timeout_s = header_timeout_s
         self.max_connections = max_connections
         self.waiting: OrderedDict[GuardedProtocol, None] = OrderedDict()
@@ -166,6 +168,21 @@ class GuardedProtocol(_Base):
             self.stop_waiting()
             self.transport.close()
 
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        # the door (pard.serve.door.protocol_door): a refused request is answered here with one write, before
+        # an ASGI task exists; its body, if any follows, is skipped by uvicorn as that of an answered request
+        door = self.guard.door
+        raw = door(cycle.scope, cycle.keep_alive) if door is not None else None
+        if raw is None:
+            super()._start_asgi_task(cycle, app)
+            return
+        cycle.response_started = cycle.response_complete = True
+        self.transport.write(raw)
+        if not cycle.keep_alive:
+            self.transport.close()
+            return
+        self.on_response_complete()
+
     def on_response_complete(self) -> None:
         super().on_response_complete()
         self._sync()  # keep-alive: the next request's headers are due within the timeout
@@ -198,16 +215,20 @@ class GuardedProtocol(_Base):
             self.transport.close()
 
 
-def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[GuardedProtocol]:
+def guarded_protocol(header_timeout_s: float, max_connections: int,
+                     door: Callable[[Any, bool], bytes | None] | None = None) -> type[GuardedProtocol]:
     """A :class:`GuardedProtocol` class for one server, for ``uvicorn.Config(http=...)``.
 
     Args:
         header_timeout_s: the header-read timeout (s, > 0).
         max_connections: the cap on open connections (>= 1).
+        door: ``door(scope, keep_alive) -> bytes | None``: the raw answer refusing a request whose headers
+            are parsed, or None to serve it (:func:`pard.serve.door.protocol_door`); with uvicorn's
+            httptools protocol only (the h11 one leaves the door to the ASGI middleware).
     Raises: ValueError for a value out of range.
     """
     if not header_timeout_s > 0:
         raise PardValueError(f"header_timeout_s must be > 0, got {header_timeout_s!r}")
     if max_connections < 1:
         raise PardValueError(f"max_connections must be >= 1, got {max_connections!r}")
-    return type("GuardedProtocol", (GuardedProtocol,), {"guard": _Guard(header_timeout_s, max_connections)})
+    return type("GuardedProtocol", (GuardedProtocol,), {"guard": _Guard(header_timeout_s, max_connections, door)})

@@ -38,6 +38,7 @@ import uvicorn
 from .app import create_app
 from .config import ServeConfig
 from .connections import FD_HEADROOM, default_max_connections, guarded_protocol, raise_fd_limit
+from .door import protocol_door
 from .service import ServedPipeline
 
 __all__ = ["DrainingServer", "serve"]
@@ -132,7 +133,7 @@ def serve(config: ServeConfig, *, host: str | None = None, port: int | None = No
     uv = uvicorn.Config(app, host=host or opts.host, port=opts.port if port is None else port,
                         log_level=opts.log_level, lifespan="on", access_log=False,
                         timeout_graceful_shutdown=int(opts.drain_timeout_s) + 1,
-                        http=guarded_protocol(opts.header_timeout_s, max_connections))
+                        http=guarded_protocol(opts.header_timeout_s, max_connections, protocol_door(service)))
     log = logging.getLogger("uvicorn.error")  # configured by uvicorn.Config
     log.info("Open-file limit %d (was %d, hard %s); at most %d connections (server.max_connections), "
              "request headers within %g s (server.header_timeout_s)", soft, before,

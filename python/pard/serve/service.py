@@ -354,6 +354,7 @@ class ServedPipeline:
         if not self.ready or self.draining:
             return self.unavailable()
         try:
+            started = time.perf_counter()
             req = await self._decode(body, headers)
             payload = self._payload(req)
             t0 = self.runtime.now() if arrived_s is None else arrived_s
@@ -362,7 +363,7 @@ class ServedPipeline:
         except ProtocolError as exc:
             return _error(400, "invalid", str(exc))
         if self.door is not None:
-            self.door.submitted(t0)
+            self.door.submitted(time.perf_counter() - started)
         answer = await self._served(req, payload, slo, tier, t0, deadline, disconnected)
         answer.tier = tier
         return answer
@@ -401,7 +402,7 @@ class ServedPipeline:
             return _error(500, "output_error", f"the runtime refused the request: {e}")
         except (PardError, ValueError, TypeError) as e:  # a payload submit refused (shape, tier)
             return _error(400, "invalid", str(e))
-        resumed = time.monotonic()
+        resumed = time.perf_counter()
         answer = _encode(self.model_name, self.outputs, bool(self.config.outputs), req, result)
         if answer.outcome == "output_error":  # the runtime counted it finished; the client got a 500
             self.unencoded[state] += 1
