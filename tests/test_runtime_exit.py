@@ -18,8 +18,11 @@ SCRIPT = textwrap.dedent("""
     import sys, time, numpy as np, pard
     spec = pard.PipelineSpec(name="w", slo=5.0, stages=[pard.StageSpec(name="a", profile={1: 0.001}, max_batch=4, workers=2)])
     if sys.argv[1] == "many":  # 3 000 idle workers exiting at once: stopped, they end one by one (seconds)
-        spec = pard.PipelineSpec(name="m", slo=0.2, stages=[pard.StageSpec(name="a", profile={1: 0.001, 8: 0.004}, max_batch=8)])
-        many = pard.Runtime(spec, {"a": lambda b: list(b)}, workers={"a": 3000})
+        stages = [pard.StageSpec(name=n, profile={1: 0.001, 8: 0.004}, max_batch=8, successors=s)
+                  for n, s in (("a", ["b"]), ("b", ["c"]), ("c", []))]
+        spec = pard.PipelineSpec(name="m", slo=0.2, stages=stages)
+        ident = lambda b: list(b)
+        many = pard.Runtime(spec, {"a": ident, "b": ident, "c": ident}, workers={"a": 1000, "b": 1000, "c": 1000})
     else:
         rt = pard.Runtime(spec, {"a": lambda xs: xs})
         assert [f.result() .sum() for f in [rt.submit(np.ones(3)) for _ in range(10)]] == [3.0] * 10
