@@ -557,10 +557,13 @@ void register_live(py::module_& m) {
         })
         .def("queued", [](LiveRuntime& r, int k) { return r.pipe().queued_live(k); })
         .def("retry_after_s", [](LiveRuntime& r, int k) { return r.pipe().retry_after_s(k); })
-        .def("door_finish_s", [](LiveRuntime& r, std::int32_t tier) { return to_s(r.pipe().door_finish_ns(tier)); },
-             py::arg("tier") = 0,
+        .def("door_finish_s", [](LiveRuntime& r, std::int32_t tier, std::size_t in_front) {
+                 return to_s(r.pipe().door_finish_ns(tier, in_front));
+             },
+             py::arg("tier") = 0, py::arg("in_front") = 0,
              "The door test (pard/door.hpp): the estimated time (s, the runtime clock) at which a request of "
-             "service tier `tier` arriving now would leave the pipeline, the latest over the entry stages.")
+             "service tier `tier` arriving now would leave the pipeline, the latest over the entry stages, with "
+             "`in_front` requests admitted ahead of it that have not reached the entry queues yet.")
         .def("take_stats", [](LiveRuntime& r, int k) {
             auto s = r.pipe().take_stats(k);
             py::dict d;

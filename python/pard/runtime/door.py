@@ -55,6 +55,8 @@ EWMA_WEIGHT = 0.02
 #: Turns of the event loop a request waits for between the door and its answer leaving: reading its
 #: body, the pipeline's result handed back to the loop, its answer written.
 LOOP_TURNS = 3
+#: A door estimate at or past this (s) means "never" (cpp/include/pard/door.hpp's kFinishCapNs, 4e18 ns).
+FINISH_CAP_S = 4.0e9
 #: How long (s) a refusal's Retry-After hint is reused before it is computed again.
 RETRY_AFTER_TTL_S = 0.1
 
@@ -121,7 +123,7 @@ class Door:
         if (no := door.check(arrived, deadline)) is not None:
             return refuse(no)                      # 429 with Retry-After, say
         t = time.perf_counter(); x = decode(await read_body())
-        door.submitted(time.perf_counter() - t)
+        door.submitted(time.perf_counter() - t)   # or door.abandoned() if it never reaches the pipeline
         out, state = await rt.infer_outcome(x, deadline=door.pipeline_deadline(deadline))
         resumed = time.monotonic()
         body = encode(out)
@@ -141,6 +143,9 @@ class Door:
         self.egress_s = 0.0
         #: on_time answers judged late because they left after their deadline
         self.late_answers = 0
+        #: requests admitted and not yet submitted (their bodies being read and decoded): ahead of the next
+        #: request as much as the queued ones, though no stage holds them yet
+        self.in_front = 0
         self._min_latency_s = min_latency_path(runtime.pipeline)[0]
         self._retry, self._retry_at = 1.0, -math.inf
 
@@ -163,17 +168,21 @@ class Door:
             return Refusal("server_busy", f"the server is {lag:.3f} s behind (server.max_loop_lag_s "
                            f"{self.max_loop_lag_s:g} s); retry later", max(lag, 1.0))
         if not self.proactive:
+            self.in_front += 1
             return None
         rt = self.runtime
-        finish = rt.door_finish_s(tier) + self.front_s(lag)
+        finish = rt.door_finish_s(tier, self.in_front) + self.front_s(lag)
         if finish <= deadline_s:
+            self.in_front += 1
             return None
         if deadline_s - arrived_s < self._min_latency_s:
             return Refusal("infeasible", f"the request's deadline ({deadline_s - arrived_s:.3f} s after arrival) is "
                            f"shorter than the pipeline's fastest path ({self._min_latency_s:.3f} s); no retry "
                            "can meet it", None)
-        return Refusal("infeasible", f"the pipeline cannot answer by the request's deadline (estimated "
-                       f"{finish - deadline_s:.3f} s past it); retry later", self._retry_after_s())
+        late = f" (estimated {finish - deadline_s:.3f} s past it)" if finish < FINISH_CAP_S else \
+            " without making a request it already holds miss its own"
+        return Refusal("infeasible", f"the pipeline cannot answer by the request's deadline{late}; retry later",
+                       self._retry_after_s())
 
     def _retry_after_s(self) -> float:
         """:func:`pard.runtime.aio.retry_after_s`, recomputed at most every :data:`RETRY_AFTER_TTL_S`: it
@@ -195,8 +204,14 @@ class Door:
         return self.ingress_s + self.egress_s + LOOP_TURNS * lag
 
     def submitted(self, work_s: float) -> None:
-        """Note an admitted request's work before the pipeline (s: decoding and checking it)."""
+        """An admitted request reached the pipeline after ``work_s`` (s) of the front's work (decoding and
+        checking it).  Each request :meth:`check` admits ends in this or in :meth:`abandoned`, once."""
+        self.in_front = max(0, self.in_front - 1)
         self.ingress_s += EWMA_WEIGHT * (max(0.0, work_s) - self.ingress_s)
+
+    def abandoned(self) -> None:
+        """An admitted request ended before it reached the pipeline (malformed, its body too large or late)."""
+        self.in_front = max(0, self.in_front - 1)
 
     def pipeline_deadline(self, deadline_s: float) -> float:
         """The deadline to hand the runtime: the client's, less the expected cost of answering (the work
@@ -214,6 +229,7 @@ class Door:
         return state
 
     def report(self) -> dict[str, Any]:
-        """The door's state: lag, the front's mean work before and after the pipeline (s), late answers."""
+        """The door's state: lag, the front's mean work before and after the pipeline (s), requests admitted
+        and not yet handed to the pipeline, late answers."""
         return {"loop_lag_s": self.loop_lag.now(), "ingress_s": self.ingress_s, "egress_s": self.egress_s,
-                "late_answers": self.late_answers, "proactive": self.proactive}
+                "in_front": self.in_front, "late_answers": self.late_answers, "proactive": self.proactive}

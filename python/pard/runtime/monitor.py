@@ -64,12 +64,12 @@ class MonitorMixin:
         rt: Any = self
         return stage_snapshot(rt._stages, rt._loop.terms_log, rt.queued, rt._live)
 
-    def door_finish_s(self, tier: int = 0) -> float:
+    def door_finish_s(self, tier: int = 0, in_front: int = 0) -> float:
         """When (s, :meth:`now`'s clock) a request of tier code ``tier`` arriving now would leave the
         pipeline, as the entry stages' drop rule estimates it (``cpp/include/pard/door.hpp``): what
         :class:`pard.runtime.door.Door` admits by.  Lock-free; for any thread."""
         rt: Any = self
-        return float(rt._live.door_finish_s(tier))
+        return float(rt._live.door_finish_s(tier, in_front))
 
     def drop_counts(self) -> dict[tuple[str, str], int]:
         """Requests dropped so far by ``(stage name, reason)`` (:data:`pard.outcomes.REASONS`), over

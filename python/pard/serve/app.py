@@ -34,7 +34,7 @@ from starlette.routing import Route
 
 from .._version import __version__
 from .config import ServeConfig, TensorSpec
-from .door import ARRIVED, DoorMiddleware
+from .door import ARRIVED, TICKET, DoorMiddleware, settle
 from .metrics import make_registry
 from .params import body_wait_s
 from .service import Answer, ServedPipeline, _error
@@ -127,6 +127,13 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
 
     async def infer(request: Request) -> Response:
         arrived = request.scope.get(ARRIVED)  # set by the door (pard.serve.door): the SLO counts from then
+        ticket = request.scope.get(TICKET)
+        try:
+            return await _infer(request, arrived, ticket)
+        finally:
+            settle(svc, ticket)  # admitted by the door, answered without reaching the pipeline
+
+    async def _infer(request: Request, arrived: float | None, ticket: list[bool] | None) -> Response:
         if request.path_params.get("version") not in (None, "1"):
             gone = missing(request)
             assert gone is not None
@@ -146,7 +153,7 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
                                       f"({config.server.max_body_bytes} bytes)"))
         else:
             answer = await svc.infer(request.path_params["model"], body, request.headers,
-                                     lambda: _disconnected(request), arrived_s=arrived)
+                                     lambda: _disconnected(request), arrived_s=arrived, admitted=ticket)
         return Response(answer.body, status_code=answer.status, headers=answer.headers)
 
     async def metrics(request: Request) -> Response:

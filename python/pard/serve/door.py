@@ -16,15 +16,18 @@ Either leaves the request's arrival time in its scope (:data:`ARRIVED`): its SLO
 from __future__ import annotations
 
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .service import Answer, ServedPipeline
+from .params import door_deadline
+from .service import Answer, ServedPipeline, _error
 
-__all__ = ["ARRIVED", "DoorMiddleware", "HeaderView", "protocol_door", "raw_answer"]
+__all__ = ["ARRIVED", "TICKET", "DoorMiddleware", "HeaderView", "at_door", "protocol_door", "raw_answer", "settle"]
 
 #: The ASGI scope key under which the door leaves a request's arrival time (s, the runtime's clock).
 ARRIVED = "pard.arrived_s"
+#: ... and the ticket of a request it admitted (``[True]`` until the request reaches the pipeline or is
+#: answered without it: :meth:`ServedPipeline.settle`).
+TICKET = "pard.ticket"
 
 
 class HeaderView:
@@ -47,10 +50,41 @@ def _is_infer(scope: Any) -> bool:
     return scope["method"] == "POST" and scope["path"].endswith("/infer")
 
 
+def at_door(svc: ServedPipeline, arrived_s: float | None, headers: Any,
+            ticket: list[bool] | None = None) -> Answer | None:
+    """The door's refusal, counted, or None to read the request's body (:class:`pard.runtime.door.Door`):
+    429 while the event loop runs more than ``server.max_loop_lag_s`` behind (reason ``server_busy``), or
+    when the pipeline cannot answer by the deadline the headers give (reason ``infeasible``; no
+    ``Retry-After`` when the request's own SLO is shorter than the pipeline's fastest path).  Decided from
+    the headers alone, before the body is read; a deadline or tier in the body is judged by the stages once
+    it is decoded.  ``ticket[0]`` is set when the door admitted the request: the request then reaches the
+    pipeline (:meth:`ServedPipeline.infer` settles it) or :func:`settle` says it never will."""
+    door = svc.door
+    if door is None or arrived_s is None or not svc.ready or svc.draining:
+        return None
+    deadline, tier = door_deadline(headers, arrived_s, svc.default_slo_s, svc.config.queue.allow_timeout_override,
+                                   svc.spec.tiers, svc.default_tier)
+    refusal = door.check(arrived_s, deadline, tier)
+    if refusal is None:
+        if ticket is not None:
+            ticket[0] = True
+        return None
+    return svc.count(_error(429, "busy", refusal.message, reason=refusal.reason, retry_after_s=refusal.retry_after_s))
+
+
+def settle(svc: ServedPipeline, ticket: list[bool] | None) -> None:
+    """A request the door admitted (``ticket[0]``) ended without reaching the pipeline: the door stops
+    counting it in front of the next ones (:meth:`pard.runtime.door.Door.abandoned`)."""
+    if ticket and ticket[0] and svc.door is not None:
+        ticket[0] = False
+        svc.door.abandoned()
+
+
 def _decide(svc: ServedPipeline, scope: Any) -> Answer | None:
     arrived = svc.arrival()
     scope[ARRIVED] = arrived
-    return svc.at_door(arrived, HeaderView(scope["headers"]))
+    ticket = scope[TICKET] = [False]
+    return at_door(svc, arrived, HeaderView(scope["headers"]), ticket)
 
 
 def raw_answer(answer: Answer, keep_alive: bool) -> bytes:

@@ -52,7 +52,7 @@ from .factories import reference_model
 from .failure_log import FailureLog
 from .metrics import TIER_OUTCOMES, Observed
 from .outcomes import answered_outcome, merged_outcomes, tier_outcome, tier_report
-from .params import door_deadline, request_deadline, request_tier
+from .params import request_deadline, request_tier
 from .protocol import InferRequest, ProtocolError, datatype_of, decode_request_async, encode_response
 from .stall import StallWatch
 
@@ -285,7 +285,7 @@ class ServedPipeline:
     # ------------------------------------------------------------------ requests
     async def infer(self, model: str, body: bytes, headers: Mapping[str, str],
                     disconnected: Callable[[], Awaitable[Any]] | None = None,
-                    arrived_s: float | None = None) -> Answer:
+                    arrived_s: float | None = None, admitted: list[bool] | None = None) -> Answer:
         """Answer one v2 inference request (see the module docstring for the outcomes).
 
         ``disconnected()``, if given, returns an awaitable that completes when the client has gone;
@@ -296,7 +296,7 @@ class ServedPipeline:
         """
         self.inflight += 1
         try:
-            answer = await self._answer(model, body, headers, disconnected, arrived_s)
+            answer = await self._answer(model, body, headers, disconnected, arrived_s, admitted)
         except Exception as exc:  # a bug of ours must still be one answer, counted once  # noqa: BLE001
             log.exception("pard serve: unexpected error answering a request")
             text = f": {exc}" if self.config.server.error_detail else " (the server log has the details)"
@@ -318,24 +318,6 @@ class ServedPipeline:
             self.tier_counts[(answer.tier, outcome)] = self.tier_counts.get((answer.tier, outcome), 0) + 1
         return answer
 
-    def at_door(self, arrived_s: float | None, headers: Mapping[str, str]) -> Answer | None:
-        """The door's refusal, counted, or None to read the request's body (:class:`pard.runtime.door.Door`):
-        429 while the event loop runs more than ``server.max_loop_lag_s`` behind (reason ``server_busy``),
-        or when the pipeline cannot answer by the deadline the headers give (reason ``infeasible``; no
-        ``Retry-After`` when the request's own SLO is shorter than the pipeline's fastest path).  Decided
-        from the headers alone, before the body is read: a refusal costs the front a fraction of an
-        admitted request.  A deadline or tier in the body is judged by the stages once it is decoded."""
-        door = self.door
-        if door is None or arrived_s is None or not self.ready or self.draining:
-            return None
-        deadline, tier = door_deadline(headers, arrived_s, self.default_slo_s, self.config.queue.allow_timeout_override,
-                                       self.spec.tiers, self.default_tier)
-        refusal = door.check(arrived_s, deadline, tier)
-        if refusal is None:
-            return None
-        return self.count(_error(429, "busy", refusal.message, reason=refusal.reason,
-                                 retry_after_s=refusal.retry_after_s))
-
     def unavailable(self) -> Answer:
         """503 for a request that arrives while the pipeline is not ready or is draining."""
         why = "the server is draining (shutting down)" if self.draining else "the pipeline is not ready yet"
@@ -348,7 +330,8 @@ class ServedPipeline:
         return self.door.arrival() if self.door is not None else None
 
     async def _answer(self, model: str, body: bytes, headers: Mapping[str, str],
-                      disconnected: Callable[[], Awaitable[Any]] | None, arrived_s: float | None) -> Answer:
+                      disconnected: Callable[[], Awaitable[Any]] | None, arrived_s: float | None,
+                      admitted: list[bool] | None = None) -> Answer:
         if model != self.model_name:
             return _error(404, "invalid", f"unknown model {model!r}; this server serves {self.model_name!r}")
         if not self.ready or self.draining:
@@ -362,7 +345,8 @@ class ServedPipeline:
             tier = self._tier(req, headers)
         except ProtocolError as exc:
             return _error(400, "invalid", str(exc))
-        if self.door is not None:
+        if admitted and admitted[0] and self.door is not None:
+            admitted[0] = False
             self.door.submitted(time.perf_counter() - started)
         answer = await self._served(req, payload, slo, tier, t0, deadline, disconnected)
         answer.tier = tier
