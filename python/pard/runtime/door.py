@@ -55,8 +55,6 @@ EWMA_WEIGHT = 0.02
 #: Turns of the event loop a request waits for between the door and its answer leaving: reading its
 #: body, the pipeline's result handed back to the loop, its answer written.
 LOOP_TURNS = 3
-#: A door estimate at or past this (s) means "never" (cpp/include/pard/door.hpp's kFinishCapNs, 4e18 ns).
-FINISH_CAP_S = 4.0e9
 #: How long (s) a refusal's Retry-After hint is reused before it is computed again.
 RETRY_AFTER_TTL_S = 0.1
 
@@ -147,7 +145,11 @@ class Door:
         #: request as much as the queued ones, though no stage holds them yet
         self.in_front = 0
         self._min_latency_s = min_latency_path(runtime.pipeline)[0]
-        self._retry, self._retry_at = 1.0, -math.inf
+        self._retry: Refusal | None = None
+        self._retry_at = -math.inf
+        self._busy_by_s: dict[int, Refusal] = {}
+        self._never = Refusal("infeasible", f"the request's deadline is shorter than the pipeline's fastest path "
+                              f"({self._min_latency_s:.3f} s); no retry can meet it", None)
 
     def start(self) -> None:
         """Start the lag monitor (from the running event loop)."""
@@ -165,8 +167,7 @@ class Door:
         when it admits.  ``tier``: the request's tier code (a lighter tier waits behind heavier ones)."""
         lag = self.loop_lag.now()
         if self.max_loop_lag_s > 0 and lag > self.max_loop_lag_s:
-            return Refusal("server_busy", f"the server is {lag:.3f} s behind (server.max_loop_lag_s "
-                           f"{self.max_loop_lag_s:g} s); retry later", max(lag, 1.0))
+            return self._busy(math.ceil(lag))
         if not self.proactive:
             self.in_front += 1
             return None
@@ -176,21 +177,33 @@ class Door:
             self.in_front += 1
             return None
         if deadline_s - arrived_s < self._min_latency_s:
-            return Refusal("infeasible", f"the request's deadline ({deadline_s - arrived_s:.3f} s after arrival) is "
-                           f"shorter than the pipeline's fastest path ({self._min_latency_s:.3f} s); no retry "
-                           "can meet it", None)
-        late = f" (estimated {finish - deadline_s:.3f} s past it)" if finish < FINISH_CAP_S else \
-            " without making a request it already holds miss its own"
-        return Refusal("infeasible", f"the pipeline cannot answer by the request's deadline{late}; retry later",
-                       self._retry_after_s())
+            return self._never
+        return self._later()
 
-    def _retry_after_s(self) -> float:
-        """:func:`pard.runtime.aio.retry_after_s`, recomputed at most every :data:`RETRY_AFTER_TTL_S`: it
-        walks every stage's profile, which costs more than the rest of a refusal, and a hint a tenth of a
-        second old is as good as a new one."""
+    # The refusals are a few values reused (their text names no per-request figure), so that a server can
+    # keep each one's encoded answer: past its capacity most requests are refused, and each costs the front.
+    def _busy(self, lag_s: int) -> Refusal:
+        refusal = self._busy_by_s.get(lag_s)
+        if refusal is None:
+            refusal = Refusal("server_busy", f"the server runs more than server.max_loop_lag_s "
+                              f"({self.max_loop_lag_s:g} s) behind; retry later", float(max(lag_s, 1)))
+            if len(self._busy_by_s) < 64:
+                self._busy_by_s[lag_s] = refusal
+        return refusal
+
+    def _later(self) -> Refusal:
+        """The refusal of a request the pipeline cannot answer in time now, with a Retry-After hint
+        (:func:`pard.runtime.aio.retry_after_s`) recomputed at most every :data:`RETRY_AFTER_TTL_S`: it walks
+        every stage's profile, which costs more than the rest of a refusal, and a hint a tenth of a second
+        old is as good as a new one."""
         now = time.monotonic()
         if now - self._retry_at > RETRY_AFTER_TTL_S:
-            self._retry, self._retry_at = retry_after_s(self.runtime), now
+            self._retry_at = now
+            hint = retry_after_s(self.runtime)
+            if self._retry is None or self._retry.retry_after_s != hint:
+                self._retry = Refusal("infeasible", "the pipeline cannot answer by the request's deadline now; "
+                                      "retry later", hint)
+        assert self._retry is not None
         return self._retry
 
     def attainable(self, arrived_s: float, deadline_s: float) -> bool:

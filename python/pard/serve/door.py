@@ -18,6 +18,7 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Any, Callable
 
+from ..runtime.door import Refusal
 from .params import door_deadline
 from .service import Answer, ServedPipeline, _error
 
@@ -69,7 +70,21 @@ def at_door(svc: ServedPipeline, arrived_s: float | None, headers: Any,
         if ticket is not None:
             ticket[0] = True
         return None
-    return svc.count(_error(429, "busy", refusal.message, reason=refusal.reason, retry_after_s=refusal.retry_after_s))
+    return svc.count(_refusal_answer(refusal))
+
+
+_ANSWERS: dict[Refusal, Answer] = {}
+
+
+def _refusal_answer(refusal: Refusal) -> Answer:
+    """The 429 of a door refusal, built once per distinct refusal (the door reuses a few)."""
+    answer = _ANSWERS.get(refusal)
+    if answer is None:
+        answer = _error(429, "busy", refusal.message, reason=refusal.reason, retry_after_s=refusal.retry_after_s)
+        if len(_ANSWERS) >= 256:
+            _ANSWERS.clear()
+        _ANSWERS[refusal] = answer
+    return answer
 
 
 def settle(svc: ServedPipeline, ticket: list[bool] | None) -> None:
@@ -101,11 +116,21 @@ def protocol_door(svc: ServedPipeline) -> Callable[[Any, bool], bytes | None]:
     """``door(scope, keep_alive)``: the raw refusal of an inference request whose headers are in ``scope``,
     or None to serve it (:class:`pard.serve.connections.GuardedProtocol` calls it before the ASGI task)."""
 
+    raw: dict[tuple[int, bool], tuple[Answer, bytes]] = {}  # an answer (kept alive here) -> its bytes
+
     def door(scope: Any, keep_alive: bool) -> bytes | None:
         if not _is_infer(scope):
             return None
         refused = _decide(svc, scope)
-        return None if refused is None else raw_answer(refused, keep_alive)
+        if refused is None:
+            return None
+        key = (id(refused), keep_alive)
+        hit = raw.get(key)
+        if hit is None or hit[0] is not refused:
+            if len(raw) >= 256:
+                raw.clear()
+            hit = raw[key] = (refused, raw_answer(refused, keep_alive))
+        return hit[1]
 
     return door
 
