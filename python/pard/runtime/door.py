@@ -46,10 +46,12 @@ from .aio import retry_after_s
 if TYPE_CHECKING:  # pragma: no cover
     from .facade import Runtime
 
-__all__ = ["Door", "LoopLag", "Refusal", "LAG_TICK_S", "EWMA_WEIGHT", "LOOP_TURNS", "RETRY_AFTER_TTL_S"]
+__all__ = ["Door", "LoopLag", "Refusal", "LAG_TICK_S", "MEAN_WEIGHT", "EWMA_WEIGHT", "LOOP_TURNS", "RETRY_AFTER_TTL_S"]
 
 #: The event-loop lag monitor's tick (s).
 LAG_TICK_S = 0.01
+#: Weight of each tick in the lag's recent mean (a time constant of about 0.1 s at 10 ms ticks).
+MEAN_WEIGHT = 0.1
 #: Weight of each new sample in the front's work averages: about the last 50 requests.
 EWMA_WEIGHT = 0.02
 #: Turns of the event loop a request waits for between the door and its answer leaving: reading its
@@ -61,10 +63,13 @@ RETRY_AFTER_TTL_S = 0.1
 
 class LoopLag:
     """How far behind the event loop runs (s): a task sleeps :data:`LAG_TICK_S` at a time and records how
-    late it woke; :meth:`now` also counts a wake-up that is overdue right now (a loop still busy)."""
+    late it woke; :meth:`now` also counts a wake-up that is overdue right now (a loop still busy), and
+    :attr:`mean` is its recent mean (:data:`MEAN_WEIGHT` a tick): under overload the lag comes in spikes,
+    and a request admitted between two of them still waits through the next."""
 
     def __init__(self) -> None:
         self.last = 0.0
+        self.mean = 0.0
         self._due: float | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -80,6 +85,7 @@ class LoopLag:
             now = time.monotonic()
             assert self._due is not None
             self.last, self._due = max(0.0, now - self._due), now + LAG_TICK_S
+            self.mean += MEAN_WEIGHT * (self.last - self.mean)
 
     def now(self) -> float:
         """The loop's lag now (s): the last measured, or the current wake-up's overdue time if larger."""
@@ -212,8 +218,8 @@ class Door:
 
     def front_s(self, lag_s: float | None = None) -> float:
         """The front's expected share of a request's latency now (s): its work before and after the pipeline
-        and :data:`LOOP_TURNS` turns of the event loop at its current lag."""
-        lag = self.loop_lag.now() if lag_s is None else lag_s
+        and :data:`LOOP_TURNS` turns of the event loop at its current lag or its recent mean, the larger."""
+        lag = max(self.loop_lag.now() if lag_s is None else lag_s, self.loop_lag.mean)
         return self.ingress_s + self.egress_s + LOOP_TURNS * lag
 
     def submitted(self, work_s: float) -> None:
@@ -229,7 +235,7 @@ class Door:
     def pipeline_deadline(self, deadline_s: float) -> float:
         """The deadline to hand the runtime: the client's, less the expected cost of answering (the work
         after the pipeline and one turn of the event loop)."""
-        return deadline_s - self.egress_s - self.loop_lag.now()
+        return deadline_s - self.egress_s - max(self.loop_lag.now(), self.loop_lag.mean)
 
     def answered(self, state: str, deadline_s: float, resumed_s: float) -> str:
         """The state of an answer ready now: ``on_time`` past ``deadline_s`` becomes ``late``.  ``resumed_s``
