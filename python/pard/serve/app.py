@@ -15,13 +15,12 @@
 
 The routes only translate HTTP to and from :class:`pard.serve.service.ServedPipeline`, which
 decides every answer.  The app's lifespan starts the pipeline (executors built and warmed, runtime
-started) and closes it.  A body larger than ``server.max_body_bytes`` is answered 413 before it is
-read in full.
+started) and closes it.  The inference route is served outside Starlette's router, after the door
+(:mod:`pard.serve.door`, :mod:`pard.serve.infer_route`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -34,38 +33,11 @@ from starlette.routing import Route
 
 from .._version import __version__
 from .config import ServeConfig, TensorSpec
-from .door import ARRIVED, TICKET, DoorMiddleware, settle
+from .door import DoorMiddleware
 from .metrics import make_registry
-from .params import body_wait_s
-from .service import Answer, ServedPipeline, _error
+from .service import ServedPipeline
 
 __all__ = ["create_app"]
-
-
-class _TooLarge(Exception):
-    pass
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The body, refusing (``_TooLarge``) once it passes ``limit`` bytes."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _TooLarge
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def _disconnected(request: Request) -> None:
-    """Return once the client has gone (the ASGI ``http.disconnect`` after the body was read)."""
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            return
 
 
 def _tensor(t: TensorSpec) -> dict[str, Any]:
@@ -125,37 +97,6 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
         gone = missing(request)
         return gone if gone is not None else ready_answer()
 
-    async def infer(request: Request) -> Response:
-        arrived = request.scope.get(ARRIVED)  # set by the door (pard.serve.door): the SLO counts from then
-        ticket = request.scope.get(TICKET)
-        try:
-            return await _infer(request, arrived, ticket)
-        finally:
-            settle(svc, ticket)  # admitted by the door, answered without reaching the pipeline
-
-    async def _infer(request: Request, arrived: float | None, ticket: list[bool] | None) -> Response:
-        if request.path_params.get("version") not in (None, "1"):
-            gone = missing(request)
-            assert gone is not None
-            svc.count(Answer(404, b"", {}, "invalid"))  # every infer request is counted once
-            return gone
-        wait_s = body_wait_s(request.headers, svc.default_slo_s, svc.answer_grace_s,
-                             config.queue.allow_timeout_override)
-        try:
-            left = None if arrived is None else max(0.0, arrived + wait_s - svc.runtime.now())  # None: not built
-            body = await asyncio.wait_for(_read_body(request, config.server.max_body_bytes), left)
-        except asyncio.TimeoutError:
-            answer = svc.count(_error(408, "body_timeout", f"the request body had not arrived {wait_s:.3f} s after "
-                                      "the request (its deadline plus server.answer_grace_s); it is dropped",
-                                      reason="body_timeout"))
-        except _TooLarge:
-            answer = svc.count(_error(413, "invalid", f"the request body exceeds server.max_body_bytes "
-                                      f"({config.server.max_body_bytes} bytes)"))
-        else:
-            answer = await svc.infer(request.path_params["model"], body, request.headers,
-                                     lambda: _disconnected(request), arrived_s=arrived, admitted=ticket)
-        return Response(answer.body, status_code=answer.status, headers=answer.headers)
-
     async def metrics(request: Request) -> Response:
         return Response(generate_latest(registry), headers={"content-type": CONTENT_TYPE_LATEST})
 
@@ -173,7 +114,6 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
         Route("/v2/health/live", live), Route("/v2/health/ready", ready), Route("/v2", server_metadata),
         Route(model, model_metadata), Route(version, model_metadata),
         Route(model + "/ready", model_ready), Route(version + "/ready", model_ready),
-        Route(model + "/infer", infer, methods=["POST"]), Route(version + "/infer", infer, methods=["POST"]),
         Route("/metrics", metrics),
     ]
     async def http_error(request: Request, exc: Exception) -> Response:

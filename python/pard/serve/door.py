@@ -15,10 +15,12 @@ Either leaves the request's arrival time in its scope (:data:`ARRIVED`): its SLO
 
 from __future__ import annotations
 
+import json
 from http import HTTPStatus
 from typing import Any, Callable
 
 from ..runtime.door import Refusal
+from .infer_route import _send, handle_infer, infer_path
 from .params import door_deadline
 from .service import Answer, ServedPipeline, _error
 
@@ -48,7 +50,7 @@ class HeaderView:
 
 
 def _is_infer(scope: Any) -> bool:
-    return scope["method"] == "POST" and scope["path"].endswith("/infer")
+    return scope["method"] == "POST" and infer_path(scope["path"]) is not None
 
 
 def at_door(svc: ServedPipeline, arrived_s: float | None, headers: Any,
@@ -136,19 +138,30 @@ def protocol_door(svc: ServedPipeline) -> Callable[[Any, bool], bytes | None]:
 
 
 class DoorMiddleware:
-    """ASGI middleware: the door (module docstring) for a request the protocol has not already decided."""
+    """ASGI middleware in front of the Starlette app: every inference request meets the door (module
+    docstring; unless the protocol already decided it) and, admitted, is served by
+    :func:`pard.serve.infer_route.handle_infer`, outside Starlette's router; other requests pass on."""
 
     def __init__(self, app: Any, service: ServedPipeline) -> None:
         self.app = app
         self.svc = service
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and ARRIVED not in scope and _is_infer(scope):
+        route = infer_path(scope["path"]) if scope["type"] == "http" else None
+        if route is None:
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] != "POST":  # answered as the router answers a method it does not serve
+            body = json.dumps({"error": f"Method Not Allowed: {scope['method']} {scope['path']}"}).encode()
+            await _send(send, Answer(405, body, {"content-type": "application/json", "allow": "POST"}))
+            return
+        if ARRIVED not in scope:
             refused = _decide(self.svc, scope)
             if refused is not None:
-                headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in refused.headers.items()]
-                headers.append((b"content-length", str(len(refused.body)).encode("latin-1")))
-                await send({"type": "http.response.start", "status": refused.status, "headers": headers})
-                await send({"type": "http.response.body", "body": refused.body})
+                await _send(send, refused)
                 return
-        await self.app(scope, receive, send)
+        ticket = scope.get(TICKET)
+        try:
+            await handle_infer(self.svc, scope, receive, send, route[0], route[1], scope.get(ARRIVED), ticket)
+        finally:
+            settle(self.svc, ticket)  # admitted by the door, answered without reaching the pipeline

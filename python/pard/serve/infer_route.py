@@ -1,0 +1,111 @@
+"""``POST /v2/models/{model}[/versions/{v}]/infer`` as a plain ASGI handler.
+
+The inference route is the server's hot path: under load every request takes it, and the front's time
+per request decides how much of its core is left (``pard serve`` shares its process with the pipeline).
+Starlette's router, its request and response objects and its exception middleware cost more than the
+rest of an admitted request's front work together, so this route is served here, straight from the ASGI
+messages, by :class:`pard.serve.door.DoorMiddleware` after the door; every other route stays Starlette's.
+The answers are those of :meth:`pard.serve.service.ServedPipeline.infer`, plus the route's own: 404 for a
+version other than ``"1"``, 413 for a body past ``server.max_body_bytes`` (before it is read in full when
+``Content-Length`` says so), 408 for a body that has not arrived by the request's deadline plus
+``server.answer_grace_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from .params import body_wait_s
+from .service import Answer, ServedPipeline, _error
+
+__all__ = ["infer_path", "handle_infer"]
+
+
+def infer_path(path: str) -> tuple[str, str | None] | None:
+    """``(model, version or None)`` of an inference path, None for any other path."""
+    parts = path.split("/")
+    if len(parts) == 5 and parts[1] == "v2" and parts[2] == "models" and parts[4] == "infer" and parts[3]:
+        return parts[3], None
+    if (len(parts) == 7 and parts[1] == "v2" and parts[2] == "models" and parts[4] == "versions"
+            and parts[6] == "infer" and parts[3] and parts[5]):
+        return parts[3], parts[5]
+    return None
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read_body(receive: Any, declared: str | None, limit: int) -> bytes:
+    """The body, refusing (``_TooLarge``) once it passes ``limit`` bytes."""
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _TooLarge
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":  # the client went away mid-body
+            raise asyncio.TimeoutError
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+async def _within(aw: Any, seconds: float | None) -> Any:
+    """``await aw``, raising asyncio.TimeoutError after ``seconds`` (None: no limit); without an extra task
+    where the running Python has ``asyncio.timeout``."""
+    if seconds is None:
+        return await aw
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await aw
+    return await asyncio.wait_for(aw, seconds)  # pragma: no cover - Python < 3.11
+
+
+async def _disconnected(receive: Any) -> None:
+    """Return once the client has gone (the ASGI ``http.disconnect`` after the body was read)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def _send(send: Any, answer: Answer) -> None:
+    headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers.items()]
+    headers.append((b"content-length", str(len(answer.body)).encode("latin-1")))
+    await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+    await send({"type": "http.response.body", "body": answer.body})
+
+
+async def handle_infer(svc: ServedPipeline, scope: Any, receive: Any, send: Any, model: str,
+                       version: str | None, arrived: float | None, ticket: list[bool] | None) -> None:
+    """Answer one inference request (module docstring); ``arrived`` and ``ticket`` are the door's."""
+    if version not in (None, "1"):
+        if model != svc.model_name:
+            text = f"unknown model {model!r}; this server serves {svc.model_name!r}"
+        else:
+            text = f"model {model!r} has no version {version!r}; its versions: ['1']"
+        await _send(send, svc.count(_error(404, "invalid", text)))
+        return
+    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+    config = svc.config
+    wait_s = body_wait_s(headers, svc.default_slo_s, svc.answer_grace_s, config.queue.allow_timeout_override)
+    try:
+        left = None if arrived is None else max(0.0, arrived + wait_s - svc.runtime.now())  # None: not built
+        body = await _within(_read_body(receive, headers.get("content-length"), config.server.max_body_bytes), left)
+    except asyncio.TimeoutError:
+        answer = svc.count(_error(408, "body_timeout", f"the request body had not arrived {wait_s:.3f} s after "
+                                  "the request (its deadline plus server.answer_grace_s); it is dropped",
+                                  reason="body_timeout"))
+    except _TooLarge:
+        answer = svc.count(_error(413, "invalid", f"the request body exceeds server.max_body_bytes "
+                                  f"({config.server.max_body_bytes} bytes)"))
+    else:
+        answer = await svc.infer(model, body, headers, lambda: _disconnected(receive), arrived_s=arrived,
+                                 admitted=ticket)
+    await _send(send, answer)
