@@ -10,6 +10,8 @@ Python is built here: the exception a dropped, rejected or failed request's futu
 from __future__ import annotations
 
 import asyncio
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -70,11 +72,55 @@ def build(stages: Sequence[Any], entries: Sequence[int], exits: Sequence[int], h
         error_factory=error_factory(names, [int(st.max_queue) for st in stages]))
 
 
+class _LoopBridge:
+    """Hands finished futures from the runtime's threads to one event loop, in bulk: a thread appends
+    to a list and wakes the loop only when the list was empty, so a batch of requests finishing together
+    costs the loop one wake-up (a write to its self-pipe and a turn), not one per request."""
+
+    __slots__ = ("loop", "_lock", "_items")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._lock = threading.Lock()
+        self._items: list[tuple[Callable[[Any], None], Any]] = []
+
+    def post(self, fn: Callable[[Any], None], arg: Any) -> None:
+        """Run ``fn(arg)`` on the loop soon (any thread).  RuntimeError once the loop has closed."""
+        with self._lock:
+            self._items.append((fn, arg))
+            if len(self._items) > 1:  # a wake-up is already on its way
+                return
+        try:
+            self.loop.call_soon_threadsafe(self._flush)
+        except RuntimeError:
+            with self._lock:
+                self._items.clear()
+            raise
+
+    def _flush(self) -> None:
+        with self._lock:
+            items, self._items = self._items, []
+        for fn, arg in items:
+            fn(arg)
+
+
+_BRIDGES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopBridge] = weakref.WeakKeyDictionary()
+
+
+def _bridge(loop: asyncio.AbstractEventLoop) -> _LoopBridge:
+    bridge = _BRIDGES.get(loop)
+    if bridge is None:
+        bridge = _BRIDGES[loop] = _LoopBridge(loop)
+    return bridge
+
+
 def wrap_future(fut: Any) -> asyncio.Future[Any]:
     """An asyncio future of the running loop that follows ``fut`` (as :func:`asyncio.wrap_future`
-    does for a ``concurrent.futures.Future``); cancelling it cancels ``fut``."""
+    does for a ``concurrent.futures.Future``); cancelling it cancels ``fut``.  Futures that finish
+    together reach the loop together (:class:`_LoopBridge`)."""
     loop = asyncio.get_running_loop()
     out: asyncio.Future[Any] = loop.create_future()
+    bridge = _bridge(loop)
 
     def copy(f: Any) -> None:
         if out.done():
@@ -90,7 +136,7 @@ def wrap_future(fut: Any) -> asyncio.Future[Any]:
 
     def done(f: Any) -> None:
         try:
-            loop.call_soon_threadsafe(copy, f)
+            bridge.post(copy, f)
         except RuntimeError:  # the loop has closed: nobody is waiting any more
             pass
 
