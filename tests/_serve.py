@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -169,3 +170,22 @@ def hanging(seconds: float = 1.5, then_raise: bool = False) -> Any:
                 raise RuntimeError("the hung model gave up")
         return list(xs)
     return run
+
+
+def read_answer(s: socket.socket, timeout_s: float = 20.0) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP/1.1 response from ``s`` (Content-Length bodies): status, headers, body."""
+    s.settimeout(timeout_s)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        assert chunk, f"the server closed the connection before answering: {data!r}"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    length = int(headers.get("content-length", "0"))
+    while len(body) < length:
+        chunk = s.recv(65536)
+        assert chunk, "the server closed the connection inside its answer"
+        body += chunk
+    return int(lines[0].split()[1]), headers, body

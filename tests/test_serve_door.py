@@ -13,7 +13,6 @@ import random
 import socket
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,7 +20,7 @@ pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
-from _serve import CAPACITY_REQ_S, ServerProcess, config  # noqa: E402
+from _serve import CAPACITY_REQ_S, ServerProcess, config, read_answer as _read_answer  # noqa: E402
 
 BODY = json.dumps({"inputs": [{"name": "INPUT0", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]}]}).encode()
 PATH = "/v2/models/duo/infer"
@@ -30,25 +29,6 @@ PATH = "/v2/models/duo/infer"
 def _request(port: int, extra: str = "", body: bytes = BODY) -> bytes:
     return (f"POST {PATH} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n"
             f"content-length: {len(body)}\r\n{extra}\r\n").encode() + body
-
-
-def _read_answer(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
-    """One HTTP/1.1 answer with a content-length: (status, headers, body)."""
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = sock.recv(65536)
-        assert chunk, f"the server closed the connection after {buf!r}"
-        buf += chunk
-    head, _, rest = buf.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = dict(line.split(": ", 1) for line in lines[1:])
-    headers = {k.lower(): v for k, v in headers.items()}
-    n = int(headers["content-length"])
-    while len(rest) < n:
-        chunk = sock.recv(65536)
-        assert chunk
-        rest += chunk
-    return int(lines[0].split()[1]), headers, rest[:n]
 
 
 def _metrics(url: str) -> dict[str, float]:

@@ -27,7 +27,7 @@ from pard.serve.config import (  # noqa: E402
 )
 from pard.serve.connections import default_max_connections  # noqa: E402
 
-from _serve import ServerProcess, config, v2_body  # noqa: E402
+from _serve import ServerProcess, config, v2_body, read_answer as _read_answer  # noqa: E402
 
 INFER = "/v2/models/duo/infer"
 HALF_HEADER = f"POST {INFER} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl".encode()
@@ -53,25 +53,6 @@ def _closed_by_server(s: socket.socket) -> bool:
         return s.recv(65536) == b""
     except (ConnectionResetError, BrokenPipeError):
         return True
-
-
-def _read_answer(s: socket.socket, timeout_s: float = 20.0) -> tuple[int, dict[str, str], bytes]:
-    """One HTTP/1.1 response from ``s`` (Content-Length bodies): status, headers, body."""
-    s.settimeout(timeout_s)
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = s.recv(65536)
-        assert chunk, f"the server closed the connection before answering: {data!r}"
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-    length = int(headers.get("content-length", "0"))
-    while len(body) < length:
-        chunk = s.recv(65536)
-        assert chunk, "the server closed the connection inside its answer"
-        body += chunk
-    return int(lines[0].split()[1]), headers, body
 
 
 def _log(server: ServerProcess) -> str:
