@@ -573,8 +573,11 @@ def test_metrics_stay_monotonic_and_complete_past_the_runtime_history(monkeypatc
 
     texts, statuses, rep = _run(config(), body)
     first, last = _metrics(texts[0]), _metrics(texts[1])
-    served, dropped = statuses.count(200), statuses.count(503)
-    assert served + dropped == 90 and dropped >= 30  # every 5 ms budget is infeasible (d(1) = 40 ms)
+    served, dropped, refused = statuses.count(200), statuses.count(503), statuses.count(429)
+    # every 5 ms budget is infeasible (d(1) = 40 ms); on a busy machine the door may refuse a few of the 45
+    # sent at once (429), before the pipeline sees them
+    assert served + dropped + refused == 90 and dropped + refused >= 30
+    assert last[("pard_requests_total", (("outcome", "rejected"), ("pipeline", "duo")))] == refused
     assert last[("pard_requests_total", (("outcome", "on_time"), ("pipeline", "duo")))] + \
         last[("pard_requests_total", (("outcome", "late"), ("pipeline", "duo")))] == served
     assert last[("pard_requests_total", (("outcome", "dropped"), ("pipeline", "duo")))] == dropped
