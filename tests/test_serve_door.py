@@ -56,6 +56,34 @@ def test_a_request_no_retry_can_serve_is_refused_before_its_body_is_sent(tmp_pat
         assert counts["rejected"] == 1 and counts["on_time"] + counts["late"] == 1
 
 
+def test_a_refused_request_sent_whole_with_a_large_body_keeps_its_connection(tmp_path: Path) -> None:
+    """A client that writes a refused request's whole 200 KB body before it reads (as http.client and
+    requests do) gets its 429, and the same connection then serves the next request: the body's bytes
+    are skipped, not taken for an over-long header."""
+    with ServerProcess(tmp_path, config()) as srv:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=30.0) as sock:
+            padded = BODY + b" " * 200_000
+            sock.sendall(_request(srv.port, "x-request-timeout-ms: 1\r\n", padded) + _request(srv.port))
+            assert _read_answer(sock)[0] == 429
+            status, headers, _ = _read_answer(sock)
+            assert status == 200 and headers["x-pard-outcome"] in ("on_time", "late")
+
+
+def test_a_tier_header_int_cannot_read_is_passed_over_at_the_door(tmp_path: Path) -> None:
+    """X-Pard-Tier values that look like digits to str.isdigit but are no int ('\\xb9', 5 000 nines) get the
+    JSON 400 naming the header, as other bad tiers do, with no traceback in the log."""
+    with ServerProcess(tmp_path, config()) as srv:
+        for tier in ("\xb9", "9" * 5000):
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=30.0) as sock:
+                raw = _request(srv.port, "x-pard-tier: " + tier + "\r\n")
+                sock.sendall(raw.decode("utf-8").encode("latin-1"))  # the header's byte as sent: 0xb9
+                status, _, body = _read_answer(sock)
+                assert status == 400 and "X-Pard-Tier" in json.loads(body)["error"]
+        srv.terminate()
+        srv.wait(60.0)
+        assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
 def test_a_refusal_arrives_while_the_body_is_still_unsent(tmp_path: Path) -> None:
     """With the pipeline's queue past what it can serve in its 0.3 s SLO, a request that declares a 1 MiB body
     and sends none of it is refused at the door: its 429 arrives though the server never read its body."""

@@ -22,7 +22,10 @@ def show(x: object) -> str:
     """``repr`` of a value for a message, with NumPy scalars shown as plain numbers."""
     if isinstance(x, (np.floating, np.integer, np.bool_)):
         return repr(x.item())
-    return repr(x)
+    if isinstance(x, int) and not isinstance(x, bool) and x.bit_length() > 200:  # no 4 300-digit repr (or its error)
+        return f"an int of {len(hex(x)) - 2} hex digits"
+    text = repr(x)
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 #: A number in exponent form without a dot or with no digit after it (``1e1``, ``5e5``, ``2.e-3``):

@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +47,7 @@ from .aio import retry_after_s
 if TYPE_CHECKING:  # pragma: no cover
     from .facade import Runtime
 
-__all__ = ["Door", "LoopLag", "Refusal", "LAG_TICK_S", "MEAN_WEIGHT", "EWMA_WEIGHT", "LOOP_TURNS", "RETRY_AFTER_TTL_S"]
+__all__ = ["Door", "LoopLag", "Refusal", "Ticket", "IN_FRONT_S", "LAG_TICK_S", "MEAN_WEIGHT", "EWMA_WEIGHT", "LOOP_TURNS", "RETRY_AFTER_TTL_S"]
 
 #: The event-loop lag monitor's tick (s).
 LAG_TICK_S = 0.01
@@ -57,6 +58,10 @@ EWMA_WEIGHT = 0.02
 #: Turns of the event loop a request waits for between the door and its answer leaving: reading its
 #: body, the pipeline's result handed back to the loop, its answer written.
 LOOP_TURNS = 3
+#: How long (s) an admitted request counts as work ahead of the next ones while its body is still being read:
+#: a body that takes longer is a slow or stalled client, and counting it would let a few hundred stalled
+#: uploads refuse every other client.
+IN_FRONT_S = 0.5
 #: How long (s) a refusal's Retry-After hint is reused before it is computed again.
 RETRY_AFTER_TTL_S = 0.1
 
@@ -101,6 +106,17 @@ class LoopLag:
             self._due = None
 
 
+class Ticket:
+    """A request the door admitted, on its way to the pipeline: settle it once, with
+    :meth:`Door.submitted` when it reaches the pipeline or :meth:`Door.abandoned` when it never will."""
+
+    __slots__ = ("admitted_at", "counted")
+
+    def __init__(self, admitted_at: float) -> None:
+        self.admitted_at = admitted_at
+        self.counted = True  # in Door.in_front
+
+
 @dataclass(frozen=True)
 class Refusal:
     """Why the door refused a request: ``reason`` (``server_busy`` or ``infeasible``), a sentence for the
@@ -124,12 +140,13 @@ class Door:
 
         arrived = door.arrival()
         deadline = arrived + slo
-        if (no := door.check(arrived, deadline)) is not None:
-            return refuse(no)                      # 429 with Retry-After, say
+        verdict = door.check(arrived, deadline)
+        if isinstance(verdict, Refusal):
+            return refuse(verdict)                 # 429 with Retry-After, say
         t = time.perf_counter(); x = decode(await read_body())
-        door.submitted(time.perf_counter() - t)   # or door.abandoned() if it never reaches the pipeline
+        door.submitted(verdict, time.perf_counter() - t)  # or door.abandoned(verdict): it never will
         out, state = await rt.infer_outcome(x, deadline=door.pipeline_deadline(deadline))
-        resumed = time.monotonic()
+        resumed = time.perf_counter()
         body = encode(out)
         state = door.answered(state, deadline, resumed)   # "late" if the answer leaves past the deadline
     """
@@ -147,10 +164,12 @@ class Door:
         self.egress_s = 0.0
         #: on_time answers judged late because they left after their deadline
         self.late_answers = 0
-        #: requests admitted and not yet submitted (their bodies being read and decoded): ahead of the next
-        #: request as much as the queued ones, though no stage holds them yet
+        #: requests admitted and not yet submitted (their bodies being read and decoded), for at most
+        #: :data:`IN_FRONT_S`: ahead of the next request as much as the queued ones, though no stage holds them
         self.in_front = 0
+        self._front: deque[Ticket] = deque()  # the tickets counted in in_front, oldest first
         self._min_latency_s = min_latency_path(runtime.pipeline)[0]
+        self._tiers = max(len(runtime.pipeline.tiers), 1)
         self._retry: Refusal | None = None
         self._retry_at = -math.inf
         self._busy_by_s: dict[int, Refusal] = {}
@@ -168,23 +187,54 @@ class Door:
         """The request's arrival on the runtime's clock (s): now, less what the event loop is behind."""
         return self.runtime.now() - self.loop_lag.now()
 
-    def check(self, arrived_s: float, deadline_s: float, tier: int = 0) -> Refusal | None:
-        """None to admit, else why not.  Reads relaxed sizes and published terms: no lock, no allocation
-        when it admits.  ``tier``: the request's tier code (a lighter tier waits behind heavier ones)."""
+    def check(self, arrived_s: float, deadline_s: float, tier: int = 0) -> Refusal | Ticket:
+        """A :class:`Ticket` to admit (settle it: :meth:`submitted` or :meth:`abandoned`), else a
+        :class:`Refusal` saying why not.  Reads relaxed sizes and published terms: no lock.
+        ``tier``: the request's tier code (a lighter tier waits behind heavier ones).
+
+        Raises: PardValueError for an arrival or deadline that is not a finite number of seconds, or a
+        tier that is not one of the pipeline's codes."""
+        if not (isinstance(arrived_s, float) and isinstance(deadline_s, float) and math.isfinite(arrived_s)
+                and math.isfinite(deadline_s)) or not (type(tier) is int and 0 <= tier < self._tiers):
+            arrived_s, deadline_s = self._checked(arrived_s, deadline_s, tier)
         lag = self.loop_lag.now()
         if self.max_loop_lag_s > 0 and lag > self.max_loop_lag_s:
             return self._busy(math.ceil(lag))
-        if not self.proactive:
-            self.in_front += 1
-            return None
-        rt = self.runtime
-        finish = rt.door_finish_s(tier, self.in_front) + self.front_s(lag)
-        if finish <= deadline_s:
-            self.in_front += 1
-            return None
-        if deadline_s - arrived_s < self._min_latency_s:
-            return self._never
-        return self._later()
+        now = time.monotonic()
+        front = self._front
+        while front and (not front[0].counted or now - front[0].admitted_at > IN_FRONT_S):
+            self._settle(front.popleft())
+        if self.proactive:
+            finish = self.runtime.door_finish_s(tier, self.in_front) + self.front_s(lag)
+            if finish > deadline_s:
+                return self._never if deadline_s - arrived_s < self._min_latency_s else self._later()
+        ticket = Ticket(now)
+        front.append(ticket)
+        self.in_front += 1
+        return ticket
+
+    def _settle(self, ticket: Ticket) -> None:
+        if ticket.counted:
+            ticket.counted = False
+            self.in_front -= 1
+
+    def _checked(self, arrived_s: Any, deadline_s: Any, tier: Any) -> tuple[float, float]:
+        """``check``'s arguments as floats, or PardValueError naming the bad one."""
+        from .._checks import show
+        from ..errors import PardValueError
+        out = []
+        for name, value in (("arrived_s", arrived_s), ("deadline_s", deadline_s)):
+            try:
+                ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+            except OverflowError:  # an int past float's range
+                ok = False
+            if not ok:
+                raise PardValueError(f"Door.check: {name} must be a finite number of seconds on the runtime's "
+                                     f"clock, got {show(value)}")
+            out.append(float(value))
+        if type(tier) is not int or not 0 <= tier < self._tiers:
+            raise PardValueError(f"Door.check: tier must be a tier code in [0, {self._tiers - 1}], got {show(tier)}")
+        return out[0], out[1]
 
     # The refusals are a few values reused (their text names no per-request figure), so that a server can
     # keep each one's encoded answer: past its capacity most requests are refused, and each costs the front.
@@ -222,15 +272,16 @@ class Door:
         lag = max(self.loop_lag.now() if lag_s is None else lag_s, self.loop_lag.mean)
         return self.ingress_s + self.egress_s + LOOP_TURNS * lag
 
-    def submitted(self, work_s: float) -> None:
-        """An admitted request reached the pipeline after ``work_s`` (s) of the front's work (decoding and
-        checking it).  Each request :meth:`check` admits ends in this or in :meth:`abandoned`, once."""
-        self.in_front = max(0, self.in_front - 1)
-        self.ingress_s += EWMA_WEIGHT * (max(0.0, work_s) - self.ingress_s)
+    def submitted(self, ticket: Ticket, work_s: float) -> None:
+        """The request of ``ticket`` reached the pipeline after ``work_s`` (s) of the front's own work on it
+        (decoding and checking it; not the time its body took to arrive)."""
+        self._settle(ticket)
+        self.ingress_s += EWMA_WEIGHT * (max(0.0, float(work_s)) - self.ingress_s)
 
-    def abandoned(self) -> None:
-        """An admitted request ended before it reached the pipeline (malformed, its body too large or late)."""
-        self.in_front = max(0, self.in_front - 1)
+    def abandoned(self, ticket: Ticket) -> None:
+        """The request of ``ticket`` ended before it reached the pipeline (malformed, its body too large or
+        late); settling it twice is harmless."""
+        self._settle(ticket)
 
     def pipeline_deadline(self, deadline_s: float) -> float:
         """The deadline to hand the runtime: the client's, less the expected cost of answering (the work

@@ -522,9 +522,13 @@ def _tier_code(tier: Any, spec: PipelineSpec) -> int:
 def _check_deadline(deadline: Any) -> float:
     """``deadline`` as float seconds on the runtime's clock, or DeadlineError naming it."""
     from .aio import DeadlineError
-    if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not math.isfinite(deadline):
+    try:
+        finite = not isinstance(deadline, bool) and isinstance(deadline, (int, float)) and math.isfinite(deadline)
+    except OverflowError:  # an int past float's range
+        finite = False
+    if not finite:
         raise DeadlineError(f"deadline must be a finite number of seconds on the runtime's clock "
-                            f"(Runtime.now()), got {deadline!r}")
+                            f"(Runtime.now()), got {show(deadline)}")
     # far past or far ahead: clamp to what the C++ core's int64 nanoseconds hold (the SLO still bounds it)
     return min(max(float(deadline), -_MAX_SLO_S), _MAX_SLO_S)
 

@@ -138,6 +138,8 @@ class GuardedProtocol(_Base):
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_bytes = 0
         self._refused = False
+        self._in_body = False  # between the end of a request's headers and the end of its body
+        self._saw_body = False  # the chunk being parsed holds (part of) a body
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         if not self.guard.make_room(self.connections, self.loop):
@@ -156,9 +158,11 @@ class GuardedProtocol(_Base):
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return
+        self._saw_body = self._in_body
         super().data_received(data)
         self._sync()
-        if self._header_timer is None:
+        # a chunk that holds a body's bytes (answered early or not) completed some headers: it is no header flood
+        if self._header_timer is None or self._saw_body:
             return
         # still waiting: these bytes are (part of) the next request's line and headers
         self._header_bytes += len(data)
@@ -182,6 +186,19 @@ class GuardedProtocol(_Base):
             self.transport.close()
             return
         self.on_response_complete()
+
+    def on_headers_complete(self) -> None:
+        self._in_body = self._saw_body = True
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        # uvicorn ignores the end of a body that was answered early (the door's 429, a 413); its bytes are
+        # body, not header, and the next request's headers get a whole header_timeout_s from here
+        self._in_body = False
+        super().on_message_complete()
+        if self._header_timer is not None and self.cycle is not None and self.cycle.response_complete:
+            self.stop_waiting()
+            self._wait_for_headers()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

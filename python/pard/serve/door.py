@@ -19,7 +19,7 @@ import json
 from http import HTTPStatus
 from typing import Any, Callable
 
-from ..runtime.door import Refusal
+from ..runtime.door import Refusal, Ticket
 from .infer_route import _send, handle_infer, infer_path
 from .params import door_deadline
 from .service import Answer, ServedPipeline, _error
@@ -28,8 +28,8 @@ __all__ = ["ARRIVED", "TICKET", "DoorMiddleware", "HeaderView", "at_door", "prot
 
 #: The ASGI scope key under which the door leaves a request's arrival time (s, the runtime's clock).
 ARRIVED = "pard.arrived_s"
-#: ... and the ticket of a request it admitted (``[True]`` until the request reaches the pipeline or is
-#: answered without it: :meth:`ServedPipeline.settle`).
+#: ... and the :class:`~pard.runtime.door.Ticket` of a request it admitted (settled when the request
+#: reaches the pipeline, or by :func:`settle` when it is answered without it).
 TICKET = "pard.ticket"
 
 
@@ -53,26 +53,24 @@ def _is_infer(scope: Any) -> bool:
     return scope["method"] == "POST" and infer_path(scope["path"]) is not None
 
 
-def at_door(svc: ServedPipeline, arrived_s: float | None, headers: Any,
-            ticket: list[bool] | None = None) -> Answer | None:
+def at_door(svc: ServedPipeline, arrived_s: float | None, headers: Any) -> Answer | Ticket | None:
     """The door's refusal, counted, or None to read the request's body (:class:`pard.runtime.door.Door`):
     429 while the event loop runs more than ``server.max_loop_lag_s`` behind (reason ``server_busy``), or
     when the pipeline cannot answer by the deadline the headers give (reason ``infeasible``; no
     ``Retry-After`` when the request's own SLO is shorter than the pipeline's fastest path).  Decided from
     the headers alone, before the body is read; a deadline or tier in the body is judged by the stages once
-    it is decoded.  ``ticket[0]`` is set when the door admitted the request: the request then reaches the
-    pipeline (:meth:`ServedPipeline.infer` settles it) or :func:`settle` says it never will."""
+    it is decoded.  A :class:`~pard.runtime.door.Ticket` when the door admitted the request: the request then
+    reaches the pipeline (:meth:`ServedPipeline.infer` settles it) or :func:`settle` says it never will;
+    None when the door does not decide (not ready, draining: the route answers that)."""
     door = svc.door
     if door is None or arrived_s is None or not svc.ready or svc.draining:
         return None
     deadline, tier = door_deadline(headers, arrived_s, svc.default_slo_s, svc.config.queue.allow_timeout_override,
                                    svc.spec.tiers, svc.default_tier)
-    refusal = door.check(arrived_s, deadline, tier)
-    if refusal is None:
-        if ticket is not None:
-            ticket[0] = True
-        return None
-    return svc.count(_refusal_answer(refusal))
+    verdict = door.check(arrived_s, deadline, tier)
+    if isinstance(verdict, Ticket):
+        return verdict
+    return svc.count(_refusal_answer(verdict))
 
 
 _ANSWERS: dict[Refusal, Answer] = {}
@@ -89,19 +87,21 @@ def _refusal_answer(refusal: Refusal) -> Answer:
     return answer
 
 
-def settle(svc: ServedPipeline, ticket: list[bool] | None) -> None:
-    """A request the door admitted (``ticket[0]``) ended without reaching the pipeline: the door stops
-    counting it in front of the next ones (:meth:`pard.runtime.door.Door.abandoned`)."""
-    if ticket and ticket[0] and svc.door is not None:
-        ticket[0] = False
-        svc.door.abandoned()
+def settle(svc: ServedPipeline, ticket: Ticket | None) -> None:
+    """A request the door admitted ended, reached the pipeline or not: the door stops counting it in front
+    of the next ones (:meth:`pard.runtime.door.Door.abandoned`; harmless once it has been)."""
+    if ticket is not None and svc.door is not None:
+        svc.door.abandoned(ticket)
 
 
 def _decide(svc: ServedPipeline, scope: Any) -> Answer | None:
     arrived = svc.arrival()
     scope[ARRIVED] = arrived
-    ticket = scope[TICKET] = [False]
-    return at_door(svc, arrived, HeaderView(scope["headers"]), ticket)
+    verdict = at_door(svc, arrived, HeaderView(scope["headers"]))
+    if isinstance(verdict, Ticket):
+        scope[TICKET] = verdict
+        return None
+    return verdict
 
 
 def raw_answer(answer: Answer, keep_alive: bool) -> bytes:

@@ -17,6 +17,7 @@ import asyncio
 import sys
 from typing import Any
 
+from ..runtime.door import Ticket
 from .params import body_wait_s
 from .service import Answer, ServedPipeline, _error
 
@@ -83,7 +84,7 @@ async def _send(send: Any, answer: Answer) -> None:
 
 
 async def handle_infer(svc: ServedPipeline, scope: Any, receive: Any, send: Any, model: str,
-                       version: str | None, arrived: float | None, ticket: list[bool] | None) -> None:
+                       version: str | None, arrived: float | None, ticket: Ticket | None) -> None:
     """Answer one inference request (module docstring); ``arrived`` and ``ticket`` are the door's."""
     if version not in (None, "1"):
         if model != svc.model_name:
@@ -94,7 +95,10 @@ async def handle_infer(svc: ServedPipeline, scope: Any, receive: Any, send: Any,
         return
     headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
     config = svc.config
-    wait_s = body_wait_s(headers, svc.default_slo_s, svc.answer_grace_s, config.queue.allow_timeout_override)
+    # the body's deadline as the headers give it, but never past the longer of header_timeout_s and the
+    # default SLO plus grace: a client must not hold a request open for the 1e9 s its header may ask for
+    wait_s = min(body_wait_s(headers, svc.default_slo_s, svc.answer_grace_s, config.queue.allow_timeout_override),
+                 max(config.server.header_timeout_s, svc.default_slo_s + svc.answer_grace_s))
     try:
         left = None if arrived is None else max(0.0, arrived + wait_s - svc.runtime.now())  # None: not built
         body = await _within(_read_body(receive, headers.get("content-length"), config.server.max_body_bytes), left)

@@ -50,7 +50,7 @@ def door_deadline(headers: Mapping[str, str], t0: float, default_slo_s: float, a
         names = list(tiers)
         if raw in names:
             tier = names.index(raw)
-        elif raw.isdigit() and int(raw) < max(len(names), 1):
+        elif raw.isascii() and raw.isdigit() and len(raw) < 10 and int(raw) < max(len(names), 1):
             tier = int(raw)
     return t0 + (default_slo_s if header is None else header), tier
 
@@ -105,8 +105,8 @@ def request_tier(req: InferRequest, headers: Mapping[str, str], tiers: Mapping[s
 def _positive(field_name: str, raw: Any, unit_s: float) -> float:
     try:
         value = float(raw)
-    except (TypeError, ValueError):
-        raise ProtocolError(f"{field_name} must be a number > 0, got {raw!r}") from None
+    except (TypeError, ValueError, OverflowError):  # an int past float's range: OverflowError
+        raise ProtocolError(f"{field_name} must be a number > 0, got {str(raw)[:40]!r}") from None
     if isinstance(raw, bool) or not (math.isfinite(value) and value > 0) or value * unit_s > 1e9:
         raise ProtocolError(f"{field_name} must be a finite number > 0 (at most 1e9 s), got {raw!r}")
     return value * unit_s

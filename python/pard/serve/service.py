@@ -46,7 +46,7 @@ from ..errors import Dropped, ExecutorError, PardError, Rejected
 from ..models import INPUT_SHAPE, join_inputs
 from ..runtime import Runtime
 from ..runtime.aio import retry_after_s
-from ..runtime.door import Door
+from ..runtime.door import Door, Ticket
 from .config import ServeConfig, ServeConfigError, TensorSpec, check_body_fits, check_warm_outputs, sample_payload
 from .factories import reference_model
 from .failure_log import FailureLog
@@ -285,7 +285,7 @@ class ServedPipeline:
     # ------------------------------------------------------------------ requests
     async def infer(self, model: str, body: bytes, headers: Mapping[str, str],
                     disconnected: Callable[[], Awaitable[Any]] | None = None,
-                    arrived_s: float | None = None, admitted: list[bool] | None = None) -> Answer:
+                    arrived_s: float | None = None, admitted: Ticket | None = None) -> Answer:
         """Answer one v2 inference request (see the module docstring for the outcomes).
 
         ``disconnected()``, if given, returns an awaitable that completes when the client has gone;
@@ -331,7 +331,7 @@ class ServedPipeline:
 
     async def _answer(self, model: str, body: bytes, headers: Mapping[str, str],
                       disconnected: Callable[[], Awaitable[Any]] | None, arrived_s: float | None,
-                      admitted: list[bool] | None = None) -> Answer:
+                      admitted: Ticket | None = None) -> Answer:
         if model != self.model_name:
             return _error(404, "invalid", f"unknown model {model!r}; this server serves {self.model_name!r}")
         if not self.ready or self.draining:
@@ -345,9 +345,8 @@ class ServedPipeline:
             tier = self._tier(req, headers)
         except ProtocolError as exc:
             return _error(400, "invalid", str(exc))
-        if admitted and admitted[0] and self.door is not None:
-            admitted[0] = False
-            self.door.submitted(time.perf_counter() - started)
+        if admitted is not None and self.door is not None:
+            self.door.submitted(admitted, time.perf_counter() - started)
         answer = await self._served(req, payload, slo, tier, t0, deadline, disconnected)
         answer.tier = tier
         return answer

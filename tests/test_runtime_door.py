@@ -1,0 +1,98 @@
+"""pard.runtime.door.Door, the admission an asyncio front puts before reading a request's body: its tickets,
+the requests it counts in front of the next ones, its refusals and its argument checks (no timing)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+import pard
+from pard.runtime import door as door_mod
+from pard.errors import PardValueError
+from pard.runtime.door import Door, Refusal, Ticket
+
+SPEC = pard.PipelineSpec(name="d", slo=0.5, stages=[
+    pard.StageSpec(name="a", profile={1: 0.01, 8: 0.02}, max_batch=8, successors=["b"]),
+    pard.StageSpec(name="b", profile={1: 0.01, 8: 0.02}, max_batch=8)])
+
+
+def _with_door(body: Any) -> Any:
+    async def main() -> Any:
+        with pard.Runtime(SPEC, {"a": lambda xs: xs, "b": lambda xs: xs}) as rt:
+            d = Door(rt, max_loop_lag_s=0.0)
+            d.start()
+            try:
+                return await body(rt, d)
+            finally:
+                d.stop()
+    return asyncio.run(main())
+
+
+def test_admitted_requests_count_in_front_until_settled_once() -> None:
+    """Each admission is a Ticket counted in front of the next requests; submitted or abandoned settles it,
+    and settling twice changes nothing."""
+    async def body(rt: pard.Runtime, d: Door) -> None:
+        now = rt.now()
+        tickets = [d.check(now, now + 10.0) for _ in range(3)]
+        assert all(isinstance(t, Ticket) for t in tickets) and d.in_front == 3
+        d.submitted(tickets[0], 0.001)
+        d.abandoned(tickets[1])
+        d.abandoned(tickets[1])
+        d.submitted(tickets[0], 0.001)
+        assert d.in_front == 1
+        d.abandoned(tickets[2])
+        assert d.in_front == 0
+    _with_door(body)
+
+
+def test_requests_in_front_make_the_door_refuse_and_stalled_ones_age_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With enough admitted requests in front (their bodies still being read), a request whose deadline their
+    work would pass is refused as infeasible, with a retry hint; once those requests have been in front
+    longer than IN_FRONT_S (set to 0 here: a stalled upload) they stop counting and the same request is
+    admitted."""
+    async def body(rt: pard.Runtime, d: Door) -> None:
+        now = rt.now()
+        # stage a serves 8 / 0.02 s = 400 req/s at most: 400 requests in front are a second of work
+        held = [d.check(now, now + 100.0) for _ in range(400)]
+        assert all(isinstance(t, Ticket) for t in held)
+        refused = d.check(rt.now(), rt.now() + 0.3)
+        assert isinstance(refused, Refusal) and refused.reason == "infeasible" and refused.retry_after_s
+        monkeypatch.setattr(door_mod, "IN_FRONT_S", 0.0)
+        again = d.check(rt.now(), rt.now() + 0.3)
+        assert isinstance(again, Ticket) and d.in_front == 1
+    _with_door(body)
+
+
+def test_a_deadline_shorter_than_the_fastest_path_is_refused_without_a_retry_hint() -> None:
+    """The fastest path is 20 ms (d(1) of two stages): a 5 ms budget is refused and no retry can help."""
+    async def body(rt: pard.Runtime, d: Door) -> None:
+        now = rt.now()
+        refused = d.check(now, now + 0.005)
+        assert isinstance(refused, Refusal) and refused.reason == "infeasible" and refused.retry_after_s is None
+        assert not d.attainable(now, now + 0.005) and d.attainable(now, now + 0.05)
+    _with_door(body)
+
+
+@pytest.mark.parametrize(("args", "match"), [
+    ((0.0, float("nan")), "deadline_s must be a finite number"),
+    ((float("inf"), 1.0), "arrived_s must be a finite number"),
+    ((0.0, "soon"), "deadline_s must be a finite number.*'soon'"),
+    ((0.0, 10 ** 400), "deadline_s must be a finite number.*an int of"),
+    ((0.0, 1.0, 1), r"tier must be a tier code in \[0, 0\], got 1"),
+    ((0.0, 1.0, "gold"), "tier must be a tier code"),
+])
+def test_bad_arguments_are_named(args: tuple[Any, ...], match: str) -> None:
+    """A non-finite or non-number time, or a tier the pipeline does not have, is a PardValueError naming it."""
+    async def body(rt: pard.Runtime, d: Door) -> None:
+        with pytest.raises(PardValueError, match=match):
+            d.check(*args)
+    _with_door(body)
+
+
+def test_max_loop_lag_must_be_a_number_of_seconds() -> None:
+    """Door(max_loop_lag_s=-1) is refused, naming the argument."""
+    with pard.Runtime(SPEC, {"a": lambda xs: xs, "b": lambda xs: xs}) as rt:
+        with pytest.raises(PardValueError, match="max_loop_lag_s"):
+            Door(rt, max_loop_lag_s=-1.0)
