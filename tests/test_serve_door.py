@@ -173,3 +173,20 @@ def test_every_request_of_a_short_overload_gets_one_answer_that_metrics_counts(t
     assert report["door"]["in_front"] == 0  # every admitted request reached the pipeline
     if load > 1:
         assert statuses[429] > 0 and statuses[200] > 0
+
+
+def test_a_stalled_body_is_answered_408_however_long_its_header_timeout(tmp_path: Path) -> None:
+    """A client that asks for a 1e12 ms timeout and stalls its body after 10 bytes is answered 408
+    (body_timeout) once the longer of server.header_timeout_s and the SLO plus grace has passed, not held
+    for the timeout it asked for."""
+    doc = config(server={"host": "127.0.0.1", "port": 0, "log_level": "warning", "header_timeout_s": 0.5,
+                         "drain_grace_s": 0.1, "drain_timeout_s": 5.0})
+    with ServerProcess(tmp_path, doc) as srv:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=30.0) as sock:
+            head = (f"POST {PATH} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                    f"x-request-timeout-ms: 1000000000000\r\ncontent-length: 1000\r\n\r\n").encode()
+            sock.sendall(head + b'{"inputs": ')
+            status, _, body = _read_answer(sock)
+            assert status == 408 and json.loads(body)["reason"] == "body_timeout"
+        counts = _metrics(srv.url)
+        assert counts["dropped"] == 1
