@@ -18,6 +18,18 @@ __all__ = ["show", "yaml11_hint", "real_number", "as_float", "check_positive", "
 F64 = npt.NDArray[np.float64]
 
 
+def finite_number(x: object) -> float | None:
+    """``x`` as a float when it is a finite real number (an int too, bools not), else None; an int past
+    float's range is None, not an OverflowError."""
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+        return None
+    try:
+        value = float(x)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
+
+
 def show(x: object) -> str:
     """``repr`` of a value for a message, with NumPy scalars shown as plain numbers."""
     if isinstance(x, (np.floating, np.integer, np.bool_)):

@@ -220,18 +220,15 @@ class Door:
 
     def _checked(self, arrived_s: Any, deadline_s: Any, tier: Any) -> tuple[float, float]:
         """``check``'s arguments as floats, or PardValueError naming the bad one."""
-        from .._checks import show
+        from .._checks import finite_number, show
         from ..errors import PardValueError
         out = []
         for name, value in (("arrived_s", arrived_s), ("deadline_s", deadline_s)):
-            try:
-                ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-            except OverflowError:  # an int past float's range
-                ok = False
-            if not ok:
+            seconds = finite_number(value)
+            if seconds is None:
                 raise PardValueError(f"Door.check: {name} must be a finite number of seconds on the runtime's "
                                      f"clock, got {show(value)}")
-            out.append(float(value))
+            out.append(seconds)
         if type(tier) is not int or not 0 <= tier < self._tiers:
             raise PardValueError(f"Door.check: tier must be a tier code in [0, {self._tiers - 1}], got {show(tier)}")
         return out[0], out[1]

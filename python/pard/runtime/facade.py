@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._checks import real_number, show
+from .._checks import finite_number, real_number, show
 from .._extras import available, require
 from ..config import resolve_pipeline
 from ..errors import PardTypeError, PardValueError, RuntimeStateError
@@ -522,15 +522,12 @@ def _tier_code(tier: Any, spec: PipelineSpec) -> int:
 def _check_deadline(deadline: Any) -> float:
     """``deadline`` as float seconds on the runtime's clock, or DeadlineError naming it."""
     from .aio import DeadlineError
-    try:
-        finite = not isinstance(deadline, bool) and isinstance(deadline, (int, float)) and math.isfinite(deadline)
-    except OverflowError:  # an int past float's range
-        finite = False
-    if not finite:
+    seconds = finite_number(deadline)
+    if seconds is None:
         raise DeadlineError(f"deadline must be a finite number of seconds on the runtime's clock "
                             f"(Runtime.now()), got {show(deadline)}")
     # far past or far ahead: clamp to what the C++ core's int64 nanoseconds hold (the SLO still bounds it)
-    return min(max(float(deadline), -_MAX_SLO_S), _MAX_SLO_S)
+    return min(max(seconds, -_MAX_SLO_S), _MAX_SLO_S)
 
 
 def _check_slo(slo: Any) -> float:
