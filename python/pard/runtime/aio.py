@@ -33,7 +33,7 @@ from .live import wrap_future
 if TYPE_CHECKING:  # pragma: no cover
     from .facade import Runtime
 
-__all__ = ["AsyncRuntimeMixin", "retry_after_s", "DeadlineError"]
+__all__ = ["AsyncRuntimeMixin", "abandon", "completed_error", "retry_after_s", "DeadlineError"]
 
 class DeadlineError(PardError, ValueError):
     """``deadline`` is not a finite number of seconds on the runtime's clock."""
@@ -52,6 +52,31 @@ def _report_orphan(fut: Any, on_orphan: Callable[[str], None]) -> None:
         state = STATES[fut.outcome_state]
         if state in ("on_time", "late", "failed"):
             on_orphan(state)
+
+
+def abandon(fut: Any, on_orphan: Callable[[str], None] | None = None) -> None:
+    """Nobody awaits ``fut`` any more: cancel its request, or, when its batch was already collected (it runs
+    to its end), pass its final state to ``on_orphan`` (see :meth:`AsyncRuntimeMixin.infer_outcome`)."""
+    if not fut.cancel() and on_orphan is not None:
+        fut.add_done_callback(lambda f: _report_orphan(f, on_orphan))
+
+
+def completed_error(rt: Runtime, fut: Any, e: BaseException) -> None:
+    """Fill in what the runtime left out of the error ``fut`` raised: the retry hint of a
+    :class:`~pard.Dropped` (not a cancelled one) or :class:`~pard.Rejected` (:func:`retry_after_s`), and a
+    rejection's or executor error's stage and request id."""
+    if isinstance(e, Dropped):
+        if e.retry_after_s is None and e.reason != "cancelled":
+            e.retry_after_s = retry_after_s(rt)
+    elif isinstance(e, Rejected):
+        if e.retry_after_s is None:
+            e.retry_after_s = retry_after_s(rt)
+        if e.stage is None:
+            e.stage = rt.pipeline.entry_stages()[0]
+        if e.request_id is None:
+            e.request_id = fut.request_id
+    elif isinstance(e, ExecutorError) and e.request_id is None:
+        e.request_id = fut.request_id
 
 
 def retry_after_s(rt: Runtime) -> float:
@@ -133,24 +158,10 @@ class AsyncRuntimeMixin:
             out = await wrap_future(fut)
             return out, STATES[fut.outcome_state]
         except asyncio.CancelledError:
-            if not fut.cancel() and on_orphan is not None:  # collected already: it runs to its end
-                fut.add_done_callback(lambda f: _report_orphan(f, on_orphan))
+            abandon(fut, on_orphan)
             raise
-        except Dropped as e:
-            if e.retry_after_s is None and e.reason != "cancelled":
-                e.retry_after_s = retry_after_s(rt)
-            raise
-        except Rejected as e:
-            if e.retry_after_s is None:
-                e.retry_after_s = retry_after_s(rt)
-            if e.stage is None:
-                e.stage = rt.pipeline.entry_stages()[0]
-            if e.request_id is None:
-                e.request_id = fut.request_id
-            raise
-        except ExecutorError as e:
-            if e.request_id is None:
-                e.request_id = fut.request_id
+        except (Dropped, Rejected, ExecutorError) as e:
+            completed_error(rt, fut, e)
             raise
 
     async def submit_async(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> Any:

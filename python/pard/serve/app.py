@@ -45,8 +45,12 @@ def _tensor(t: TensorSpec) -> dict[str, Any]:
     return {"name": t.name, "datatype": t.datatype, "shape": list(t.shape) if t.shape is not None else [-1]}
 
 
-def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) -> Starlette:
-    """The Starlette app serving ``config``'s pipeline; ``app.state.service`` is its ServedPipeline.
+def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) -> DoorMiddleware:
+    """The ASGI app serving ``config``'s pipeline; ``app.state.service`` is its ServedPipeline.
+
+    The inference route meets the door first and is served outside Starlette (:class:`DoorMiddleware`,
+    the outermost layer); every other route, the lifespan and the error pages are the Starlette app's
+    (``app.app``).
 
     Raises: ServeConfigError (via :class:`ServedPipeline`) for a bad pipeline reference.
     """
@@ -126,5 +130,4 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: http_error, 405: http_error})
     app.state.service = svc
     app.state.registry = registry
-    app.add_middleware(DoorMiddleware, service=svc)
-    return app
+    return DoorMiddleware(app, svc)

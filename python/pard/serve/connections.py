@@ -15,6 +15,9 @@ class that :func:`pard.serve.server.serve` passes as ``uvicorn.Config(http=...)`
   and closed.
 * **header size** -- more than :data:`MAX_HEADER_BYTES` of headers is answered 431 and closed (httptools
   does not bound a request line or its headers).
+* **lost connections** -- each request's scope carries its connection's :class:`Lost` (key :data:`LOST`):
+  a handler registers a callback there instead of running a task per request that waits for ASGI's
+  ``http.disconnect``, and the callbacks run when the connection closes.
 
 The default cap, :func:`default_max_connections`, stays below the process's open-file limit, which
 :func:`raise_fd_limit` lifts to its hard limit at start: descriptors never run out, so ``accept()`` never
@@ -24,6 +27,7 @@ fails for want of one.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import resource
@@ -41,7 +45,7 @@ else:
     except ImportError:
         from uvicorn.protocols.http.h11_impl import H11Protocol as _Base
 
-__all__ = ["MAX_HEADER_BYTES", "GuardedProtocol", "guarded_protocol", "default_max_connections", "raise_fd_limit"]
+__all__ = ["LOST", "Lost", "WHOLE", "MAX_HEADER_BYTES", "GuardedProtocol", "guarded_protocol", "default_max_connections", "raise_fd_limit"]
 
 log = logging.getLogger("uvicorn.error")
 
@@ -54,6 +58,47 @@ FD_HEADROOM = 100
 DEFAULT_MAX_CONNECTIONS = 10_000
 #: How often (s) at most the cap's closes and refusals are logged: a flood must not flood the log.
 LOG_EVERY_S = 10.0
+
+
+#: The ASGI scope key of a request's :class:`Lost` (set by :class:`GuardedProtocol`; absent elsewhere).
+LOST = "pard.lost"
+#: The ASGI scope key of ``whole(build) -> bool``: answer the request with the one write of
+#: ``build(keep_alive, default_headers)`` (a whole HTTP/1.1 response), completing it as uvicorn's ``send``
+#: would (False: not now, send it as ASGI messages); set by :class:`GuardedProtocol` on the httptools
+#: protocol, absent elsewhere.
+WHOLE = "pard.whole"
+
+
+class Lost:
+    """The callbacks to run when one connection closes (:meth:`add`, :meth:`discard`); one per connection,
+    shared by the requests it carries."""
+
+    __slots__ = ("_callbacks", "gone")
+
+    def __init__(self) -> None:
+        self._callbacks: list[Callable[[], None]] = []
+        self.gone = False
+
+    def add(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` when the connection closes (now if it has)."""
+        if self.gone:
+            fn()
+        else:
+            self._callbacks.append(fn)
+
+    def discard(self, fn: Callable[[], None]) -> None:
+        """Forget ``fn`` (its request was answered); harmless if it is not there."""
+        try:
+            self._callbacks.remove(fn)
+        except ValueError:
+            pass
+
+    def fire(self) -> None:
+        """The connection closed: run every callback once."""
+        self.gone = True
+        callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            fn()
 
 
 def default_max_connections(fd_soft_limit: int) -> int:
@@ -140,6 +185,7 @@ class GuardedProtocol(_Base):
         self._refused = False
         self._in_body = False  # between the end of a request's headers and the end of its body
         self._saw_body = False  # the chunk being parsed holds (part of) a body
+        self._lost = Lost()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         if not self.guard.make_room(self.connections, self.loop):
@@ -154,6 +200,7 @@ class GuardedProtocol(_Base):
         self.stop_waiting()
         if not self._refused:  # a refused connection has none of uvicorn's per-connection state
             super().connection_lost(exc)
+            self._lost.fire()
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
@@ -176,8 +223,10 @@ class GuardedProtocol(_Base):
         # the door (pard.serve.door.protocol_door): a refused request is answered here with one write, before
         # an ASGI task exists; its body, if any follows, is skipped by uvicorn as that of an answered request
         door = self.guard.door
-        raw = door(cycle.scope, cycle.keep_alive) if door is not None else None
+        raw = door(cycle.scope, cycle.keep_alive, cycle.default_headers) if door is not None else None
         if raw is None:
+            cycle.scope[LOST] = self._lost
+            cycle.scope[WHOLE] = functools.partial(_write_whole, cycle)
             super()._start_asgi_task(cycle, app)
             return
         cycle.response_started = cycle.response_complete = True
@@ -230,6 +279,25 @@ class GuardedProtocol(_Base):
         self.guard.waiting.pop(self, None)
         if not self.transport.is_closing():
             self.transport.close()
+
+
+def _write_whole(cycle: Any, build: Callable[[bool, Any], bytes]) -> bool:
+    """Answer ``cycle``'s request with one write of ``build(keep_alive, default_headers)`` and complete it the
+    way uvicorn's ``send`` completes a response (a client already gone gets nothing, as there).  uvicorn's
+    ``send`` writes a response's head and body apart: two system calls and, on a kept-alive connection, two
+    segments per answer.  False (nothing done) while the connection's writes are paused: a client that does
+    not read its answers is then waited for by uvicorn's ``send``, so its answers do not pile up here."""
+    if cycle.flow.write_paused and not cycle.disconnected:
+        return False
+    if cycle.disconnected or cycle.response_started:
+        return True
+    cycle.response_started = cycle.response_complete = True
+    cycle.transport.write(build(cycle.keep_alive, cycle.default_headers))
+    cycle.message_event.set()
+    if not cycle.keep_alive:
+        cycle.transport.close()
+    cycle.on_response()
+    return True
 
 
 def guarded_protocol(header_timeout_s: float, max_connections: int,

@@ -20,7 +20,7 @@ from http import HTTPStatus
 from typing import Any, Callable
 
 from ..runtime.door import Refusal, Ticket
-from .infer_route import _send, handle_infer, infer_path
+from .infer_route import _send, handle_infer, infer_path, raw_answer
 from .params import door_deadline
 from .service import Answer, ServedPipeline, _error
 
@@ -104,23 +104,14 @@ def _decide(svc: ServedPipeline, scope: Any) -> Answer | None:
     return verdict
 
 
-def raw_answer(answer: Answer, keep_alive: bool) -> bytes:
-    """``answer`` as the bytes of one HTTP/1.1 response (status line, headers, body)."""
-    head = [f"HTTP/1.1 {answer.status} {HTTPStatus(answer.status).phrase}"]
-    head += [f"{k}: {v}" for k, v in answer.headers.items()]
-    head.append(f"content-length: {len(answer.body)}")
-    if not keep_alive:
-        head.append("connection: close")
-    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + answer.body
-
-
 def protocol_door(svc: ServedPipeline) -> Callable[[Any, bool], bytes | None]:
     """``door(scope, keep_alive)``: the raw refusal of an inference request whose headers are in ``scope``,
     or None to serve it (:class:`pard.serve.connections.GuardedProtocol` calls it before the ASGI task)."""
 
-    raw: dict[tuple[int, bool], tuple[Answer, bytes]] = {}  # an answer (kept alive here) -> its bytes
+    # an answer (kept alive here) and the server's default headers (a new list each second: the date) -> its bytes
+    raw: dict[tuple[int, bool], tuple[Answer, Any, bytes]] = {}
 
-    def door(scope: Any, keep_alive: bool) -> bytes | None:
+    def door(scope: Any, keep_alive: bool, default_headers: Any = ()) -> bytes | None:
         if not _is_infer(scope):
             return None
         refused = _decide(svc, scope)
@@ -128,23 +119,29 @@ def protocol_door(svc: ServedPipeline) -> Callable[[Any, bool], bytes | None]:
             return None
         key = (id(refused), keep_alive)
         hit = raw.get(key)
-        if hit is None or hit[0] is not refused:
+        if hit is None or hit[0] is not refused or hit[1] is not default_headers:
             if len(raw) >= 256:
                 raw.clear()
-            hit = raw[key] = (refused, raw_answer(refused, keep_alive))
-        return hit[1]
+            hit = raw[key] = (refused, default_headers, raw_answer(refused, keep_alive, default_headers))
+        return hit[2]
 
     return door
 
 
 class DoorMiddleware:
-    """ASGI middleware in front of the Starlette app: every inference request meets the door (module
+    """The outermost ASGI layer, in front of the Starlette app: every inference request meets the door (module
     docstring; unless the protocol already decided it) and, admitted, is served by
     :func:`pard.serve.infer_route.handle_infer`, outside Starlette's router; other requests pass on."""
 
     def __init__(self, app: Any, service: ServedPipeline) -> None:
         self.app = app
         self.svc = service
+
+    def __getattr__(self, name: str) -> Any:
+        # the wrapped app's attributes (Starlette's state, router, ...) read through this layer
+        if name in ("app", "svc"):
+            raise AttributeError(name)
+        return getattr(self.app, name)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         route = infer_path(scope["path"]) if scope["type"] == "http" else None

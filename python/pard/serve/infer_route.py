@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from http import HTTPStatus
 from typing import Any
 
 from ..runtime.door import Ticket
+from .connections import LOST, WHOLE
 from .params import body_wait_s
 from .service import Answer, ServedPipeline, _error
 
-__all__ = ["infer_path", "handle_infer"]
+__all__ = ["infer_path", "handle_infer", "raw_answer"]
 
 
 def infer_path(path: str) -> tuple[str, str | None] | None:
@@ -76,7 +78,24 @@ async def _disconnected(receive: Any) -> None:
             return
 
 
-async def _send(send: Any, answer: Answer) -> None:
+def raw_answer(answer: Answer, keep_alive: bool, default_headers: Any = ()) -> bytes:
+    """``answer`` as the bytes of one HTTP/1.1 response (status line, the server's default headers -- date,
+    server -- then the answer's, and its body)."""
+    head = [f"HTTP/1.1 {answer.status} {HTTPStatus(answer.status).phrase}"]
+    head += [f"{k.decode('latin-1')}: {v.decode('latin-1')}" for k, v in default_headers]
+    head += [f"{k}: {v}" for k, v in answer.headers.items()]
+    head.append(f"content-length: {len(answer.body)}")
+    if not keep_alive:
+        head.append("connection: close")
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + answer.body
+
+
+async def _send(send: Any, answer: Answer, scope: Any = None) -> None:
+    """Send ``answer``: in one write of its whole bytes where the protocol offers it (:data:`WHOLE`: headers
+    and body in one segment, one system call), else as the two ASGI messages."""
+    whole = scope.get(WHOLE) if scope is not None else None
+    if whole is not None and whole(lambda keep_alive, default_headers: raw_answer(answer, keep_alive, default_headers)):
+        return
     headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers.items()]
     headers.append((b"content-length", str(len(answer.body)).encode("latin-1")))
     await send({"type": "http.response.start", "status": answer.status, "headers": headers})
@@ -91,7 +110,7 @@ async def handle_infer(svc: ServedPipeline, scope: Any, receive: Any, send: Any,
             text = f"unknown model {model!r}; this server serves {svc.model_name!r}"
         else:
             text = f"model {model!r} has no version {version!r}; its versions: ['1']"
-        await _send(send, svc.count(_error(404, "invalid", text)))
+        await _send(send, svc.count(_error(404, "invalid", text)), scope)
         return
     headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
     config = svc.config
@@ -111,5 +130,5 @@ async def handle_infer(svc: ServedPipeline, scope: Any, receive: Any, send: Any,
                                   f"({config.server.max_body_bytes} bytes)"))
     else:
         answer = await svc.infer(model, body, headers, lambda: _disconnected(receive), arrived_s=arrived,
-                                 admitted=ticket)
-    await _send(send, answer)
+                                 admitted=ticket, lost=scope.get(LOST))
+    await _send(send, answer, scope)

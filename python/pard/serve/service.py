@@ -38,14 +38,16 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import Dropped, ExecutorError, PardError, Rejected
 from ..models import INPUT_SHAPE, join_inputs
 from ..runtime import Runtime
-from ..runtime.aio import retry_after_s
+from ..outcomes import STATES
+from ..runtime.aio import abandon, completed_error, retry_after_s
+from ..runtime.live import wrap_future
 from ..runtime.door import Door, Ticket
 from .config import ServeConfig, ServeConfigError, TensorSpec, check_body_fits, check_warm_outputs, sample_payload
 from .factories import reference_model
@@ -55,6 +57,9 @@ from .outcomes import answered_outcome, merged_outcomes, tier_outcome, tier_repo
 from .params import request_deadline, request_tier
 from .protocol import InferRequest, ProtocolError, datatype_of, decode_request_async, encode_response
 from .stall import StallWatch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .connections import Lost
 
 __all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "retry_after_header"]
 
@@ -285,18 +290,19 @@ class ServedPipeline:
     # ------------------------------------------------------------------ requests
     async def infer(self, model: str, body: bytes, headers: Mapping[str, str],
                     disconnected: Callable[[], Awaitable[Any]] | None = None,
-                    arrived_s: float | None = None, admitted: Ticket | None = None) -> Answer:
+                    arrived_s: float | None = None, admitted: Ticket | None = None, lost: Lost | None = None) -> Answer:
         """Answer one v2 inference request (see the module docstring for the outcomes).
 
-        ``disconnected()``, if given, returns an awaitable that completes when the client has gone;
-        the request is then cancelled inside the pipeline.  ``arrived_s`` (the runtime's clock,
+        ``lost``, if given, is the connection's :class:`pard.serve.connections.Lost`; else ``disconnected()``,
+        if given, returns an awaitable that completes when the client has gone.  Either way the request is
+        then cancelled inside the pipeline.  ``arrived_s`` (the runtime's clock,
         :meth:`arrival`) is when the HTTP route received the request; its SLO counts from then
         (default: now), so time spent before the pipeline saw it (reading and decoding the body, an
         event loop behind on other requests) is charged to its deadline.
         """
         self.inflight += 1
         try:
-            answer = await self._answer(model, body, headers, disconnected, arrived_s, admitted)
+            answer = await self._answer(model, body, headers, disconnected, arrived_s, admitted, lost)
         except Exception as exc:  # a bug of ours must still be one answer, counted once  # noqa: BLE001
             log.exception("pard serve: unexpected error answering a request")
             text = f": {exc}" if self.config.server.error_detail else " (the server log has the details)"
@@ -331,7 +337,7 @@ class ServedPipeline:
 
     async def _answer(self, model: str, body: bytes, headers: Mapping[str, str],
                       disconnected: Callable[[], Awaitable[Any]] | None, arrived_s: float | None,
-                      admitted: Ticket | None = None) -> Answer:
+                      admitted: Ticket | None = None, lost: Lost | None = None) -> Answer:
         if model != self.model_name:
             return _error(404, "invalid", f"unknown model {model!r}; this server serves {self.model_name!r}")
         if not self.ready or self.draining:
@@ -347,16 +353,17 @@ class ServedPipeline:
             return _error(400, "invalid", str(exc))
         if admitted is not None and self.door is not None:
             self.door.submitted(admitted, time.perf_counter() - started)
-        answer = await self._served(req, payload, slo, tier, t0, deadline, disconnected)
+        answer = await self._served(req, payload, slo, tier, t0, deadline, disconnected, lost)
         answer.tier = tier
         return answer
 
     async def _served(self, req: InferRequest, payload: Any, slo: float, tier: int, t0: float, deadline: float,
-                      disconnected: Callable[[], Awaitable[Any]] | None) -> Answer:
+                      disconnected: Callable[[], Awaitable[Any]] | None, lost: Lost | None = None) -> Answer:
         """The answer to a decoded request: the pipeline's output, or why there is none."""
         try:
             give_up_s = deadline + self.answer_grace_s  # then 504: no client waits for a hung stage until shutdown
-            result, state = await _await_answer(self._admit(payload, slo, tier, deadline), disconnected,
+            fut = self._submit(payload, slo, tier, deadline)
+            result, state = await _await_answer(self.runtime, fut, lost, disconnected,
                                                 give_up_s - self.runtime.now(), self._orphaned)
         except _QueueFull as e:
             return _error(429, "queue_full", str(e), stage=e.stage, reason="queue_full",
@@ -404,19 +411,18 @@ class ServedPipeline:
             answer.headers["x-pard-outcome"] = judged
         return answer
 
-    async def _admit(self, payload: Any, slo: float, tier: int, deadline: float) -> tuple[Any, str]:
-        """``queue.max_queue_size`` checked, then ``await rt.infer``: the check and the submit run
-        in one step of the event loop (``infer`` submits before it first suspends), so no other
-        request slips in between."""
+    def _submit(self, payload: Any, slo: float, tier: int, deadline: float) -> Any:
+        """``queue.max_queue_size`` checked, then the request submitted (its future): the check and the
+        submit run in one step of the event loop, so no other request slips in between."""
         rt = self.runtime
         limit = self.config.queue.max_queue_size
-        entry = self.spec.entry_stages()[0]
-        if limit and rt.queued(entry) >= limit:
-            raise _QueueFull(f"{limit} requests already wait at stage {entry!r} (queue.max_queue_size)",
-                             entry, retry_after_s(rt))
+        if limit:
+            entry = self.spec.entry_stages()[0]
+            if rt.queued(entry) >= limit:
+                raise _QueueFull(f"{limit} requests already wait at stage {entry!r} (queue.max_queue_size)",
+                                 entry, retry_after_s(rt))
         assert self.door is not None
-        return await rt.infer_outcome(payload, slo=slo, tier=tier, deadline=self.door.pipeline_deadline(deadline),
-                                      on_orphan=self._orphaned)
+        return rt.submit(payload, slo=slo, tier=tier, deadline=self.door.pipeline_deadline(deadline))
 
     def _orphaned(self, state: str) -> None:
         """A request that ended ``state`` (on_time / late / failed) in the runtime after its client hung up
@@ -535,33 +541,45 @@ class _GaveUp(Exception):
     """The pipeline had not answered by the request's deadline plus ``server.answer_grace_s``."""
 
 
-async def _await_answer(infer: Awaitable[Any], disconnected: Callable[[], Awaitable[Any]] | None,
-                        give_up_in_s: float, orphaned: Callable[[str], None]) -> Any:
-    """Await ``infer``; if the client disconnects first (:class:`_ClientClosed`), or ``give_up_in_s``
-    seconds pass first (:class:`_GaveUp`), cancel it: the request is cancelled in the pipeline, and one
-    that finishes anyway (its batch was already collected) is passed to ``orphaned`` with its state, as
-    the runtime counted it but no one was answered with it."""
-    task = asyncio.ensure_future(infer)
-    timer = asyncio.ensure_future(asyncio.sleep(max(0.0, give_up_in_s)))
-    gone = asyncio.ensure_future(disconnected()) if disconnected is not None else None
+async def _await_answer(rt: Runtime, fut: Any, lost: Lost | None, disconnected: Callable[[], Awaitable[Any]] | None,
+                        give_up_in_s: float, orphaned: Callable[[str], None]) -> tuple[Any, str]:
+    """``(output, state)`` of the request of ``fut`` (a :meth:`Runtime.submit` future), raising as
+    :meth:`Runtime.infer_outcome`.  If the client disconnects first (``lost`` fires, else ``disconnected()``
+    completes: :class:`_ClientClosed`), or ``give_up_in_s`` seconds pass first (:class:`_GaveUp`), the
+    request is cancelled in the pipeline, and one that finishes anyway (its batch was already collected) is
+    passed to ``orphaned`` with its state: the runtime counted it but no one was answered with it.
+
+    A timer handle and a callback on the connection, not a task each: the wait costs the event loop one
+    future per request."""
+    out = wrap_future(fut)
+    why: list[type[Exception]] = []
+
+    def stop(reason: type[Exception] = _ClientClosed) -> None:
+        if not out.done():
+            why.append(reason)
+            out.cancel()
+
+    timer = out.get_loop().call_later(max(0.0, give_up_in_s), stop, _GaveUp)
+    gone = None
+    if lost is not None:
+        lost.add(stop)
+    elif disconnected is not None:
+        gone = asyncio.ensure_future(disconnected())
+        gone.add_done_callback(lambda g: None if g.cancelled() else stop())
     try:
-        done, _ = await asyncio.wait({task, timer} | ({gone} if gone else set()), return_when=asyncio.FIRST_COMPLETED)
+        result = await out
+        return result, STATES[fut.outcome_state]
     except asyncio.CancelledError:
-        task.cancel()
+        abandon(fut, orphaned)
+        if why:
+            raise why[0] from None
+        raise
+    except (Dropped, Rejected, ExecutorError) as e:
+        completed_error(rt, fut, e)
         raise
     finally:
         timer.cancel()
+        if lost is not None:
+            lost.discard(stop)
         if gone is not None:
             gone.cancel()
-    if task in done:
-        return task.result()
-    task.cancel()
-    try:
-        _, state = await task
-    except ExecutorError:  # its batch raised as the wait ended: counted failed, answered by no one
-        orphaned("failed")
-    except (asyncio.CancelledError, PardError):
-        pass
-    else:  # it finished as the wait ended: counted by the runtime, answered by no one
-        orphaned(state)
-    raise _ClientClosed if gone is not None and gone in done else _GaveUp
