@@ -4,6 +4,7 @@ the requests it counts in front of the next ones, its refusals and its argument 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,8 @@ import pard
 from pard.runtime import door as door_mod
 from pard.errors import PardValueError
 from pard.runtime.door import Door, Refusal, Ticket
+
+from _cpp import run_standalone_cpp_test
 
 SPEC = pard.PipelineSpec(name="d", slo=0.5, stages=[
     pard.StageSpec(name="a", profile={1: 0.01, 8: 0.02}, max_batch=8, successors=["b"]),
@@ -96,3 +99,8 @@ def test_max_loop_lag_must_be_a_number_of_seconds() -> None:
     with pard.Runtime(SPEC, {"a": lambda xs: xs, "b": lambda xs: xs}) as rt:
         with pytest.raises(PardValueError, match="max_loop_lag_s"):
             Door(rt, max_loop_lag_s=-1.0)
+
+
+def test_standalone_cpp_door(tmp_path: Path) -> None:
+    """The C++ door test (the path walk's refusals on hand-built HBF and LBF stages) passes."""
+    run_standalone_cpp_test("test_door", tmp_path)

@@ -14,7 +14,8 @@
 //   R           the stage's published service rate (requests/s at full batches with its serving
 //               workers), or its profiled capacity before the planner has published one;
 //   d_k(b)      the stage's expected batch duration (profile times the measured duration ratio);
-//   downstream  the stage's published downstream term (Σq + Σd + w along its worst path).
+//   downstream  the downstream term of the stage's pop rule now (door_downstream_ns): the published
+//               one (Σq + Σd + w along its worst path), raised while the stage is overloaded.
 //
 // The wait n / R is the fluid time to work off what is ahead; it neither credits the batch already
 // running nor charges a partly filled batch, so it errs by about one batch either way, and the entry's
@@ -33,6 +34,14 @@ namespace pard {
 // A finish past this (ns: about 127 years) is reported as this: never feasible, never an overflow.
 inline constexpr double kFinishCapNs = 4.0e18;
 
+// The downstream term the stage's pop rule applies now: the published one, raised to overload_downstream
+// (pard-upper's Σq + 2Σd) while the stage's overload test holds (StageScheduler step 2b). The door admits
+// by the rule the stage will judge the request by: an estimate more hopeful than the stage's own admits
+// requests the stage then drops, after the front has read, decoded and submitted them.
+[[nodiscard]] inline std::int64_t door_downstream_ns(const StageScheduler& s, const PublishedTerms& t) noexcept {
+    return s.overloaded_now() && t.overload_downstream_ns > t.downstream_ns ? t.overload_downstream_ns : t.downstream_ns;
+}
+
 // The estimated time (ns, the runtime clock) at which a request of tier weight `tier_weight` arriving
 // at `now_ns` at this entry stage would leave the pipeline. `capacity_req_s` (> 0) is the stage's
 // profiled drain rate, used until the planner publishes a service rate. `in_front` requests are ahead
@@ -50,7 +59,7 @@ inline constexpr double kFinishCapNs = 4.0e18;
     const std::int64_t b = std::min<std::int64_t>(static_cast<std::int64_t>(n) + 1, s.config().max_batch);
     // in double, capped far below int64's range: a huge queue or term must not wrap around to "soon"
     const double finish = static_cast<double>(now_ns) + wait_s * 1e9 +
-                          static_cast<double>(s.expected_duration_ns(b)) + static_cast<double>(t.downstream_ns);
+                          static_cast<double>(s.expected_duration_ns(b)) + static_cast<double>(door_downstream_ns(s, t));
     return static_cast<std::int64_t>(std::min(finish, kFinishCapNs));
 }
 
@@ -70,15 +79,20 @@ struct DoorStage {
 // estimates. `in_front` requests admitted but not yet queued count as queued at the entry. Returns the
 // latest exit time over the paths (ns, capped at kFinishCapNs).
 //
-// A stage that pops HBF serves a newly admitted request before the ones queued there, so admitting it
-// pushes the most urgent of them (the earliest deadline queued) one place later: that request would
-// then leave the stage at max(leave_above, (A_k + 1) / R_k) + d_k at the soonest, and the pipeline
-// after the stage's downstream term. When that is past its deadline, the admission costs a request
-// already queued (the stage's purge drops it later, after the front paid for it) and the walk returns
-// kFinishCapNs: refuse. Under LBF the new request queues behind them.
+// A stage that pops HBF serves a newly admitted request before the ones queued there: admitting it
+// pushes each of them one place later, the one with the least budget (the earliest deadline queued)
+// furthest. That request is behind everything queued on the path and behind the new one, at its stage
+// and at every stage after it, so it leaves the pipeline no sooner than the walk's exit for the new
+// request (which counts all of them ahead of it). When that exit is past its deadline, the admission
+// costs a request already queued (dropped later, after the front and the stages above paid for it), and
+// the walk returns kFinishCapNs: refuse. Admitting only what every queued request can still absorb keeps
+// the entry from taking in requests faster than the path's slowest stage drains them. Tiered stages are
+// left out: there a heavier tier is meant to overtake a lighter one's requests. Under LBF the new
+// request queues behind them.
 [[nodiscard]] inline std::int64_t door_path_finish_ns(const std::vector<DoorStage>& stages, int entry,
                                                       std::int64_t now_ns, std::size_t in_front = 0) noexcept {
     double latest = static_cast<double>(now_ns);
+    std::int64_t urgent = StageScheduler::kNoDeadline;  // the earliest deadline queued at an HBF stage passed
     // depth-first over the paths (a spec bounds their number); small fixed stack, no allocation
     struct Frame { int k; double ahead; double leave; };
     Frame stack[64];
@@ -96,11 +110,19 @@ struct DoorStage {
         const std::int64_t b = std::min<std::int64_t>(static_cast<std::int64_t>(n) + 1, st.sched->config().max_batch);
         const double d = static_cast<double>(st.sched->expected_duration_ns(b));
         const double leave = std::max(f.leave, through) + d;
-        const std::int64_t urgent = st.sched->earliest_queued_deadline_ns();
-        if (urgent != StageScheduler::kNoDeadline && rate > 0.0 && st.sched->current_order() == Order::kHbf) {
-            const double pushed_back = std::max(f.leave, static_cast<double>(now_ns) + (ahead + 1.0) / rate * 1e9) + d +
-                                       static_cast<double>(t.downstream_ns);
-            if (pushed_back > static_cast<double>(urgent)) return static_cast<std::int64_t>(kFinishCapNs);
+        const StageConfig& cfg = st.sched->config();
+        const std::int64_t queued_deadline = st.sched->earliest_queued_deadline_ns();
+        if (queued_deadline != StageScheduler::kNoDeadline && st.sched->current_order() == Order::kHbf &&
+            !(cfg.policy.tiered && cfg.tier_weights.size() > 1)) {
+            urgent = std::min(urgent, queued_deadline);
+            // ... and by the stage's own rule: popped after the A_k + 1 ahead of it, then d_k and the
+            // downstream term the stage applies
+            if (rate > 0.0) {
+                const double popped = std::max(f.leave, static_cast<double>(now_ns) + (ahead + 1.0) / rate * 1e9);
+                if (popped + d + static_cast<double>(door_downstream_ns(*st.sched, t)) > static_cast<double>(queued_deadline)) {
+                    return static_cast<std::int64_t>(kFinishCapNs);
+                }
+            }
         }
         const std::vector<int>& next = *st.successors;
         if (next.empty() || top + static_cast<int>(next.size()) > 64) {
@@ -108,6 +130,9 @@ struct DoorStage {
             continue;
         }
         for (const int j : next) stack[top++] = Frame{j, ahead, leave};
+    }
+    if (urgent != StageScheduler::kNoDeadline && latest > static_cast<double>(urgent)) {
+        return static_cast<std::int64_t>(kFinishCapNs);
     }
     return static_cast<std::int64_t>(std::min(latest, kFinishCapNs));
 }
