@@ -38,7 +38,8 @@ def probe_line(live_info: dict[str, Any], probe: dict[str, Any]) -> str:
             f"calls, before / after each run): {parts} ms")
     if spread > PROBE_SPREAD_WARN:
         line += (f"; the machine's speed changed by up to {spread:.0%} across these runs (other processes used the "
-                 f"cores): the verdict's band includes the change between pard's run and the best baseline's")
+                 f"cores): each verdict line's band includes the change between pard's run and that group's "
+                 f"best baseline's")
     return line
 
 
