@@ -1,5 +1,6 @@
-"""``pard run`` steps 4-5: compare the live runs -- with each other (the metrics table and a verdict),
-with the simulator on the same arrivals, and with the profile they used (drift) -- in tables and lines."""
+"""``pard run`` steps 4-5: compare the live runs -- with each other (the metrics table; the verdict is
+:mod:`pard.cli.verdict`), with the simulator on the same arrivals, and with the profile they used
+(drift) -- in tables and lines."""
 
 from __future__ import annotations
 
@@ -10,93 +11,19 @@ from typing import Any
 import numpy as np
 
 from .._extras import require
-from ..outcomes import ON_TIME, REASONS
+from ..outcomes import REASONS
 from ..profiling import DRIFT_LIMIT, mark_stale, profile_drift
 from .measure import age
-from .probe import speed_change
 
-__all__ = ["verdict", "tie_band", "MIN_BAND_SECONDS", "drop_reasons", "reasons_line", "bound_line", "check_profile", "agreement_table", "TIE_BAND",
-           "probe_line", "PROBE_SPREAD_WARN", "refit_note", "REFIT_NOTE_LIMIT"]
+__all__ = ["drop_reasons", "reasons_line", "bound_line", "check_profile", "agreement_table", "probe_line",
+           "PROBE_SPREAD_WARN", "refit_note", "REFIT_NOTE_LIMIT"]
 
 
-#: The tie band used when a run is too short to measure its own (fewer than MIN_BAND_SECONDS seconds).
-TIE_BAND = 0.02
-MIN_BAND_SECONDS = 5
 #: probe_line notes a machine whose probe times spread by more than this share across the runs.
 PROBE_SPREAD_WARN = 0.1
 #: refit_note names a policy whose live goodput is more than this share off its refit simulation
 #: (docs/live.md states +/-15 % for the dropping policies; the timeout-only ones can differ by far more).
 REFIT_NOTE_LIMIT = 0.25
-
-
-def tie_band(pard: Any, best: Any) -> tuple[float, bool]:
-    """The relative goodput difference this run cannot tell from noise, measured from the run itself.
-
-    Both runs replay the same arrivals, so each second ``t`` pairs pard's on-time count ``p_t`` (requests
-    sent in that second) with the baseline's ``b_t``.  The band is two standard errors of the mean paired
-    difference, ``2 * std(p_t - b_t) / sqrt(T)``, over the baseline's mean per-second count (a 95 % band
-    under independent seconds; bursts correlate neighbouring seconds, so it is a lower estimate).
-
-    Returns:
-        ``(band, measured)``: ``measured`` False when a report lacks per-request outcomes or the run has
-        fewer than :data:`MIN_BAND_SECONDS` seconds; ``band`` is then :data:`TIE_BAND`.
-    """
-    try:
-        series = []
-        for r in (pard, best):
-            sec = np.floor(np.asarray(r.send_s) - r.t0_s).astype(np.int64)
-            series.append(sec[np.asarray(r.state) == ON_TIME])
-        nb = int(math.ceil(min(pard.duration_s, best.duration_s)))
-    except AttributeError:
-        return TIE_BAND, False
-    if nb < MIN_BAND_SECONDS:
-        return TIE_BAND, False
-    p, b = (np.bincount(np.clip(s, 0, nb - 1), minlength=nb).astype(np.float64) for s in series)
-    mean_b = float(b.mean())
-    if mean_b <= 0:
-        return TIE_BAND, False
-    return float(2.0 * np.std(p - b, ddof=1) / math.sqrt(nb) / mean_b), True
-
-
-def verdict(reports: dict[str, Any], live_info: dict[str, Any] | None = None) -> str:
-    """One plain sentence: did pard beat the best reactive baseline here, by how much, and by more than the
-    run's own noise.
-
-    The band is :func:`tie_band` (the per-second noise within the two runs) plus, when ``live_info``
-    holds both runs' ``machine_probe_s`` (:class:`pard.cli.probe.MachineProbe`), how much the machine's
-    speed differed between them (:func:`pard.cli.probe.speed_change`): runs that did not see the same
-    machine cannot be told apart by less than that."""
-    if "pard" not in reports:
-        return ""
-    base = {k: r for k, r in reports.items() if not k.startswith("pard")}
-    if not base:
-        return ""
-    best_name, best = max(base.items(), key=lambda kv: kv[1].goodput)
-    p = reports["pard"]
-    if best.goodput <= 0:
-        return f"pard goodput {p.goodput:.1f} req/s; no baseline finished any request on time."
-    gain = p.goodput / best.goodput - 1.0
-    noise, measured = tie_band(p, best)
-    info = live_info or {}
-    machine = speed_change(info.get("pard", {}).get("machine_probe_s"), info.get(best_name, {}).get("machine_probe_s"))
-    band = noise + abs(machine or 0.0)
-    why = ("two standard errors of the per-second difference in this run" if measured
-           else "a fixed figure: the run is too short to measure its own noise")
-    if machine is not None:
-        how = "slower" if machine > 0 else "faster"
-        why = (f"{noise * 100:.1f} % per-second noise ({why}) + {abs(machine) * 100:.1f} %: the machine ran "
-               f"{abs(machine):.1%} {how} for pard's run than for {best_name}'s, by a probe timed before and after each")
-    if abs(gain) <= band:
-        return (f"pard and the best baseline were about equal here (within +/-{band * 100:.1f} %, {why}): "
-                f"goodput {p.goodput:.1f} vs {best.goodput:.1f} req/s ({best_name}), {gain:+.1%}; "
-                f"drop rate {p.drop_rate:.1%} vs {best.drop_rate:.1%}; see docs/live.md.")
-    if gain > 0:
-        return (f"pard beat the best baseline here: goodput {p.goodput:.1f} vs {best.goodput:.1f} req/s "
-                f"({best_name}), {gain:+.1%}, beyond the +/-{band * 100:.1f} % band ({why}); "
-                f"drop rate {p.drop_rate:.1%} vs {best.drop_rate:.1%}.")
-    return (f"pard did NOT beat the best baseline here: goodput {p.goodput:.1f} vs {best.goodput:.1f} req/s "
-            f"({best_name}), {gain:+.1%}, beyond the +/-{band * 100:.1f} % band ({why}); see "
-            f"docs/live.md for why this happens.")
 
 
 def probe_line(live_info: dict[str, Any], probe: dict[str, Any]) -> str:
@@ -111,7 +38,8 @@ def probe_line(live_info: dict[str, Any], probe: dict[str, Any]) -> str:
             f"calls, before / after each run): {parts} ms")
     if spread > PROBE_SPREAD_WARN:
         line += (f"; the machine's speed changed by up to {spread:.0%} across these runs (other processes used the "
-                 f"cores): the verdict's band includes the change between pard's run and the best baseline's")
+                 f"cores): each verdict line's band includes the change between pard's run and that group's "
+                 f"best baseline's")
     return line
 
 

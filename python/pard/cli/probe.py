@@ -3,12 +3,12 @@
 The live runs replay one policy after another on a shared machine.  When other processes start or
 stop using the cores between two runs, the two policies see different machines, and the goodput
 difference mixes the policy with the machine (measured: a run whose bottleneck batches took 1.37x
-their profile beside one at 1.19x).  The per-second tie band (:func:`pard.cli.compare.tie_band`) does
+their profile beside one at 1.19x).  The per-second tie band (:func:`pard.cli.verdict.tie_band`) does
 not see this: it pairs seconds within two runs, not the machine between them.
 
 The probe times one fixed batch of the bottleneck stage's model, on its own (no pard worker runs
 then), the same way every time: the median of a few calls.  The ratio of two runs' probe times is
-how much faster the machine was for one than for the other; :func:`pard.cli.compare.verdict` widens
+how much faster the machine was for one than for the other; :func:`pard.cli.verdict.compare_pair` widens
 its band by it.
 """
 

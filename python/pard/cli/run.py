@@ -10,9 +10,10 @@
    in wall-clock time through :class:`pard.Runtime` (real worker threads, real DNN graphs), and
    simulate the same arrivals with the measured profile;
 4. and 5. :mod:`~pard.cli.compare`: print the metrics table (the same :class:`pard.report.Report`
-   ``pard simulate`` builds), the live-vs-simulated goodput, the scheduler's share of request latency,
-   the profile check and a verdict line saying plainly whether pard beat the best baseline by more than
-   the run's own per-second noise (:func:`~pard.cli.compare.tie_band`);
+   ``pard simulate`` builds), the live-vs-simulated goodput, the scheduler's share of request latency
+   and the profile check; :mod:`~pard.cli.verdict`: the verdict, pard against the best of what serving
+   systems do today (``triton``, ``ray-serve``, ``naive``), then against the best research baseline,
+   each saying plainly whether pard is ahead by more than that comparison's noise band;
 6. :mod:`~pard.cli.write`: write the JSON and a PNG of goodput and drops over time per policy.
 """
 
@@ -29,8 +30,7 @@ from .._extras import require
 from ..errors import UsageError
 from ..report import comparison_table
 from ..workloads import BUILTIN_TRACES, GENERATED_TRACES, TRACE_FORMATS, UNITS, load_trace, resolve_file_format
-from .compare import (agreement_table, bound_line, check_profile, drop_reasons, probe_line, reasons_line,
-                      refit_note, verdict)
+from .compare import agreement_table, bound_line, check_profile, drop_reasons, probe_line, reasons_line, refit_note
 from .measure import run_profile
 from .parsers import (add_command, add_json, add_models, add_pipeline, check_output, check_plot_suffix, console, cores,
                       is_stdout, machine_cores, make_output_dir, models_arg, non_negative, policies, positive)
@@ -38,6 +38,7 @@ from .parsers import seed as seed_arg
 from .parsers import spell
 from .replay import replay_policies
 from .tiers import unused_columns_note
+from .verdict import verdict_lines, verdicts
 from .write import write_outputs
 
 __all__ = ["register", "run", "check_trace", "LIVE_DEFAULTS"]
@@ -178,9 +179,9 @@ def run(args: argparse.Namespace) -> int:
     out.print(probe_line(live.info, live.probe))
     if check["warning"]:
         out.print(f"[yellow]{require('rich.markup', 'cli', 'the pard command').escape(check['warning'])}[/]")
-    line = verdict(reports, live.info)
-    if line:
-        out.print(line)
+    judged = verdicts(reports, live.info)
+    for line in verdict_lines(judged):  # against today's serving systems first, then the research baselines
+        out.print(require("rich.markup", "cli", "the pard command").escape(line))
     # 6. files
     json_path = args.json or args.out / "live.json"
     plot_path = args.plot or args.out / "live.png"
@@ -191,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
                       "profile": {st.name: {str(b): d for b, d in sorted(st.profile.items())} for st in spec.stages},
                       "profile_used": used, "profile_check": check,
                       "duration_s": args.duration, "start_s": args.start, "policies": live.info, "machine_probe": live.probe,
-                      "verdict": line, "wall_s": time.perf_counter() - t_all})
+                      "verdict": dict(judged, text=verdict_lines(judged)), "wall_s": time.perf_counter() - t_all})
     wrote = plot_path if is_stdout(json_path) else f"{json_path} and {plot_path}"
     err.print(f"wrote {wrote} ({time.perf_counter() - t_all:.0f} s in all)")
     return 0
