@@ -321,9 +321,3 @@ def _read_manifest(manifest: Path, root: Path, order: list[str]) -> dict[str, On
         return None
     return out if all(m.path.is_file() for m in out.values()) else None
 
-
-def onnx_executors(models: Mapping[str, OnnxStageModel], **options: Any) -> dict[str, Any]:
-    """``{stage: OnnxExecutor(model.path, payload_shape=model.input_shape, **options)}``."""
-    from ..executors.onnx import OnnxExecutor  # noqa: PLC0415
-
-    return {n: OnnxExecutor(m.path, payload_shape=m.input_shape, name=n, **options) for n, m in models.items()}

@@ -350,9 +350,3 @@ def sample_inputs(n: int, *, seed: int = 0, shape: tuple[int, ...] = INPUT_SHAPE
     if n < 1:
         raise PardValueError(f"sample_inputs needs n >= 1, got {n!r}")
     return np.random.default_rng(seed).random((n, *shape), dtype=np.float32)
-
-
-def _stage_inputs(models: Mapping[str, StageModel], batch: int, *, seed: int = 0) -> dict[str, np.ndarray]:
-    """A batch of inputs of the right shape for every stage (for profiling), seeded."""
-    rng = np.random.default_rng(seed)
-    return {n: rng.random((batch, *m.input_shape), dtype=np.float32) for n, m in models.items()}

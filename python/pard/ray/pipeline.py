@@ -2,7 +2,7 @@
 
 :func:`pard.ray.deploy` returns a :class:`RayPipeline`.  The driver is where every request starts and
 where its terminal state is decided -- once, first event wins -- by the local runtime's own
-:class:`pard.runtime.requests.Ledger` (ids, futures, the outcome table, counts), so each request
+:class:`pard.ray.ledger.Ledger` (ids, futures, the outcome table, counts), so each request
 ends in exactly one state and ``submitted = on_time + late + dropped + rejected + failed`` holds
 exactly, with the same futures, exceptions and drop reasons as :class:`pard.Runtime`.  The report is
 built by the same :class:`pard.recorder.RunRecorder` as the local runtime's and ``pard simulate``'s,
@@ -34,7 +34,7 @@ from ..recorder import RunRecorder
 from ..report import report_bins
 from ..runtime.facade import HISTORY
 from ..runtime.replay import replay as _replay
-from ..runtime.requests import Ledger, Request, RequestFuture
+from .ledger import Ledger, Request, RequestFuture
 from ..runtime.setup import PayloadShape, positive_seconds
 from .traffic import Lost, Poller, Sender, fetch
 
@@ -123,10 +123,6 @@ class RayPipeline:
     def clock_offsets(self) -> dict[str, Any]:
         """Each actor's clock offset against the driver's, measured at deploy (:class:`pard.ray.clock.Offset`)."""
         return dict(self._offsets)
-
-    def stage_actor(self, stage: str) -> Any:
-        """The stage's Ray actor handle."""
-        return self._stages[self._spec.index(stage)]
 
     def worker_actors(self, stage: str) -> list[Any]:
         """The stage's worker actor handles (``ray.kill(h, no_restart=False)`` simulates a crash)."""

@@ -480,6 +480,3 @@ class StageActor:
         for t in self._slots:
             t.cancel()
 
-    def ping(self) -> bool:
-        return True
-

@@ -237,25 +237,3 @@ class Ledger:
         """``future.cancel()``: ``r`` ends dropped with reason ``cancelled`` at the stage it is at,
         unless it is being executed (False then)."""
         return self.finish(r, DROPPED, r.stage, CANCELLED, self.now(), unless_running=True)
-
-    def start_batch(self, batch: list[Request]) -> list[Request]:
-        """The requests of ``batch`` still pending, marked running (cancel() then fails) -- atomically,
-        so a request cancelled before this is never executed and one after is never cancelled."""
-        with self.lock:
-            live = [r for r in batch if r.state == PENDING]
-            for r in live:
-                r.running = True
-        return live
-
-    def end_batch(self, batch: list[Request]) -> None:
-        """The executor call on ``batch`` returned: its requests may be cancelled again."""
-        for r in batch:
-            r.running = False
-
-    def add_compute(self, batch: list[Request], share_s: float) -> None:
-        """Charge ``share_s`` seconds of compute to each request of ``batch`` (the invalid-rate account)."""
-        with self.lock:
-            o = self.out
-            for r in batch:
-                if o.holds(r.id):
-                    o.compute_s[r.id % o.history] += share_s
