@@ -29,7 +29,9 @@ Per (policy, level, run) it reports: offered req/s, on-time answers/s, late 200s
 200s, 429/503/504 counts, no-answer count, p50/p99 of on-time answers, server CPU/s (``/proc``) and
 client CPU/s, server CPU ms per request (the refusal cost: compare 10x with 0.5x), p50 latency of
 the 429/503 answers (time to refuse), and stage speed: per stage, its measured batch durations over
-its profile's ``d(b)`` for the same batches (1.0 = as profiled; > 1 slower).
+its profile's ``d(b)`` for the same batches (1.0 = as profiled; > 1 slower); and a readiness probe
+during the level (:class:`ReadyProbe`: a new connection and ``GET /v2/health/ready`` every 0.1 s, as a
+kubelet probes), its p50/p99/max latency and the probes over 100 ms and over 1 s.
 
 Stage speed needs batch durations, which neither ``/metrics`` (batch sizes only) nor the exit report
 holds, so each stage's executor is wrapped by :func:`timed_stage` (this module, imported by the
@@ -172,6 +174,9 @@ def tm_pipeline() -> Pipeline:
 
 
 PIPELINES = {"sleep": sleep_pipeline, "tm": tm_pipeline}
+#: The readiness probe's period and timeout (s): Kubernetes' default timeout is 1 s.
+PROBE_EVERY_S = 0.1
+PROBE_TIMEOUT_S = 1.0
 
 
 # ====================================================================== the server process
@@ -436,19 +441,70 @@ class LevelResult:
     figures: dict[str, Any] = field(default_factory=dict)
 
 
+class ReadyProbe:
+    """A readiness probe as a kubelet sends it, during a level: every :data:`PROBE_EVERY_S` a new connection,
+    ``GET /v2/health/ready``, the time to its whole answer (s; ``inf`` for none within
+    :data:`PROBE_TIMEOUT_S`, Kubernetes' default probe timeout)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.times: list[float] = []
+        self.statuses: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ready-probe", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(PROBE_TIMEOUT_S + 5.0)
+
+    def _run(self) -> None:
+        while not self._stop.wait(PROBE_EVERY_S):
+            t0 = time.perf_counter()
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=PROBE_TIMEOUT_S)
+                conn.request("GET", "/v2/health/ready")
+                r = conn.getresponse()
+                r.read()
+                conn.close()
+                self.times.append(time.perf_counter() - t0)
+                self.statuses.append(r.status)
+            except OSError:
+                self.times.append(math.inf)
+                self.statuses.append(0)
+
+    def figures(self) -> dict[str, Any]:
+        """Probes sent, p50 / p99 / max latency (ms), how many took over 100 ms and over 1 s (or got none),
+        and how many were not 200."""
+        t = np.asarray(self.times, dtype=np.float64) * 1e3
+        if t.size == 0:
+            return {"probes": 0}
+        return {"probes": int(t.size), "p50_ms": float(np.percentile(t, 50)), "p99_ms": float(np.percentile(t, 99)),
+                "max_ms": float(t.max()), "over_100ms": int((t > 100).sum()), "over_1s": int((t > 1000).sum()),
+                "not_200": int(sum(1 for s in self.statuses if s != 200))}
+
+
 def run_level(pipe: Pipeline, policy: str, level: float, capacity: float, seconds: float, seed: int,
               workdir: Path, run: int, max_conns: int) -> LevelResult:
     """One fresh server under one open-loop level; every figure of the level."""
     rate = level * capacity
     server = Server(pipe, policy, workdir)
+    probe = ReadyProbe(server.port)
     try:
         m0, p0, cpu0 = server.metrics(), server.probe_table(), server.cpu_s()
-        c = run_client(server, workdir / "client.npz", mode="open", seconds=seconds, rate=rate, seed=seed,
-                       max_conns=max_conns)
+        probe.start()
+        try:
+            c = run_client(server, workdir / "client.npz", mode="open", seconds=seconds, rate=rate, seed=seed,
+                           max_conns=max_conns)
+        finally:
+            probe.stop()
         cpu1, p1, m1 = server.cpu_s(), server.probe_table(), server.metrics()
     finally:
         report = server.stop()
     f = client_figures(c, server.slo_s, seconds)
+    f["ready_probe"] = probe.figures()
     f["server_cpu_s"] = cpu1 - cpu0
     f["server_cpu_per_s"] = (cpu1 - cpu0) / c.meta["wall_s"]
     f["server_cpu_ms_per_req"] = (cpu1 - cpu0) / max(1, f["sent"]) * 1e3
@@ -578,7 +634,8 @@ def _print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
 
 def print_levels(results: list[LevelResult]) -> None:
     header = ["pipe", "policy", "level", "run", "offered/s", "on-time/s", "late", "late%", "429", "503", "504",
-              "no-ans", "p50 ms", "p99 ms", "refuse p50 ms", "srv CPU/s", "srv ms/req", "cli CPU/s", "stage speed"]
+              "no-ans", "p50 ms", "p99 ms", "refuse p50 ms", "srv CPU/s", "srv ms/req", "cli CPU/s", "stage speed",
+              "ready p99 ms"]
     rows = []
     for r in results:
         f = r.figures
@@ -588,7 +645,8 @@ def print_levels(results: list[LevelResult]) -> None:
                      _fmt(f["on_time_req_s"]), str(f["late_200"]), _fmt(100 * f["late_share"]), str(f["n429"]),
                      str(f["n503"]), str(f["n504"]), str(f["no_answer"]), _fmt(f["p50_on_time_ms"]),
                      _fmt(f["p99_on_time_ms"]), _fmt(f["p50_refusal_ms"]), _fmt(f["server_cpu_per_s"], ".2f"),
-                     _fmt(f["server_cpu_ms_per_req"], ".2f"), _fmt(f["client_cpu_per_s"], ".2f"), speed])
+                     _fmt(f["server_cpu_ms_per_req"], ".2f"), _fmt(f["client_cpu_per_s"], ".2f"), speed,
+                     _fmt(f.get("ready_probe", {}).get("p99_ms", math.nan))])
     _print_table("per (pipeline, policy, level, run); stage speed = measured batch time / profile d(b), "
                  "per stage in pipeline order", header, rows)
 

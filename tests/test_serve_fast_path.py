@@ -100,3 +100,26 @@ def test_a_client_that_hangs_up_while_its_request_waits_has_it_cancelled(tmp_pat
     assert rep["runtime"]["dropped"] == 1  # the second, cancelled before any batch took it
     assert rep["server"]["client_closed"] == 1
     assert rep["outcomes"]["on_time"] + rep["outcomes"]["late"] == 1
+
+
+def test_health_probes_are_answered_by_the_protocol_as_the_routes_answer_them(tmp_path: Path) -> None:
+    """GET /v2/health/live and /v2/health/ready answer 200 with an empty body on a kept-alive connection;
+    once the server is told to stop, ready answers 503 (draining) while live still answers 200."""
+    doc = config()
+    doc["server"]["drain_grace_s"] = 3.0
+    with ServerProcess(tmp_path, doc) as srv:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=30.0) as sock:
+            for path in ("/v2/health/live", "/v2/health/ready", "/v2/health/live"):
+                sock.sendall(f"GET {path} HTTP/1.1\r\nhost: x\r\n\r\n".encode())
+                status, headers, body = read_answer(sock)
+                assert (status, body, headers["content-length"]) == (200, b"", "0")
+            srv.terminate()
+            end = time.monotonic() + 20.0
+            ready = 200
+            while ready == 200 and time.monotonic() < end:
+                sock.sendall(b"GET /v2/health/ready HTTP/1.1\r\nhost: x\r\n\r\n")
+                ready = read_answer(sock)[0]
+            assert ready == 503
+            sock.sendall(b"GET /v2/health/live HTTP/1.1\r\nhost: x\r\n\r\n")
+            assert read_answer(sock)[0] == 200
+        assert srv.wait() == 0

@@ -129,7 +129,7 @@ class _Guard:
     """One server's limits, its door, and its connections waiting for headers, oldest first."""
 
     def __init__(self, header_timeout_s: float, max_connections: int,
-                 door: Callable[[Any, bool], bytes | None] | None = None) -> None:
+                 door: Callable[..., bytes | None] | None = None) -> None:
         self.door = door
         self.header_timeout_s = header_timeout_s
         self.max_connections = max_connections
@@ -301,14 +301,14 @@ def _write_whole(cycle: Any, build: Callable[[bool, Any], bytes]) -> bool:
 
 
 def guarded_protocol(header_timeout_s: float, max_connections: int,
-                     door: Callable[[Any, bool], bytes | None] | None = None) -> type[GuardedProtocol]:
+                     door: Callable[..., bytes | None] | None = None) -> type[GuardedProtocol]:
     """A :class:`GuardedProtocol` class for one server, for ``uvicorn.Config(http=...)``.
 
     Args:
         header_timeout_s: the header-read timeout (s, > 0).
         max_connections: the cap on open connections (>= 1).
-        door: ``door(scope, keep_alive) -> bytes | None``: the raw answer refusing a request whose headers
-            are parsed, or None to serve it (:func:`pard.serve.door.protocol_door`); with uvicorn's
+        door: ``door(scope, keep_alive, default_headers) -> bytes | None``: the raw answer to a request whose
+            headers are parsed, or None to serve it (:func:`pard.serve.door.protocol_door`); with uvicorn's
             httptools protocol only (the h11 one leaves the door to the ASGI middleware).
     Raises: ValueError for a value out of range.
     """

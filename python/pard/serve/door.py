@@ -6,7 +6,8 @@ Two ways in, one decision:
 * :func:`protocol_door` -- inside uvicorn's HTTP protocol (:mod:`pard.serve.connections`), as soon as a
   request's headers are parsed: a refusal is one ``transport.write`` of the whole answer, with no ASGI task,
   no middleware and no routing.  Past the server's capacity most requests are refused, so what a refusal
-  costs decides how much of the front's one core is left for the requests it admits.
+  costs decides how much of the front's one core is left for the requests it admits.  The health probes
+  are answered there too (:data:`HEALTH_PATHS`), so that they never wait behind inference work.
 * :class:`DoorMiddleware` -- the same decision as ASGI middleware, for the app run by any other ASGI server
   (or a test client); it passes over a request the protocol already let in.
 
@@ -24,7 +25,7 @@ from .infer_route import _send, handle_infer, infer_path, raw_answer
 from .params import door_deadline
 from .service import Answer, ServedPipeline, _error
 
-__all__ = ["ARRIVED", "TICKET", "DoorMiddleware", "HeaderView", "at_door", "protocol_door", "raw_answer", "settle"]
+__all__ = ["ARRIVED", "HEALTH_PATHS", "TICKET", "DoorMiddleware", "HeaderView", "at_door", "protocol_door", "raw_answer", "settle"]
 
 #: The ASGI scope key under which the door leaves a request's arrival time (s, the runtime's clock).
 ARRIVED = "pard.arrived_s"
@@ -104,26 +105,39 @@ def _decide(svc: ServedPipeline, scope: Any) -> Answer | None:
     return verdict
 
 
-def protocol_door(svc: ServedPipeline) -> Callable[[Any, bool], bytes | None]:
-    """``door(scope, keep_alive)``: the raw refusal of an inference request whose headers are in ``scope``,
-    or None to serve it (:class:`pard.serve.connections.GuardedProtocol` calls it before the ASGI task)."""
+#: The health routes the protocol answers itself (GET): a probe must not queue behind the inference work
+#: the event loop is busy with, and Kubernetes' default probe timeout is 1 s.
+HEALTH_PATHS = ("/v2/health/live", "/v2/health/ready")
+_UP, _DOWN = Answer(200, b"", {}), Answer(503, b"", {})
+
+
+def protocol_door(svc: ServedPipeline) -> Callable[..., bytes | None]:
+    """``door(scope, keep_alive, default_headers)``: the raw answer to a request whose headers are in
+    ``scope`` and that needs no ASGI task -- a refused inference request, or a GET of a health route (as
+    the app's routes answer it: live 200; ready 200 while the pipeline is ready, not draining and not
+    stalled, else 503) -- or None to serve it through the app.
+    :class:`pard.serve.connections.GuardedProtocol` calls it before the ASGI task."""
 
     # an answer (kept alive here) and the server's default headers (a new list each second: the date) -> its bytes
     raw: dict[tuple[int, bool], tuple[Answer, Any, bytes]] = {}
 
+    def encoded(answer: Answer, keep_alive: bool, default_headers: Any) -> bytes:
+        key = (id(answer), keep_alive)
+        hit = raw.get(key)
+        if hit is None or hit[0] is not answer or hit[1] is not default_headers:
+            if len(raw) >= 256:
+                raw.clear()
+            hit = raw[key] = (answer, default_headers, raw_answer(answer, keep_alive, default_headers))
+        return hit[2]
+
     def door(scope: Any, keep_alive: bool, default_headers: Any = ()) -> bytes | None:
+        if scope["method"] == "GET" and scope["path"] in HEALTH_PATHS:
+            up = scope["path"] == HEALTH_PATHS[0] or (svc.ready and not svc.draining and not svc.stall.stalled)
+            return encoded(_UP if up else _DOWN, keep_alive, default_headers)
         if not _is_infer(scope):
             return None
         refused = _decide(svc, scope)
-        if refused is None:
-            return None
-        key = (id(refused), keep_alive)
-        hit = raw.get(key)
-        if hit is None or hit[0] is not refused or hit[1] is not default_headers:
-            if len(raw) >= 256:
-                raw.clear()
-            hit = raw[key] = (refused, default_headers, raw_answer(refused, keep_alive, default_headers))
-        return hit[2]
+        return None if refused is None else encoded(refused, keep_alive, default_headers)
 
     return door
 
