@@ -22,7 +22,7 @@ replaced (the name stays ``pard``), and ``--reuse ROWS`` takes every other polic
 an earlier run with the same duration and seed (only ``pard`` is simulated), e.g.::
 
     PYTHONPATH=python python bench/comparison.py --rows base.jsonl            # once: every policy
-    PYTHONPATH=python python bench/comparison.py --reuse base.jsonl --variant overload_below=backlog
+    PYTHONPATH=python python bench/comparison.py --reuse base.jsonl --variant overload_below=none
 
 Prints (and optionally writes) a markdown table, one row per scenario, and a summary: the median and
 worst of pard - best baseline, the rows where pard trails a baseline by more than 0.3 points, where it

@@ -42,9 +42,8 @@ DownstreamMode mode_of(const std::string& m) {
     if (m == "lower") return DownstreamMode::kLower;
     if (m == "upper") return DownstreamMode::kUpper;
     if (m == "full") return DownstreamMode::kFull;
-    if (m == "tail") return DownstreamMode::kTail;
     if (m == "busy") return DownstreamMode::kBusy;
-    throw std::invalid_argument("SyncPlanner: mode='" + m + "' is not one of none, sf, lower, upper, full, tail, busy");
+    throw std::invalid_argument("SyncPlanner: mode='" + m + "' is not one of none, sf, lower, upper, full, busy");
 }
 
 std::vector<std::int64_t> int_vector(const py::handle& h) {
@@ -109,10 +108,10 @@ void register_sim_sync(py::module_& m) {
                          std::vector<double> full_d, std::vector<std::vector<double>> d_table,
                          std::vector<std::vector<double>> pts_b, std::vector<std::vector<double>> pts_d,
                          std::vector<int> drawn, const std::string& mode, bool instant, bool correct_durations,
-                         bool tune_lam, bool mu_at_capacity, bool adapt_window, double lam, double window_s,
+                         bool mu_at_capacity, bool adapt_window, double lam, double window_s,
                          std::int64_t samples, double cv_history_s, std::int64_t min_cv_intervals,
                          std::vector<double> constants, py::object generator, bool idle_batch, double half_life_s,
-                         double prior_batches, double contended_z, std::vector<std::vector<int>> pace_below,
+                         double prior_batches, std::vector<std::vector<int>> pace_below,
                          bool overload_upper, bool mu_at_capacity_entry) {
                  SyncPlannerConfig c;
                  c.paths = std::move(paths);
@@ -129,7 +128,6 @@ void register_sim_sync(py::module_& m) {
                  c.mode = mode_of(mode);
                  c.instant = instant;
                  c.correct_durations = correct_durations;
-                 c.tune_lam = tune_lam;
                  c.mu_at_capacity = mu_at_capacity;
                  c.mu_at_capacity_entry = mu_at_capacity_entry;
                  c.adapt_window = adapt_window;
@@ -138,22 +136,15 @@ void register_sim_sync(py::module_& m) {
                  c.samples = samples;
                  c.cv_history_s = cv_history_s;
                  c.min_cv_intervals = min_cv_intervals;
-                 if (constants.size() != 8) {
-                     throw std::invalid_argument("SyncPlanner: constants must be (lam_min, lam_max, lam_up, lam_down, "
-                                                 "loss_target, scale_min, scale_max, precollected_wait)");
+                 if (constants.size() != 3) {
+                     throw std::invalid_argument("SyncPlanner: constants must be (scale_min, scale_max, precollected_wait)");
                  }
-                 c.lam_min = constants[0];
-                 c.lam_max = constants[1];
-                 c.lam_up = constants[2];
-                 c.lam_down = constants[3];
-                 c.loss_target = constants[4];
-                 c.scale_min = constants[5];
-                 c.scale_max = constants[6];
-                 c.precollected_wait = constants[7];
+                 c.scale_min = constants[0];
+                 c.scale_max = constants[1];
+                 c.precollected_wait = constants[2];
                  c.idle_batch = idle_batch;
                  c.half_life_s = half_life_s;
                  c.prior_batches = prior_batches;
-                 c.contended_z = contended_z;
                  c.overload_upper = overload_upper;
                  py::object capsule = generator.attr("bit_generator").attr("capsule");
                  auto* bg = static_cast<NumpyBitgen*>(PyCapsule_GetPointer(capsule.ptr(), "BitGenerator"));
@@ -169,11 +160,11 @@ void register_sim_sync(py::module_& m) {
              }),
              py::arg("paths"), py::arg("parallel"), py::arg("below"), py::arg("entry"), py::arg("max_batch"),
              py::arg("full_d"), py::arg("d_table"), py::arg("pts_b"), py::arg("pts_d"), py::arg("drawn"),
-             py::arg("mode"), py::arg("instant"), py::arg("correct_durations"), py::arg("tune_lam"),
+             py::arg("mode"), py::arg("instant"), py::arg("correct_durations"),
              py::arg("mu_at_capacity"), py::arg("adapt_window"), py::arg("lam"), py::arg("window_s"),
              py::arg("samples"), py::arg("cv_history_s"), py::arg("min_cv_intervals"), py::arg("constants"),
              py::arg("generator"), py::arg("idle_batch") = false, py::arg("half_life_s") = 2.5,
-             py::arg("prior_batches") = 8.0, py::arg("contended_z") = 0.0,
+             py::arg("prior_batches") = 8.0,
              py::arg("pace_below") = std::vector<std::vector<int>>{}, py::arg("overload_upper") = false,
              py::arg("mu_at_capacity_entry") = true)
         .def("update_ns", [](PySyncPlanner& p, double now_s, const py::list& stats, const std::vector<int>& workers) {

@@ -231,23 +231,6 @@ def test_the_bound_counts_executors_known_to_run_slower(scale: float | list[floa
     assert rep.on_time <= rep.goodput_bound_count
 
 
-@pytest.mark.parametrize("scope", ["path", "own", "sink"])
-def test_spread_margin_closed_form(scope: str) -> None:
-    """Batches at 0.7x and 1.3x their profile in turn (ratio mean 1, sd 0.3, so cv 0.3) on a two-stage chain
-    with d = 20 ms at every size, spread_z = 2: the sink publishes z * 0.3 * d unless the scope leaves it
-    out (never: every scope budgets a sink's own spread); the entry adds z * 0.3 * d * sqrt(2) (path),
-    z * 0.3 * d (own) or nothing (sink) to its 2 d (w = sum d)."""
-    d = 0.02
-    flat = [PlannerStage(name=f"s{k}", batch_sizes=(1, 16), durations_s=(d, d), max_batch=16,
-                         paths=((1,),) if k == 0 else (), entry=(k == 0)) for k in range(2)]
-    st = {"batch_size": np.full(40, 8), "batch_duration_s": np.tile([0.7 * d, 1.3 * d], 20)}
-    pol = dataclasses.replace(POLICIES["pard"], name="v", downstream="upper", spread_z=2.0, spread_scope=scope)
-    terms = Planner(flat, policy=pol).update(1.0, [st, st], [1, 1])
-    margin0 = {"path": 2 * 0.3 * d * np.sqrt(2), "own": 2 * 0.3 * d, "sink": 0.0}[scope]
-    assert terms[1].downstream_s == pytest.approx(2 * 0.3 * d, rel=1e-6)
-    assert terms[0].downstream_s == pytest.approx(2 * d + margin0, rel=1e-6)
-
-
 def test_syncs_before_any_batch_publish_none_measured_yet() -> None:
     """Three syncs in which no stage runs a batch publish duration_scale 0 ("none measured yet": each stage
     then corrects by its own ratio, StageScheduler::effective_terms), not the prior's 1; the first sync

@@ -74,7 +74,7 @@ def test_pacing_sheds_what_the_path_cannot_take_in_time() -> None:
         assert {_core.REASONS[int(c)] for c in codes} == {"shed"}
 
 
-@pytest.mark.parametrize("mode", ["none", "forks", "all"])
+@pytest.mark.parametrize("mode", ["none", "forks"])
 def test_planner_publishes_the_least_service_rate_below_each_paced_stage(mode: str) -> None:
     """da: a paced stage's path_rate is the least workers * B / d(B) over the stages below it; under
     "forks" only the entry (its work splits into the pose and face branches) is paced; unpaced: 0."""
@@ -88,14 +88,14 @@ def test_planner_publishes_the_least_service_rate_below_each_paced_stage(mode: s
              "pose": ["expression"], "face_detect": ["face_landmark", "expression"],
              "face_landmark": ["expression"], "expression": []}
     for k, name in enumerate(names):
-        paced = mode == "all" or (mode == "forks" and name == "person_detect")
+        paced = mode == "forks" and name == "person_detect"
         want = min((rate[j] for j in below[name]), default=0.0) if paced else 0.0
         assert terms[k].path_rate == pytest.approx(want, rel=1e-12)
         assert terms[k].publish_kwargs()["path_rate"] == terms[k].path_rate
 
 
 def test_pace_names_its_choices() -> None:
-    """PolicySpec.pace takes none / forks / all; anything else is a PardError naming the field and value."""
+    """PolicySpec.pace takes none / forks; anything else is a PardError naming the field and value."""
     with pytest.raises(pard.PardError, match="pace.*'sometimes'"):
         dataclasses.replace(POLICIES["pard"], name="p", pace="sometimes")
 
@@ -153,16 +153,14 @@ def test_a_paced_stage_publishes_unpaced_demand_below_it() -> None:
 
 def test_pard_paces_forks_on_fixed_pools_only() -> None:
     """pard paces DAG forks (pace "forks"), but while an autoscaler sizes the stages it runs unpaced
-    (PolicySpec.pace_autoscaled off): the same bursty da run (an entry faster than the pose branch, as
-    above) gives exactly the unpaced variant's outcomes
-    under autoscale=True (where pacing, kept by pace_autoscaled, would change them) and exactly the paced
-    variant's with fixed workers, where the two differ."""
+    (PolicySpec.for_autoscaling): the same bursty da run (an entry faster than the pose branch, as above)
+    gives exactly the unpaced variant's outcomes under autoscale=True and exactly the paced variant's with
+    fixed workers, where the two differ."""
     pard_spec = POLICIES["pard"]
-    assert pard_spec.pace == "forks" and not pard_spec.pace_autoscaled
+    assert pard_spec.pace == "forks"
     auto = pard_spec.for_autoscaling()
     assert auto.pace == "none" and auto.name == "pard"
-    keep = dataclasses.replace(pard_spec, name="p", pace_autoscaled=True)
-    assert keep.for_autoscaling() is keep and POLICIES["pard-paper"].for_autoscaling() is POLICIES["pard-paper"]
+    assert POLICIES["pard-paper"].for_autoscaling() is POLICIES["pard-paper"]
     spec = config.builtin("da")
     spec = spec.with_workers({"person_detect": spec.stage("person_detect").workers + 1})  # as the test above
     rng = np.random.default_rng(3)
@@ -177,10 +175,5 @@ def test_pard_paces_forks_on_fixed_pools_only() -> None:
         return r.on_time, r.late, r.dropped
 
     assert outcome("pard", autoscale=True, cold_start_s=2.0) == outcome(unpaced, autoscale=True, cold_start_s=2.0)
-    # that pace_autoscaled keeps pacing under the autoscaler, shown where pacing bites in this run: with
-    # pard-upper's budget (w = sum d); pard's own (busy) leaves the fork unpaced here either way
-    upper = dict(downstream="upper", overload_upper=False)
-    assert (outcome(dataclasses.replace(keep, **upper), autoscale=True, cold_start_s=2.0)  # type: ignore[arg-type]
-            != outcome(dataclasses.replace(unpaced, **upper), autoscale=True, cold_start_s=2.0))  # type: ignore[arg-type]
     assert outcome("pard") == outcome(dataclasses.replace(pard_spec, name="pard+pace"))
     assert outcome("pard") != outcome(unpaced)

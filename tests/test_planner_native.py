@@ -82,14 +82,12 @@ def variants() -> list[PolicySpec]:
     """Every covered built-in policy plus the planner levers no built-in policy switches on."""
     base = get_policy("pard-paper")
     extra = [dataclasses.replace(base, name=f"x-{i}", **kw) for i, kw in enumerate([
-        {"downstream": "tail", "tune_lam": True, "lam": 0.9},
+        {"lam": 0.9},
         {"mu_at_capacity": True, "coherent_paths": True, "correct_durations": True, "idle_batch": True},
         {"mu_at_capacity": True, "mu_at_capacity_entry": False, "coherent_paths": True},
         {"downstream": "upper", "coherent_branches": True, "instant": True},
         {"downstream": "busy"},
-        {"correct_durations": True, "contended_z": 0.5},
-        {"correct_durations": True, "contended_z": 1.5, "downstream": "busy", "idle_batch": True},
-        {"pace": "all"},
+        {"correct_durations": True, "downstream": "busy", "idle_batch": True},
         {"pace": "forks", "reactive": True},
         {"overload_upper": True, "reactive": True},
         {"overload_upper": True, "downstream": "busy", "correct_durations": True},
@@ -97,7 +95,6 @@ def variants() -> list[PolicySpec]:
     mb_paths = dataclasses.replace(get_policy("pard"), name="pard-mb-paths", downstream="busy", mu_at_capacity=True,
                                    coherent_paths=True)
     return [p for p in POLICIES.values() if covers(p)] + extra + [mb_paths,
-                                                                  dataclasses.replace(mb_paths, contended_z=0.5),
                                                                   dataclasses.replace(mb_paths, overload_upper=True)]
 
 
@@ -186,7 +183,6 @@ MB_PATHS = dataclasses.replace(get_policy("pard"), name="pard-mb-paths", downstr
 
 @pytest.mark.parametrize("policy, kw", [
     ("pard", {}), ("pard-paper", {}), ("naive", {}), ("dagor", {}), (MB_PATHS, {"jitter_cv": 0.3}),
-    (dataclasses.replace(MB_PATHS, contended_z=0.5), {"jitter_cv": 0.3}),
     (dataclasses.replace(MB_PATHS, overload_upper=True), {"jitter_cv": 0.3}),
     ("pard", {"autoscale": True, "cold_start_s": 2.0}), ("pard-paper", {"jitter_cv": 0.1, "seed": 7}),
 ])
@@ -203,20 +199,6 @@ def test_simulate_native_and_python_sync_give_identical_reports(monkeypatch: pyt
     for name in ("state", "finish_s", "drop_stage", "reason", "compute_s"):
         assert np.array_equal(getattr(fast, name), getattr(slow, name), equal_nan=True), name
     assert fast.to_json(detail=True) == slow.to_json(detail=True)
-
-
-def test_uncovered_planner_options_fall_back_to_python() -> None:
-    """Rate-aware admission and the spread margin (spread_z) are not transcribed: no native planner, and
-    simulate still serves such a policy (through the Python planner), conserving every request."""
-    shed = dataclasses.replace(get_policy("pard"), name="pard-shed", rate_admission=True)
-    st = planner_stages(config.builtin("lv"))
-    spread = dataclasses.replace(get_policy("pard"), name="pard-spread", spread_z=1.0)
-    for pol in (shed, spread):
-        assert not covers(pol)
-        assert native_planner(Planner(st, policy=pol)) is None
-    arr = np.sort(np.random.default_rng(2).uniform(0, 10, 9000))
-    rep = sim.simulate("lv", arr, spread)
-    assert rep.submitted == arr.size == rep.on_time + rep.late + rep.dropped + rep.rejected + rep.failed
 
 
 def test_sync_planner_rejects_mismatched_statistics() -> None:

@@ -71,7 +71,7 @@ def test_specs_are_frozen() -> None:
 @pytest.mark.parametrize("field, value, choices", [
     ("order", "lifo", "'fcfs', 'lbf', 'hbf', 'adaptive'"),
     ("drop", "random", "'none', 'pard', 'clipper', 'nexus', 'dagor', 'triton', 'ray-serve'"),
-    ("downstream", "zz", "'full', 'none', 'sf', 'lower', 'upper', 'tail'"),
+    ("downstream", "zz", "'full', 'none', 'sf', 'lower', 'upper', 'busy'"),
 ])
 def test_spec_rejects_unknown_choices(field: str, value: str, choices: str) -> None:
     """An order, drop rule or downstream mode outside its choices raises ValueError naming field, value and choices."""
@@ -105,14 +105,13 @@ def test_pard_levers_and_that_ablations_are_of_pard_paper() -> None:
     baselines' queue bounds default to none, ray-serve's applies at the entry only."""
     p = get_policy("pard")
     assert (p.tiered, p.reactive, p.shed, p.correct_durations, p.coherent_branches) == (True,) * 5
-    assert (p.tune_lam, p.rate_admission, p.lam) == (False, False, None)
+    assert p.lam is None
     core = p.core()
     assert (core.tiered, core.reactive, core.shed) == (True, True, True)
     for name in ["pard-paper", "pard-back", "pard-sf", "pard-lower", "pard-upper", "pard-fcfs", "pard-lbf",
                  "pard-hbf", "pard-instant"]:
         a = get_policy(name)
-        assert not (a.tiered or a.reactive or a.correct_durations or a.tune_lam or a.rate_admission
-                    or a.coherent_branches), name
+        assert not (a.tiered or a.reactive or a.correct_durations or a.coherent_branches), name
     assert (get_policy("triton").max_queue, get_policy("triton").max_queue_entry_only) == (0, False)
     assert (get_policy("ray-serve").max_queue, get_policy("ray-serve").max_queue_entry_only) == (0, True)
 

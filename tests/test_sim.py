@@ -520,8 +520,7 @@ def test_pard_paper_is_the_papers_method_and_pard_the_default() -> None:
     the default of simulate and adds them."""
     paper = POLICIES["pard-paper"]
     assert (paper.order, paper.drop, paper.downstream, paper.lam) == ("adaptive", "pard", "full", None)
-    assert not (paper.tiered or paper.reactive or paper.correct_durations or paper.tune_lam or paper.rate_admission
-                or paper.coherent_branches)
+    assert not (paper.tiered or paper.reactive or paper.correct_durations or paper.coherent_branches)
     arr = poisson(500.0, 2000)
     assert simulate("tm", arr, jitter_cv=0.0).policy == "pard"
 

@@ -83,7 +83,7 @@ class Policy:
     # drop: "none" | "pard" | "clipper" | "nexus" | "dagor" | "triton" | "ray-serve"
     # tiered: one heap per tier (served / shed by weight); reactive: the hot-path overload test;
     # max_queue: reject at that many queued (0 = none), at entry stages only with max_queue_entry_only
-    # overload_below: "none" | "overloaded" | "backlog" (what a stage reads of the stages below it)
+    # overload_below: "none" | "overloaded" (what a stage reads of the stages below it)
     # coherent_rank: on a parallel DAG branch, in overload, serve / shed by a rank of the request id
     # live_queues: the pop rule also reads the queues below now, beyond their published queue delays (worst path)
     @property
@@ -303,13 +303,14 @@ class SyncPlanner:
     def __init__(self, *, paths: list[list[list[int]]], parallel: list[list[int]], below: list[list[int]],
                  entry: list[bool], max_batch: list[float], full_d: list[float], d_table: list[list[float]],
                  pts_b: list[list[float]], pts_d: list[list[float]], drawn: list[int], mode: str, instant: bool,
-                 correct_durations: bool, tune_lam: bool, mu_at_capacity: bool, adapt_window: bool, lam: float,
+                 correct_durations: bool, mu_at_capacity: bool, adapt_window: bool, lam: float,
                  window_s: float, samples: int, cv_history_s: float, min_cv_intervals: int,
                  constants: list[float], generator: Any, idle_batch: bool = False, half_life_s: float = 2.5,
-                 prior_batches: float = 8.0, contended_z: float = 0.0,
+                 prior_batches: float = 8.0,
                  pace_below: list[list[int]] = ..., overload_upper: bool = False,
                  mu_at_capacity_entry: bool = True) -> None: ...
-    # mode: none, sf, lower, upper, full, tail or busy (PolicySpec.downstream)
+    # mode: none, sf, lower, upper, full or busy (PolicySpec.downstream)
+    # constants: (scale_min, scale_max, precollected_wait)
     # per stage: (downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate,
     # path_rate, demand_rate, overload_downstream_s)
     def update_ns(self, now_s: float, stats: list[dict[str, Any]], workers: list[int]) -> list[tuple[float, ...]]: ...

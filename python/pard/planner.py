@@ -10,8 +10,6 @@ the C++ stage schedulers read on their hot path:
 * ``mu`` -- the stage's load factor ``T_in / T_m`` with ``T_m = workers * b / d(b)`` (§3.3);
 * ``eps`` -- the burstiness band ``sum_t |T_in(t) - T_s(t)| / sum_t T_in(t)`` (§3.3);
 * ``queue_delay_s`` -- the stage's own recent queueing delay (Dagor reads it);
-* ``admit_fraction`` -- the share of input the stage admits (1: the paper sheds nothing at admission;
-  Dagor's throttle is applied in C++ from ``queue_delay_s``; ``pard``'s rate-aware admission below);
 * ``service_rate`` -- requests/s the stage finishes with its serving workers at full batches
   (``workers * B / d(B)``, ``d`` corrected as below), the hot-path overload test's rate;
 * ``duration_scale`` -- the measured / profiled batch-duration ratio (1 unless ``correct_durations``).
@@ -20,12 +18,6 @@ the C++ stage schedulers read on their hot path:
 
 What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.PolicySpec` field):
 
-* ``downstream="tail"``: the downstream batch wait is estimated from what requests actually experience:
-  every batch's wait ``W`` is one sample *per request in it* (not one per batch), and ``w`` is the
-  ``lambda``-quantile of the path's summed per-request waits, ``lambda`` the policy's own (``pard``: 0.9,
-  the tail).  Per-batch waits are mostly 0 when workers idle between small batches, so the paper's
-  per-batch 0.1-quantile is 0 and requests admitted upstream die downstream; a request in a full batch
-  waits up to a whole ``d``, and per-request samples weigh that batch by the requests that waited in it.
 * ``downstream="busy"``: the downstream batch wait is budgeted from each stage's measured utilisation,
   ``w_P = sum_{i in P} rho_i d_i(b_i)`` (:func:`pard.utilisation.utilisation` gives ``rho_i`` and the
   M/G/1 argument): ``w = sum d_i`` when every stage is busy, 0 when they idle.  It adds to ``q_i`` only
@@ -35,10 +27,6 @@ What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.Poli
   :class:`pard.duration_scale.DurationScale` (count-weighted from the run's first batch, then running;
   pooled over the stages while a stage has few batches); ``s_i`` is published so the C++ stage scales its
   own ``d_k(b)`` too, and a stage far from its profile raises a :class:`pard.PardWarning` once.
-* ``tune_lam``: ``lambda`` moves once per sync within ``[LAM_MIN, LAM_MAX]``: up by ``LAM_UP`` when the
-  share of requests that left an entry stage and were then dropped or finished late downstream exceeds
-  ``LOSS_TARGET`` in the interval (the estimate was optimistic), down by ``LAM_DOWN`` otherwise (slack
-  left on the table).
 * ``mu_at_capacity``: the load factor is taken against the stage's throughput at *full* batches,
   ``mu = T_in / (workers * B / d(B))``, not at its current batch size ``b``.  A stage that keeps up batches
   just large enough to do so, so at its current ``b`` its throughput equals its input and the paper's
@@ -69,14 +57,8 @@ What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.Poli
 * ``overload_upper``: every stage also publishes ``overload_downstream_s``, ``pard-upper``'s
   ``max over paths of (sum q_i + 2 sum d_i)``; the C++ stage's pop rule uses it instead of the published
   term when that batch's hot-path overload test holds and it is the larger (stage_scheduler.hpp step 2b).
-* ``queue_z`` / ``queue_last``: a downstream stage's queueing delay is budgeted at its mean plus ``z``
-  standard deviations of the per-request delays, or at the larger of the window's and the last interval's mean.
-* ``contended_z``: a stage adds ``z * rho_k * cv_k * d_k(b_k)`` (its batch durations' spread, weighted by its
-  utilisation: the capacity a doubtful request takes only matters when the stage is busy) to its own estimate.
-* ``rate_admission``: an entry stage admits only the share of its input that its downstream stages can
-  finish (:mod:`pard.admission`: by default only for a stage short for the last ``rate_admission_s``
-  seconds with fixed workers); ``demand_rate`` reports each stage's input as it would be without that
-  shedding (what an autoscaler sizes for).
+* ``demand_rate`` reports each stage's input as it would be were the stages above it not paced (what an
+  autoscaler sizes for).
 
 It is deliberately independent of the simulator: the same object serves the live runtime, which hands it
 the same statistics from real workers.  All the numerical work is NumPy, vectorised over the stages and
@@ -112,7 +94,6 @@ from typing import Any, Deque, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from .admission import ADMIT_GROWTH, ADMIT_MIN, RateAdmission
 from .batch_wait import downstream_wait_quantile, path_total
 from .batch_wait import quantile as _quantile
 from .duration_scale import SCALE_MAX, SCALE_MIN, DurationScale
@@ -121,18 +102,12 @@ from .planner_types import PlannerStage, StageTerms
 from .policies import PolicySpec, get_policy, paces
 from .utilisation import busy_wait, utilisation, waited_requests
 
-__all__ = ["PlannerStage", "StageTerms", "Planner", "window_for_cv", "downstream_wait_quantile", "MAX_SAMPLES",
-           "LAM_MIN", "LAM_MAX", "LAM_UP", "LAM_DOWN", "LOSS_TARGET", "ADMIT_GROWTH", "ADMIT_MIN"]
+__all__ = ["PlannerStage", "StageTerms", "Planner", "window_for_cv", "downstream_wait_quantile", "MAX_SAMPLES"]
 
 #: Largest accepted Monte Carlo sample count ``samples`` (DESIGN §3.2): each update draws ``samples``
 #: float64 values per downstream stage, so 10^6 is already ~8 MB per array per sync.
 MAX_SAMPLES = 1_000_000
 
-#: Bounds of the online-tuned downstream quantile (``tune_lam``) and its steps per sync.
-LAM_MIN, LAM_MAX = 0.05, 0.95
-LAM_UP, LAM_DOWN = 0.05, 0.01
-#: Share of entry output dropped or late downstream above which ``lambda`` moves up.
-LOSS_TARGET = 0.01
 
 F64 = npt.NDArray[np.float64]
 
@@ -163,15 +138,9 @@ def window_for_cv(cv: float) -> float:
     return max(1.0, 3.0 - 2.0 * (cv - 1.0))
 
 
-def _count(x: Any) -> float:
-    """``float(np.sum(x))`` of a count; a one-element integer array (as ``take_stats`` gives) without a reduction."""
-    one = isinstance(x, np.ndarray) and x.dtype.kind in "iu" and x.size == 1
-    return float(x.reshape(-1)[0]) if one else float(np.sum(x))
-
-
-# Columns of one ingested interval's per-stage row (9): arrivals, sum and count of queueing delays, sum and
-# count of batch sizes, sums of measured and of profiled batch durations, sum of squared queueing delays
-# (queue_z only, else 0), requests that waited for another batch (downstream="busy" only, else 0).
+# Columns of one ingested interval's per-stage row (8): arrivals, sum and count of queueing delays, sum and
+# count of batch sizes, sums of measured and of profiled batch durations, requests that waited for another
+# batch (downstream="busy" only, else 0).
 
 
 class Planner:
@@ -182,8 +151,7 @@ class Planner:
         policy: a policy name or :class:`~pard.policies.PolicySpec`; selects the downstream mode, ``eps``
             handling and Dagor's throttle.
         lam: the batch-wait quantile ``lambda`` in ``[0, 1]``; None (default): the policy's own
-            (``PolicySpec.lam``), else the paper's 0.1.  With ``tune_lam`` its starting value, clipped to
-            ``[LAM_MIN, LAM_MAX]``.
+            (``PolicySpec.lam``), else the paper's 0.1.
         window_s: the initial (and, with ``adapt_window=False``, fixed) estimation window in seconds.
         adapt_window: resize the window by the input's CV (module doc).
         samples: Monte Carlo sample count ``M`` (default 10 000), an int in ``1 ..`` :data:`MAX_SAMPLES`.
@@ -229,8 +197,6 @@ class Planner:
         #: simulation whose executors run the profile itself turns it off: only its jitter can move them.
         self.warn_drift = True
         self._lam = float(lam)
-        if self._policy.tune_lam:
-            self._lam = min(max(self._lam, LAM_MIN), LAM_MAX)
         self._window0 = float(window_s)
         self._window = float(window_s)
         self._adapt = bool(adapt_window)
@@ -248,14 +214,10 @@ class Planner:
         self._max_batch = np.array([float(st.max_batch) for st in stages])
         # the stages on some downstream path, in index order (the order of the Monte Carlo draws)
         self._drawn = sorted({i for st in stages for p in st.paths for i in p}) \
-            if self._policy.downstream in ("full", "tail") else []
-        self._tail = self._policy.downstream == "tail"
+            if self._policy.downstream == "full" else []
         self._busy = self._policy.downstream == "busy"
-        self._queue_z = float(self._policy.queue_z)
         self._entry = np.array([st.entry for st in stages])
         self._scale = DurationScale(n)
-        self._admission = RateAdmission([st.entry for st in stages], [[i for p in st.paths for i in p] for st in stages],
-                                        self._policy.rate_admission_s) if self._policy.rate_admission else None
         self._paths = [[(tuple(p), np.asarray(p, dtype=np.intp)) for p in st.paths] for st in stages]
         self._parallel = _parallel_branches(stages) if self._policy.coherent_branches else [[] for _ in stages]
         below = [sorted({i for p in st.paths for i in p}) for st in stages]  # every stage under each
@@ -283,12 +245,12 @@ class Planner:
 
     @property
     def lam(self) -> float:
-        """The downstream quantile in force (moves with ``tune_lam``)."""
+        """The downstream quantile in force."""
         return self._lam
 
     @property
     def durations(self) -> DurationScale:
-        """The online ``d(b)`` correction (:mod:`pard.duration_scale`): its ratio, spread and warning."""
+        """The online ``d(b)`` correction (:mod:`pard.duration_scale`): its ratio and warning."""
         return self._scale
 
     @property
@@ -355,12 +317,6 @@ class Planner:
         drawn = self._drawn
         entry_rate = 0.0
         correct = self._policy.correct_durations
-        spread = self._policy.spread_z > 0 and correct
-        contended = self._policy.contended_z > 0 and correct
-        need_cv = spread or contended  # the per-batch duration ratio's spread (DurationScale.cv)
-        r1, r2 = np.zeros(n), np.zeros(n)
-        loss = 0.0
-        left_entry = 0.0
         for k, (st, s) in enumerate(zip(self._stages, stats)):
             n_arr = len(s.get("arrival_s", ()))
             q = np.asarray(s.get("qdelay_s", ()), dtype=np.float64)
@@ -371,23 +327,11 @@ class Planner:
                 pr = self._profiled(k, s.get("batch_size", ()), b)
                 dm, dp = float(bd.sum()), float(pr.sum())
                 waited = waited_requests(b, s.get("batch_wait_s", ()), bd) if self._busy else 0.0
-                if need_cv:
-                    r = bd / pr
-                    r1[k], r2[k] = r.sum(), (r * r).sum()
-            bsum = b.sum()
-            q2 = float((q * q).sum()) if self._queue_z else 0.0
-            rows.append((n_arr, q.sum(), q.size, bsum, b.size, dm, dp, q2, waited))
+            rows.append((n_arr, q.sum(), q.size, b.sum(), b.size, dm, dp, waited))
             if drawn and k in drawn:
-                bw = np.array(s.get("batch_wait_s", ()), dtype=np.float64)
-                if self._tail and bw.size == b.size:  # per-request samples: each batch's W once per request
-                    bw = np.repeat(bw, b.astype(np.int64))
-                waits_now[k] = bw
+                waits_now[k] = np.array(s.get("batch_wait_s", ()), dtype=np.float64)
             if st.entry:
                 entry_rate += n_arr / dt
-                left_entry += float(bsum)
-            else:
-                loss += _count(s.get("dropped", 0))
-            loss += _count(s.get("late", 0))  # finished late (reported by sink stages)
         self._ends.append(float(now_s))
         self._dts.append(dt)
         self._rows.append(np.array(rows, dtype=np.float64))
@@ -415,12 +359,11 @@ class Planner:
             self._waits.popleft()
         wt = (np.fromiter(self._ends, dtype=np.float64, count=len(self._ends)) - start) / win
         dts = np.fromiter(self._dts, dtype=np.float64, count=len(self._dts))
-        m = np.stack(self._rows, axis=-1)  # (n, 9, T)
-        na, qs, qn, bs, bn, m_dm, m_dp, q2s, m_wait = m.transpose(1, 0, 2)  # each (n, T)
+        m = np.stack(self._rows, axis=-1)  # (n, 8, T)
+        na, qs, qn, bs, bn, m_dm, m_dp, m_wait = m.transpose(1, 0, 2)  # each (n, T)
         with np.errstate(divide="ignore", invalid="ignore"):
             wqn = (wt * qn).sum(axis=-1)
             q_i = np.where(wqn > 0, (wt * qs).sum(axis=-1) / wqn, 0.0)
-            q_path = self._queue_budget(q_i, wqn, wt, qs, qn, q2s)
             wbn = (wt * bn).sum(axis=-1)
             self._last_batch = np.where(wbn > 0, (wt * bs).sum(axis=-1) / wbn,
                                         1.0 if self._policy.idle_batch else self._last_batch)
@@ -434,8 +377,7 @@ class Planner:
             else:
                 smooth = np.add.accumulate(rates, axis=-1) / np.arange(1, dts.size + 1)  # np.cumsum
                 eps_i = np.where(rsum > 0, np.abs(rates - smooth).sum(axis=-1) / rsum, 0.0)
-            scale_i = self._scale.update(dt, m_dm[:, -1], m_dp[:, -1], bn[:, -1], (r1, r2) if need_cv else None) \
-                if correct else np.ones(n)
+            scale_i = self._scale.update(dt, m_dm[:, -1], m_dp[:, -1], bn[:, -1]) if correct else np.ones(n)
             d_i = d_i * scale_i
             w_arr = np.asarray(workers, dtype=np.float64)
             rho_i = None
@@ -443,19 +385,11 @@ class Planner:
             mu_i = np.where(throughput > 0, rate_i / throughput, np.where(rate_i > 0, np.inf, 0.0))
             d_full = self._full_d * scale_i
             service = w_arr * self._max_batch / d_full
-            if self._busy or contended:
+            if self._busy:
                 rho_i = utilisation(m_dm, wt, dts, w_arr)
             if self._policy.mu_at_capacity:  # load against what the stage can do at full batches
                 cap_mu = np.where(service > 0, rate_i / service, np.where(rate_i > 0, np.inf, 0.0))
                 mu_i = cap_mu if self._policy.mu_at_capacity_entry else np.where(self._entry, mu_i, cap_mu)
-
-        # 3b. pard's online levers: the quantile from outcomes, the entry's admitted share from rates
-        if self._policy.tune_lam and left_entry > 0:
-            step = LAM_UP if loss / left_entry > LOSS_TARGET else -LAM_DOWN
-            self._lam = min(max(self._lam + step, LAM_MIN), LAM_MAX)
-        if self._admission is not None:
-            self._admission.update(float(now_s), float(dts[-1]), na[:, -1], rate_i, service, w_arr)
-        admit = self._admission.share if self._admission is not None else np.ones(n)
 
         # 4. Monte Carlo draws of one batch wait per stage (shared by every path through it)
         mode = self._policy.downstream
@@ -471,33 +405,20 @@ class Planner:
         # 5. downstream terms, maximised over paths (each path's sums computed once)
         totals: dict[tuple[int, ...], F64] = {}
         out: list[StageTerms] = []
-        demand = self._admission.demand(rate_i) if self._admission is not None else rate_i.copy()
+        demand = rate_i.copy()
         for k, below in enumerate(self._pace_below):  # sized for what a paced stage would forward unpaced
             demand[below] = np.maximum(demand[below], min(rate_i[k], service[k]))
         mu_l, eps_l, q_l, rate_l, b_l = mu_i.tolist(), eps_i.tolist(), q_i.tolist(), rate_i.tolist(), b_i.tolist()
-        service_l, scale_l, demand_l, admit_l = service.tolist(), scale_i.tolist(), demand.tolist(), admit.tolist()
+        service_l, scale_l, demand_l = service.tolist(), scale_i.tolist(), demand.tolist()
         if correct and not self._scale.measured:  # no batch anywhere yet: publish "none measured yet" (0), so
             scale_l = [0.0] * n                   # each stage corrects by its own ratio (as before the first sync)
-        z = self._policy.spread_z
-        sig2 = own2 = None
-        if spread:  # each stage's batch-duration variance (s^2); which of them count: PolicySpec.spread_scope
-            sig2 = (self._scale.cv * d_i) ** 2
-            own2 = sig2 if self._policy.spread_scope != "sink" else sig2 * np.array([not p for p in self._paths])
-            if self._policy.spread_scope != "path":
-                sig2 = np.zeros(n)
-        cm = None
-        if contended:  # each stage's execution spread where it is contended: z * rho_i * cv_i * d_i (s)
-            assert rho_i is not None
-            cm = self._policy.contended_z * rho_i * self._scale.cv * d_i
-        cpath = cm is not None and self._policy.contended_path
         hi_on = self._policy.overload_upper
         backlog = m_wait.sum(axis=-1) > 0  # a request in the window waited for another batch (busy_wait)
         for k in range(n):
-            best = 0.0 if own2 is None else z * float(np.sqrt(own2[k]))  # a sink budgets its own spread
-            best_w = hi = lo = lm = 0.0
+            best = best_w = hi = lo = lm = 0.0
             if mode != "none":
                 for path, idx in self._paths[k]:
-                    sq = float(q_path[idx].sum())
+                    sq = float(q_i[idx].sum())
                     sd = float(d_i[idx].sum())
                     wq = 0.0
                     if mode == "sf":
@@ -509,31 +430,24 @@ class Planner:
                         wq = sd
                     elif mode == "busy":  # each stage's wait: busy_wait
                         assert rho_i is not None
-                        val = sd + float(busy_wait(q_path[idx], rho_i[idx] * d_i[idx], backlog[idx]).sum())
+                        val = sd + float(busy_wait(q_i[idx], rho_i[idx] * d_i[idx], backlog[idx]).sum())
                         wq = val - sd - sq
                     else:
                         wq = _quantile(path_total(path, draws, totals), self._lam)
                         val = sq + sd + wq
-                    if sig2 is not None and own2 is not None:  # this stage's and the path's spreads, summed
-                        val += z * float(np.sqrt(own2[k] + sig2[idx].sum()))
-                    if cpath:
-                        assert cm is not None
-                        val += float(np.sqrt(cm[k] ** 2 + (cm[idx] ** 2).sum()))
                     if val > best:
                         best, best_w = val, wq
                     if hi_on and sq + 2.0 * sd > hi:  # overload_upper: pard-upper's term, used while overloaded
                         hi = sq + 2.0 * sd
                     if mode == "busy":  # step 1b's floor (stage_scheduler.hpp); a tier served first's term
-                        lo, lm = max(lo, sq + sd), max(lm, float(np.minimum(q_path[idx], 0.5 * d_i[idx]).sum()) + sd)
-            if cm is not None and not (cpath and self._paths[k] and mode != "none"):
-                best += float(cm[k])
-            # Admission: the paper sheds nothing at admission; Dagor's (1 - alpha) throttle is applied by
-            # the C++ stage scheduler itself from the published queue_delay_s.
+                        lo, lm = max(lo, sq + sd), max(lm, float(np.minimum(q_i[idx], 0.5 * d_i[idx]).sum()) + sd)
+            # Dagor's (1 - alpha) admission throttle is applied by the C++ stage scheduler itself from
+            # the published queue_delay_s.
             out.append(StageTerms(
                 downstream_s=best, mu=max([mu_l[k], *(mu_l[j] for j in self._parallel[k]),
                                            *(mu_l[j] for j in self._below[k])]),
                 eps=eps_l[k], queue_delay_s=q_l[k],
-                admit_fraction=admit_l[k], in_rate=rate_l[k], batch_size=b_l[k],
+                admit_fraction=1.0, in_rate=rate_l[k], batch_size=b_l[k],
                 wait_quantile_s=best_w, window_s=win, service_rate=service_l[k],
                 duration_scale=scale_l[k], demand_rate=demand_l[k], lam=self._lam,
                 path_rate=min((service_l[j] for j in self._pace_below[k]), default=0.0),
@@ -542,19 +456,6 @@ class Planner:
         self._terms = out
         if correct and self.warn_drift:  # after the terms are stored: a warning raised as an error leaves them
             self._scale.warn_drifted([st.name for st in self._stages])
-        return out
-
-    def _queue_budget(self, q_i: F64, wqn: F64, wt: F64, qs: F64, qn: F64, q2s: F64) -> F64:
-        """The queueing delay (s) budgeted per downstream stage: the window's mean ``q_i``, raised by
-        ``queue_last`` to the last interval's mean where that is larger, and by ``queue_z`` standard
-        deviations of the window's per-request delays (each request's delay one sample, weighted as the mean)."""
-        out = q_i
-        if self._policy.queue_last:
-            last = np.where(qn[:, -1] > 0, qs[:, -1] / np.where(qn[:, -1] > 0, qn[:, -1], 1.0), 0.0)
-            out = np.maximum(out, last)
-        if self._queue_z:
-            mean2 = np.where(wqn > 0, (wt * q2s).sum(axis=-1) / np.where(wqn > 0, wqn, 1.0), 0.0)
-            out = out + self._queue_z * np.sqrt(np.maximum(mean2 - q_i * q_i, 0.0))
         return out
 
     def _profiled(self, k: int, raw: Any, b: F64) -> F64:

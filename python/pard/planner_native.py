@@ -10,9 +10,8 @@ draws the planner's Monte Carlo samples from the Python planner's own ``numpy.ra
 generator, with NumPy's bounded-integer rule).  ``tests/test_planner_native.py`` checks it against the
 Python planner and recorder on random statistics and through ``simulate``.
 
-The Python planner stays the one definition: policies whose planner options this transcription does
-not cover (``rate_admission``, ``spread_z``, ``queue_z``, ``queue_last``, ``contended_path``), or a :class:`~pard.policies.PolicySpec` with fields
-it does not know, get ``None`` here and the Python planner serves them.
+The Python planner stays the one definition: a :class:`~pard.policies.PolicySpec` with fields this
+transcription does not know gets ``None`` here and the Python planner serves it.
 """
 
 from __future__ import annotations
@@ -35,26 +34,21 @@ __all__ = ["covers", "native_planner", "native_recorder", "KNOWN_POLICY_FIELDS"]
 #: Python planner then serves every run) until the transcription is checked and this set updated.
 KNOWN_POLICY_FIELDS = frozenset({
     "name", "order", "drop", "downstream", "instant", "dagor_threshold_s", "dagor_alpha", "tiered", "reactive",
-    "shed", "correct_durations", "tune_lam", "rate_admission", "rate_admission_s", "coherent_branches",
+    "shed", "correct_durations", "coherent_branches",
     "mu_at_capacity", "coherent_paths", "max_queue", "max_queue_entry_only", "lam", "description",
-    "idle_batch", "spread_z", "spread_scope", "pace", "queue_z", "queue_last",
-    "contended_z", "contended_path",
+    "idle_batch", "pace",
     "overload_upper",
     "mu_at_capacity_entry",
     "overload_below",  # read by the C++ stage scheduler alone (Policy.overload_below), not the planner
     "coherent_rank",  # read by the C++ stage scheduler alone (Policy.coherent_rank), not the planner
     "live_queues",  # read by the C++ stage scheduler alone (Policy.live_queues), not the planner
     "prior_terms",  # computed by the Python planner before the first interval (Planner.prior_terms)
-    "pace_autoscaled",  # resolved before the planner is built (PolicySpec.for_autoscaling in simulate)
 })
 
 
 def covers(policy: PolicySpec) -> bool:
     """True when the C++ planner computes ``policy``'s terms exactly as the Python planner does."""
-    known = {f.name for f in dataclasses.fields(PolicySpec)} == KNOWN_POLICY_FIELDS
-    # Not transcribed: rate-aware admission and the spread margin (spread_z); the Python planner serves them.
-    return (known and not policy.rate_admission and policy.spread_z == 0 and policy.queue_z == 0
-            and not policy.queue_last and not (policy.contended_z > 0 and policy.contended_path))
+    return {f.name for f in dataclasses.fields(PolicySpec)} == KNOWN_POLICY_FIELDS
 
 
 def native_planner(planner: Planner) -> Any:
@@ -72,12 +66,11 @@ def native_planner(planner: Planner) -> Any:
         d_table=[np.asarray(t, dtype=np.float64).tolist() for t in p._d_table],
         pts_b=[st._points[0].tolist() for st in stages], pts_d=[st._points[1].tolist() for st in stages],
         drawn=list(p._drawn), mode=pol.downstream, instant=pol.instant, correct_durations=pol.correct_durations,
-        tune_lam=pol.tune_lam, mu_at_capacity=pol.mu_at_capacity, adapt_window=p._adapt, lam=p._lam,
+        mu_at_capacity=pol.mu_at_capacity, adapt_window=p._adapt, lam=p._lam,
         window_s=p._window0, samples=p._samples, cv_history_s=p._cv_history_s, min_cv_intervals=p._min_cv_intervals,
-        constants=[_planner.LAM_MIN, _planner.LAM_MAX, _planner.LAM_UP, _planner.LAM_DOWN, _planner.LOSS_TARGET,
-                   _planner.SCALE_MIN, _planner.SCALE_MAX, PRECOLLECTED_WAIT],
+        constants=[_planner.SCALE_MIN, _planner.SCALE_MAX, PRECOLLECTED_WAIT],
         generator=p._rng, idle_batch=pol.idle_batch, half_life_s=p.durations.half_life_s,
-        prior_batches=p.durations.prior_batches, contended_z=pol.contended_z,
+        prior_batches=p.durations.prior_batches,
         pace_below=[list(x) for x in p._pace_below], overload_upper=pol.overload_upper,
         mu_at_capacity_entry=pol.mu_at_capacity_entry,
     )

@@ -53,17 +53,8 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
 * ``prior_terms`` -- before the first sync, the terms of an idle interval are published, so a run that
   opens with a burst has its overload test and downstream estimate from its first batch.
 
-Built, tested and measured but *not* in ``pard`` (bench/RESULTS.md, issue 9, says why): ``downstream=
-"tail"`` (the batch-wait quantile over per-request samples, with a policy ``lam``), ``tune_lam`` (the
-quantile tuned online from outcomes, within ``[LAM_MIN, LAM_MAX]``), ``rate_admission`` (a persistently
-overloaded downstream stage's excess shed at the entry, lowest tier first; :mod:`pard.admission`),
-``downstream="upper"`` (``w = sum d_i`` at every batch: ``pard`` until the seventh round; it over-budgets the
-stages below an entry bottleneck, which are never full), ``pace="all"`` (at every stage it starves a batching
-bottleneck in a chain) and ``pace_autoscaled`` (pacing while a per-stage autoscaler sizes the stages: more
-goodput, but up to 39 % more workers, so less goodput per provisioned worker), ``spread_z`` (the execution-time spread budgeted at ``z`` standard deviations, ``spread_scope``), ``queue_z``
-and ``queue_last`` (downstream queueing delays budgeted at mean + z sd, or at the last interval's mean)
-and ``contended_z`` (a stage's own execution spread weighted by its utilisation, ``contended_path``), and
-``overload_below="backlog"`` (a stage below holding a full batch queued: it loses on the grid).
+``downstream="upper"`` (``w = sum d_i`` at every batch) is ``pard-upper``'s; ``pard`` does not take it
+because it over-budgets the stages below an entry bottleneck, which are never full (bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -83,24 +74,20 @@ __all__ = ["PolicySpec", "POLICIES", "get_policy", "policy_names", "paces"]
 
 Order = Literal["fcfs", "lbf", "hbf", "adaptive"]
 Drop = Literal["none", "pard", "clipper", "nexus", "dagor", "triton", "ray-serve"]
-Downstream = Literal["full", "none", "sf", "lower", "upper", "tail", "busy"]
-#: Which execution-time spreads ``spread_z`` budgets: a stage's own and its downstream path's, its own
-#: only, or a sink stage's own only.
-SpreadScope = Literal["path", "own", "sink"]
-#: Where ``pace`` holds an overloaded stage to the slowest stage below it: nowhere; at a fork (a stage
+Downstream = Literal["full", "none", "sf", "lower", "upper", "busy"]
+#: Where ``pace`` holds an overloaded stage to the slowest stage below it: nowhere, or at a fork (a stage
 #: whose downstream work splits into two or more paths, where sibling branches that overload on their own
-#: drop different requests, each wasting the other's compute); at every stage with a stage below it.
-Pace = Literal["none", "forks", "all"]
+#: drop different requests, each wasting the other's compute).
+Pace = Literal["none", "forks"]
 #: What a stage's pop rule reads of the stages below it on the hot path (``PolicySpec.overload_below``):
-#: nothing; whether one found itself overloaded at its last batch; whether one holds a full batch queued.
-BelowSignal = Literal["none", "overloaded", "backlog"]
+#: nothing, or whether one found itself overloaded at its last batch.
+BelowSignal = Literal["none", "overloaded"]
 
 
 def paces(mode: str, paths: Sequence[Sequence[int]]) -> bool:
     """True when a stage with these downstream ``paths`` (stage indices) is paced under ``mode``
-    (:attr:`PolicySpec.pace`): ``"all"`` any stage with a stage below, ``"forks"`` one with two or more
-    downstream paths, ``"none"`` never."""
-    return (mode == "all" and len(paths) > 0) or (mode == "forks" and len(paths) >= 2)
+    (:attr:`PolicySpec.pace`): ``"forks"`` one with two or more downstream paths, ``"none"`` never."""
+    return mode == "forks" and len(paths) >= 2
 
 #: What each downstream mode adds to a request's end-to-end estimate at stage k (DESIGN §3.2/§3.6),
 #: evaluated along every downstream path and maximised over paths.
@@ -111,7 +98,6 @@ DOWNSTREAM_MODES: Mapping[str, str] = MappingProxyType(
         "sf": "sum d_i(b_i) (service time only; pard-sf)",
         "lower": "sum q_i + sum d_i(b_i) (w_k = 0; pard-lower)",
         "upper": "sum q_i + 2 * sum d_i(b_i) (w_k = sum d_i; pard-upper)",
-        "tail": "sum q_i + sum d_i(b_i) + w_k, w_k the lambda-quantile of summed per-request batch waits",
         "busy": "sum d_i(b_i) + sum of each stage's wait: q_i + rho_i d_i(b_i) where it was backlogged (a request "
                 "waited for another batch), else max(q_i, rho_i d_i(b_i)); rho_i its measured utilisation",
     }
@@ -137,18 +123,9 @@ class PolicySpec:
         pace: with ``reactive``, an overloaded stage forwards no faster than the slowest stage below it
             finishes (the planner's ``path_rate``): smaller batches, so the excess is dropped at this stage
             rather than after a stage below has spent on it (stage_scheduler.hpp step 2c; DESIGN §3.7).
-            Where: ``"none"``, ``"forks"`` or ``"all"`` (:data:`Pace`, :func:`paces`). ``pard``: ``"forks"``.
-        pace_autoscaled: pace also while an autoscaler sizes the stages (``simulate(autoscale=True)``).
-            Off (``pard``): :meth:`for_autoscaling` turns pacing off there, because the stages below a paced
-            fork are sized on the demand before pacing and provision up to 39 % more workers than without
-            it: pacing then buys goodput with capacity. On a fixed pool it cannot change the capacity, and
-            what it saves (branch work on requests a sibling drops) is goodput (bench/RESULTS.md, issue 9,
-            sixth round).
+            Where: ``"none"`` or ``"forks"`` (:data:`Pace`, :func:`paces`). ``pard``: ``"forks"``. Not while
+            an autoscaler sizes the stages (:meth:`for_autoscaling`).
         correct_durations: scale ``d_k(b)`` by the measured / profiled ratio, online (``pard``).
-        tune_lam: tune the downstream quantile online from outcomes (``pard``).
-        rate_admission: shed a persistently overloaded downstream stage's excess at the entry.
-        rate_admission_s: with ``rate_admission``, how long (s) a downstream stage must stay short, with
-            fixed workers, before its entry sheds (:mod:`pard.admission`); 0 = the per-sync rule.
         coherent_branches: parallel DAG branches take the order of the most loaded one (``pard``).
         coherent_rank: a stage on a parallel DAG branch (``pard._core.parallel_branches``: some other stage is
             neither above nor below it), in overload (the published order is HBF, or its own hot-path
@@ -165,21 +142,6 @@ class PolicySpec:
             then serves HBF, and the oldest requests it starves have cost nothing yet, while a stage below
             would waste what the stages above spent on them (:mod:`pard.planner`'s module doc).
         coherent_paths: a stage takes the largest load factor of itself and its downstream stages.
-        spread_z: budget the execution-time spread: each stage's estimate adds ``z * sqrt(sum sigma_i^2)``
-            over itself and its downstream path, ``sigma_i`` the standard deviation of stage ``i``'s measured
-            batch durations (``cv_i * d_i(b_i)``, :class:`pard.duration_scale.DurationScale`); 0: none.
-        spread_scope: with ``spread_z``, the spreads summed: ``"path"`` (the stage's and its downstream
-            path's), ``"own"`` (the stage's alone) or ``"sink"`` (only a sink stage budgets its own).
-        queue_z: budget each downstream stage's queueing delay at ``q_i + z * sd_i``, ``sd_i`` the standard
-            deviation of its per-request queueing delays over the window (0: the mean alone, the paper's).
-        queue_last: budget each downstream stage's queueing delay at the larger of the window's mean and
-            the last sync interval's mean (a queue that built within the last interval is seen at once).
-        contended_z: with ``correct_durations``, a stage budgets its own execution-time spread where it is
-            contended: ``z * rho_k * cv_k * d_k(b_k)`` added to its estimate, ``rho_k`` its measured
-            utilisation (:mod:`pard.utilisation`), ``cv_k`` its batch durations' coefficient of variation
-            (:class:`pard.duration_scale.DurationScale`); 0: none.
-        contended_path: with ``contended_z``, also budget the downstream path's contended spreads,
-            ``sqrt(m_k^2 + sum_i m_i^2)`` with ``m_i = z * rho_i * cv_i * d_i``.
         overload_upper: with ``reactive``, when a stage's hot-path overload test holds, the pop rule of the
             batch it forms budgets the downstream batch waits at ``pard-upper``'s ``w = sum d_i`` (the planner publishes
             ``sum q_i + 2 sum d_i``, maximised over paths, as ``overload_downstream_s``) when that exceeds the
@@ -188,7 +150,7 @@ class PolicySpec:
             follows an idle gap by up to one sync). The purge keeps the published term.
         overload_below: with ``overload_upper``, the pop rule also budgets ``overload_downstream_s`` while a
             stage below signals, now, that it is backed up: ``"overloaded"`` (its own hot-path overload test
-            held at its last batch) or ``"backlog"`` (it holds a full batch queued); ``"none"``: never. The
+            held at its last batch); ``"none"``: never. The
             planner's queueing and utilisation terms average over its window, so a burst piling up at a
             downstream bottleneck reaches the stages above a sync late; this signal is read per batch in C++
             (stage_scheduler.hpp, step 2b), from the stages of the same process: on Ray (:mod:`pard.ray`) each
@@ -228,11 +190,7 @@ class PolicySpec:
     reactive: bool = False
     shed: bool = True
     pace: Pace = "none"
-    pace_autoscaled: bool = False
     correct_durations: bool = False
-    tune_lam: bool = False
-    rate_admission: bool = False
-    rate_admission_s: float = 30.0
     coherent_branches: bool = False
     mu_at_capacity: bool = False
     mu_at_capacity_entry: bool = True
@@ -243,12 +201,6 @@ class PolicySpec:
     overload_below: BelowSignal = "none"
     coherent_rank: bool = False
     live_queues: bool = False
-    spread_z: float = 0.0
-    spread_scope: SpreadScope = "path"
-    queue_z: float = 0.0
-    queue_last: bool = False
-    contended_z: float = 0.0
-    contended_path: bool = False
     max_queue: int = 0
     max_queue_entry_only: bool = False
     lam: float | None = None
@@ -259,7 +211,7 @@ class PolicySpec:
         if not isinstance(self.name, str) or not self.name.strip():
             raise PardValueError(f"PolicySpec.name must be a non-empty str, got {self.name!r}")
         for field, choices in (("order", get_args(Order)), ("drop", get_args(Drop)),
-                               ("downstream", tuple(DOWNSTREAM_MODES)), ("spread_scope", get_args(SpreadScope)),
+                               ("downstream", tuple(DOWNSTREAM_MODES)),
                                ("pace", get_args(Pace)), ("overload_below", get_args(BelowSignal))):
             value = getattr(self, field)
             if not isinstance(value, str) or value not in choices:
@@ -272,15 +224,12 @@ class PolicySpec:
             raise PardTypeError(f"PolicySpec.max_queue must be an int, got {self.max_queue!r}")
         if not 0 <= self.max_queue <= 2**62:
             raise PardValueError(f"PolicySpec.max_queue must be >= 0 (0 = no bound), got {self.max_queue!r}")
-        for field, low, high in (("dagor_threshold_s", 0.0, math.inf), ("dagor_alpha", 0.0, 1.0),
-                                 ("rate_admission_s", 0.0, 1e6), ("spread_z", 0.0, 10.0), ("queue_z", 0.0, 10.0),
-                                 ("contended_z", 0.0, 10.0)):
+        for field, low, high in (("dagor_threshold_s", 0.0, math.inf), ("dagor_alpha", 0.0, 1.0)):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise PardTypeError(f"PolicySpec.{field} must be a real number, got {value!r}")
             if not (math.isfinite(value) and low <= value <= high):
-                rng = ("in [0, 1]" if field == "dagor_alpha" else "in [0, 10]" if field in ("spread_z", "queue_z", "contended_z")
-                       else f"finite, in [0, {high:g}] (seconds)")
+                rng = "in [0, 1]" if field == "dagor_alpha" else f"finite, in [0, {high:g}] (seconds)"
                 raise PardValueError(f"PolicySpec.{field} must be {rng}, got {value!r}")
         if self.lam is not None and (isinstance(self.lam, bool) or not isinstance(self.lam, (int, float))
                                      or not 0.0 <= self.lam <= 1.0):
@@ -309,9 +258,12 @@ class PolicySpec:
         )
 
     def for_autoscaling(self) -> PolicySpec:
-        """This policy as it runs while an autoscaler sizes the stages: without pacing unless
-        ``pace_autoscaled`` (see that field); the name is kept, so reports still name the policy."""
-        if self.pace == "none" or self.pace_autoscaled:
+        """This policy as it runs while an autoscaler sizes the stages: without pacing, because the stages
+        below a paced fork are sized on the demand before pacing and provision more workers than without
+        it (pacing then buys goodput with capacity); on a fixed pool pacing cannot change the capacity, and
+        what it saves, branch work on requests a sibling drops, is goodput. The name is kept, so reports
+        still name the policy."""
+        if self.pace == "none":
             return self
         return dataclasses.replace(self, pace="none")
 

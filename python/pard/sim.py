@@ -306,7 +306,7 @@ def simulate(
         raise PardValueError(f"samples must be an int in 1..{MAX_SAMPLES}, got {show(samples)}")
     autoscale = check_bool("autoscale", autoscale)
     if autoscale:
-        pol = pol.for_autoscaling()  # pard paces forks on fixed pools only (PolicySpec.pace_autoscaled)
+        pol = pol.for_autoscaling()  # pard paces forks on fixed pools only (PolicySpec.for_autoscaling)
     if autoscale_on not in AUTOSCALE_ON:
         raise PardValueError(f"autoscale_on must be one of {', '.join(AUTOSCALE_ON)}, got {show(autoscale_on)}")
     adapt_window = check_bool("adapt_window", adapt_window)
@@ -394,7 +394,7 @@ def simulate(
                 if drift is not None:  # pard's warning for a stage far from its profile (planner.py's own)
                     drift.observe([term[6] for term in core_planner.terms()], core_planner.batch_counts())
                     drift.warn_drifted(names)
-                # demand_rate (covers() excludes rate-aware admission; pace is in it)
+                # demand_rate (the demand before pacing)
                 demand = [term[9] for term in core_planner.terms()] if autoscale else []
             else:
                 more = sim.run_until(t)

@@ -9,7 +9,7 @@
 //   pard-fcfs / pard-lbf / pard-hbf = {fcfs|lbf|hbf, pard}
 // The other ablations (pard-back, pard-sf, pard-lower, pard-upper, pard-instant) differ only in what
 // the planner publishes (the downstream term, eps = 0), so they need no code here; nor do pard's
-// planner-side levers (tail-aware estimate, online d(b) and lambda, rate-aware admission).
+// planner-side levers (the utilisation-aware downstream estimate, the online d(b) correction).
 #pragma once
 
 #include <cstdint>
@@ -43,15 +43,13 @@ inline constexpr const char* kReasonNames[kNumReasons] = {
     "infeasible", "expired", "stage-budget", "window", "overload", "cancelled", "rejected", "timeout", "shed"};
 
 // What a stage reads of the stages below it on the hot path (stage_scheduler.hpp, step 2b's pop rule):
-// nothing; whether any of them found itself overloaded at its last batch (its own step 2b test);
-// whether any of them holds at least a full batch queued (an arrival there waits a whole batch).
-enum class BelowSignal : std::uint8_t { kNone = 0, kOverloaded = 1, kBacklog = 2 };
+// nothing, or whether any of them found itself overloaded at its last batch (its own step 2b test).
+enum class BelowSignal : std::uint8_t { kNone = 0, kOverloaded = 1 };
 
 inline const char* below_name(BelowSignal b) noexcept {
     switch (b) {
         case BelowSignal::kNone: return "none";
         case BelowSignal::kOverloaded: return "overloaded";
-        case BelowSignal::kBacklog: return "backlog";
     }
     return "?";
 }
@@ -59,8 +57,7 @@ inline const char* below_name(BelowSignal b) noexcept {
 inline BelowSignal parse_below(const std::string& s) {
     if (s == "none") return BelowSignal::kNone;
     if (s == "overloaded") return BelowSignal::kOverloaded;
-    if (s == "backlog") return BelowSignal::kBacklog;
-    throw std::invalid_argument("Policy: overload_below='" + s + "' is not one of 'none', 'overloaded', 'backlog'");
+    throw std::invalid_argument("Policy: overload_below='" + s + "' is not one of 'none', 'overloaded'");
 }
 
 inline const char* order_name(Order o) noexcept {

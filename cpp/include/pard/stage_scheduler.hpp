@@ -736,13 +736,9 @@ private:
 
     // Step 2b's cross-stage signal (Policy::overload_below): a stage below is backed up now.
     [[nodiscard]] bool below_signals() const noexcept {
-        const BelowSignal how = cfg_.policy.overload_below;
-        if (how == BelowSignal::kNone) return false;
+        if (cfg_.policy.overload_below == BelowSignal::kNone) return false;
         for (const StageScheduler* s : below_) {
-            if (how == BelowSignal::kOverloaded ? s->overloaded_now()
-                                                : s->queued() >= static_cast<std::size_t>(s->cfg_.max_batch)) {
-                return true;
-            }
+            if (s->overloaded_now()) return true;
         }
         return false;
     }

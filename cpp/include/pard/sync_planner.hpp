@@ -6,8 +6,6 @@
 // NumPy code performs, in NumPy's order (numpy_order.hpp: pairwise sums, np.interp, the Generator's
 // bounded integers), and the Monte Carlo draws come from the Python planner's own bit generator.
 // tests/test_planner_native.py feeds both the same random statistics and requires equal bits.
-// Not covered (the Python planner serves those runs): rate-aware admission, the spread margin (spread_z),
-// the queueing-delay margins (queue_z, queue_last) and contended_path.
 //
 // Inputs are the simulator's StageStats (int64 ns), converted to seconds as the bindings convert
 // them for Python (ns * 1e-9), so both see the same doubles.
@@ -29,7 +27,7 @@
 
 namespace pard {
 
-enum class DownstreamMode : std::uint8_t { kNone, kSf, kLower, kUpper, kFull, kTail, kBusy };
+enum class DownstreamMode : std::uint8_t { kNone, kSf, kLower, kUpper, kFull, kBusy };
 
 struct SyncPlannerConfig {
     // per stage (planner.py's names)
@@ -46,7 +44,6 @@ struct SyncPlannerConfig {
     DownstreamMode mode = DownstreamMode::kFull;
     bool instant = false;
     bool correct_durations = false;
-    bool tune_lam = false;
     bool mu_at_capacity = false;
     bool mu_at_capacity_entry = true;  // PolicySpec.mu_at_capacity_entry: false keeps the paper's mu at entries
     bool adapt_window = true;
@@ -55,14 +52,11 @@ struct SyncPlannerConfig {
     std::int64_t samples = 10000;
     double cv_history_s = 60.0;
     std::int64_t min_cv_intervals = 10;
-    double lam_min = 0.05, lam_max = 0.95, lam_up = 0.05, lam_down = 0.01, loss_target = 0.01;
     double scale_min = 0.001, scale_max = 1000.0;
     double precollected_wait = 0.1;  // pard.utilisation.PRECOLLECTED_WAIT
     // pard.duration_scale.DurationScale (correct_durations) and PolicySpec.idle_batch
     double half_life_s = 2.5, prior_batches = 8.0;
     bool idle_batch = false;
-    // PolicySpec.contended_z (own stage only; needs correct_durations): z * rho_k * cv_k * d_k(b_k)
-    double contended_z = 0.0;
     // PolicySpec.overload_upper: also publish pard-upper's max over paths of (sum q + 2 sum d)
     bool overload_upper = false;
 };
@@ -101,11 +95,6 @@ public:
         ds_w_.assign(n_, 0.0);
         ds_count_.assign(n_, 0);
         ds_scale_.assign(n_, 1.0);
-        ds_r1_.assign(n_, 0.0);
-        ds_r2_.assign(n_, 0.0);
-        ds_cv_.assign(n_, 0.0);
-        r1_.assign(n_, 0.0);
-        r2_.assign(n_, 0.0);
     }
 
     [[nodiscard]] double lam() const noexcept { return lam_; }
@@ -146,7 +135,6 @@ public:
             waits_.pop_front();
         }
         windowed(start, win, workers);
-        tune(left_entry_, loss_);
         draw();
         publish_terms();
         return out_;
@@ -160,11 +148,6 @@ private:
         std::vector<double> row(n_ * kCols, 0.0);
         std::vector<std::vector<double>> waits(c_.drawn.size());
         double entry_rate = 0.0;
-        const bool need_cv = contended();
-        std::fill(r1_.begin(), r1_.end(), 0.0);
-        std::fill(r2_.begin(), r2_.end(), 0.0);
-        loss_ = 0.0;
-        left_entry_ = 0.0;
         for (std::size_t k = 0; k < n_; ++k) {
             const StageStats& s = stats[k];
             const double n_arr = static_cast<double>(s.arrival.size());
@@ -191,13 +174,6 @@ private:
                         if (w > c_.precollected_wait * dur) waited += static_cast<double>(s.batch_size[i]);
                     }
                 }
-                if (need_cv) {  // DurationScale's per-batch ratio sums: r = measured / profiled
-                    to_seconds(s.batch_duration, ratio_);
-                    for (std::size_t i = 0; i < ratio_.size(); ++i) ratio_[i] = ratio_[i] / scratch_[i];
-                    r1_[k] = npo::numpy_sum(ratio_);
-                    for (double& x : ratio_) x = x * x;
-                    r2_[k] = npo::numpy_sum(ratio_);
-                }
             }
             double* r = &row[k * kCols];
             r[0] = n_arr;
@@ -211,20 +187,9 @@ private:
             const int slot = drawn_slot_[k];
             if (slot >= 0) {
                 std::vector<double>& bw = waits[static_cast<std::size_t>(slot)];
-                const bool repeat = c_.mode == DownstreamMode::kTail && s.batch_wait.size() == s.batch_size.size();
-                for (std::size_t i = 0; i < s.batch_wait.size(); ++i) {
-                    const double w = static_cast<double>(s.batch_wait[i]) * 1e-9;
-                    const std::int64_t times = repeat ? s.batch_size[i] : 1;
-                    for (std::int64_t j = 0; j < times; ++j) bw.push_back(w);
-                }
+                for (std::int64_t w : s.batch_wait) bw.push_back(static_cast<double>(w) * 1e-9);
             }
-            if (c_.entry[k]) {
-                entry_rate += n_arr / dt;
-                left_entry_ += bsum;
-            } else {
-                loss_ += static_cast<double>(s.dropped);
-            }
-            loss_ += static_cast<double>(s.late);
+            if (c_.entry[k]) entry_rate += n_arr / dt;
         }
         ends_.push_back(now_s);
         dts_.push_back(dt);
@@ -239,7 +204,6 @@ private:
     void duration_scale(double dt) {
         const std::vector<double>& last = rows_.back();
         const double g = std::pow(0.5, (dt > 0.0 ? dt : 0.0) / c_.half_life_s);
-        last_g_ = g;
         for (std::size_t k = 0; k < n_; ++k) {
             ds_m_[k] = ds_m_[k] * g + last[k * kCols + 5];
             ds_p_[k] = ds_p_[k] * g + last[k * kCols + 6];
@@ -256,33 +220,7 @@ private:
             s = std::min(std::max(s, c_.scale_min), c_.scale_max);
             ds_scale_[k] = s;
         }
-        if (contended()) duration_cv(kappa);
     }
-
-    // DurationScale.update's spread (ratio_sums given): the per-batch ratio's CV per stage, pooled like
-    // the ratio while a stage has few batches.
-    void duration_cv(double kappa) {
-        const double g = last_g_;
-        for (std::size_t k = 0; k < n_; ++k) {
-            ds_r1_[k] = ds_r1_[k] * g + r1_[k];
-            ds_r2_[k] = ds_r2_[k] * g + r2_[k];
-        }
-        const double wt = npo::numpy_sum(ds_w_);
-        double pooled_var = 0.0;
-        if (wt > 0) {
-            const double m = npo::numpy_sum(ds_r1_) / wt;
-            pooled_var = std::max(npo::numpy_sum(ds_r2_) / wt - m * m, 0.0);
-        }
-        for (std::size_t k = 0; k < n_; ++k) {
-            const double m1 = ds_w_[k] > 0 ? ds_r1_[k] / ds_w_[k] : 0.0;
-            double var = std::max((ds_w_[k] > 0 ? ds_r2_[k] / ds_w_[k] : 0.0) - m1 * m1, 0.0);
-            const double den = ds_w_[k] + kappa;
-            var = den > 0 ? (ds_w_[k] * var + kappa * pooled_var) / den : pooled_var;
-            ds_cv_[k] = std::sqrt(var) / ds_scale_[k];
-        }
-    }
-
-    [[nodiscard]] bool contended() const noexcept { return c_.contended_z > 0 && c_.correct_durations; }
 
     void resize_window(double now_s) {
         while (!entry_t_.empty() && entry_t_.front() <= now_s - c_.cv_history_s) {
@@ -385,7 +323,7 @@ private:
             const double d_full = c_.full_d[k] * scale_[k];
             service_[k] = w * c_.max_batch[k] / d_full;
             if (c_.mu_at_capacity && (c_.mu_at_capacity_entry || !c_.entry[k])) mu_[k] = service_[k] > 0 ? rate_[k] / service_[k] : (rate_[k] > 0 ? inf : 0.0);
-            if (c_.mode == DownstreamMode::kBusy || contended()) rho_[k] = utilisation(k, w, wdts);
+            if (c_.mode == DownstreamMode::kBusy) rho_[k] = utilisation(k, w, wdts);
             backlog_[k] = false;  // planner.py: m_wait.sum(axis=-1) > 0 (the counts are >= 0)
             for (const auto& row : rows_) backlog_[k] = backlog_[k] || row[k * kCols + 7] > 0;
         }
@@ -401,14 +339,6 @@ private:
                                                               : (win > last ? win : last);  // np.maximum
         if (std::isnan(rho)) rho = 1.0;
         return std::min(std::max(rho, 0.0), 1.0);
-    }
-
-    void tune(double left_entry, double loss) {
-        if (!c_.tune_lam || !(left_entry > 0)) return;
-        const double step = loss / left_entry > c_.loss_target ? c_.lam_up : -c_.lam_down;
-        double x = lam_ + step;
-        x = c_.lam_min > x ? c_.lam_min : x;  // Python's max(x, LAM_MIN), then min(., LAM_MAX)
-        lam_ = c_.lam_max < x ? c_.lam_max : x;
     }
 
     void draw() {
@@ -512,8 +442,6 @@ private:
             double mu = mu_[k];  // Python's max([...]): the first of the largest
             for (int j : c_.parallel[k]) mu = mu_[static_cast<std::size_t>(j)] > mu ? mu_[static_cast<std::size_t>(j)] : mu;
             for (int j : c_.below[k]) mu = mu_[static_cast<std::size_t>(j)] > mu ? mu_[static_cast<std::size_t>(j)] : mu;
-            // contended_z: ((z * rho_k) * cv_k) * d_k, NumPy's left-to-right order
-            if (contended()) best += c_.contended_z * rho_[k] * ds_cv_[k] * d_[k];
             SyncTerms& t = out_[k];
             t.downstream_s = best;
             t.mu = mu;
@@ -566,7 +494,6 @@ private:
     double window_ = 5.0;
     bool has_prev_ = false;
     double prev_ = 0.0;
-    double loss_ = 0.0, left_entry_ = 0.0;
     std::deque<double> ends_, dts_, entry_t_, entry_rates_;
     std::deque<std::vector<double>> rows_;                // (n * 7) per interval
     std::deque<std::vector<std::vector<double>>> waits_;  // per interval, per drawn stage
@@ -575,8 +502,6 @@ private:
     std::vector<double> wt_, q_, d_, b_, rate_, eps_, scale_, mu_, service_, rho_;
     std::vector<bool> backlog_;  // downstream="busy": a request in the window waited for another batch
     std::vector<double> ds_m_, ds_p_, ds_w_, ds_scale_;  // DurationScale's decayed sums and its ratio
-    std::vector<double> ds_r1_, ds_r2_, ds_cv_, r1_, r2_, ratio_;  // its spread (contended_z)
-    double last_g_ = 1.0;
     std::vector<std::int64_t> ds_count_;
     std::vector<std::vector<double>> draws_;
     std::map<std::vector<int>, std::vector<double>> totals_;
