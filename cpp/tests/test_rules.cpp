@@ -1,0 +1,287 @@
+// Standalone tests of the stage scheduler's named rules (pard/rules/): each rule alone, on hand-computed
+// values, with its edges (equal is kept, a lone request, an unknown rate, an empty set). Plain checks
+// that abort; run under TSan and ASan with the other C++ tests.
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "pard/batch.hpp"
+#include "pard/profile.hpp"
+#include "pard/rules/baseline_drops.hpp"
+#include "pard/rules/coherent_rank.hpp"
+#include "pard/rules/duration_scale.hpp"
+#include "pard/rules/floor.hpp"
+#include "pard/rules/nexus_window.hpp"
+#include "pard/rules/order.hpp"
+#include "pard/rules/overload.hpp"
+#include "pard/rules/overload_upper.hpp"
+#include "pard/rules/pacing.hpp"
+#include "pard/rules/queue_lag.hpp"
+#include "pard/rules/tier_admission.hpp"
+#include "pard/rules/tier_thresholds.hpp"
+
+#include "check.hpp"
+
+using namespace pard;
+
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000;
+
+Request req(std::uint64_t id, std::int64_t deadline, std::int64_t arrival = 0, std::int32_t tier = 0) {
+    return Request{id, 0, deadline, arrival, tier, 0};
+}
+
+// A stand-in for the stages below: what the cross-stage rules read of them.
+struct FakeStage {
+    bool overloaded = false;
+    std::size_t queue = 0;
+    std::int64_t busy_until = 0;
+    [[nodiscard]] bool overloaded_now() const noexcept { return overloaded; }
+    [[nodiscard]] std::size_t queued() const noexcept { return queue; }
+    [[nodiscard]] std::int64_t busy_until_ns() const noexcept { return busy_until; }
+};
+
+void adaptive_order_has_a_hysteresis_band() {
+    CHECK(rules::adaptive_order(Order::kLbf, 1.2, 0.1) == Order::kHbf);
+    CHECK(rules::adaptive_order(Order::kHbf, 0.8, 0.1) == Order::kLbf);
+    CHECK(rules::adaptive_order(Order::kHbf, 1.05, 0.1) == Order::kHbf);  // inside the band: kept
+    CHECK(rules::adaptive_order(Order::kLbf, 1.05, 0.1) == Order::kLbf);
+    CHECK(rules::adaptive_order(Order::kLbf, 1.1, 0.1) == Order::kLbf);   // 1 + eps itself is inside
+    CHECK(rules::adaptive_order(Order::kHbf, 1.0, 0.0) == Order::kHbf);   // eps 0: mu 1 keeps the order
+}
+
+void duration_scale_rules() {
+    CHECK(rules::scaled(10 * kMs, 1.0) == 10 * kMs);
+    CHECK(rules::scaled(10 * kMs, 2.5) == 25 * kMs);
+    CHECK(rules::scaled(3, 0.5) == 2);          // 1.5 rounds to nearest: 2
+    CHECK(rules::scaled(10, 0.001) == 1);       // never below 1 ns
+    CHECK(rules::own_duration_scale(0, 0) == 1.0);
+    CHECK(rules::own_duration_scale(30, 10) == 3.0);
+    CHECK(rules::own_duration_scale(1, 1'000'000'000) == kDurationScaleMin);
+    CHECK(rules::own_duration_scale(1'000'000'000'000LL, 1) == kDurationScaleMax);
+    PublishedTerms t;
+    t.downstream_ns = 100;
+    t.overload_downstream_ns = 200;
+    t.floor_downstream_ns = 50;
+    t.outrank_downstream_ns = 40;
+    t.service_rate = 100.0;
+    t.path_rate = 50.0;
+    t.duration_scale = 0.0;
+    const PublishedTerms s = rules::with_own_scale(t, 2.0);
+    CHECK(s.duration_scale == 2.0 && s.downstream_ns == 200 && s.overload_downstream_ns == 400);
+    CHECK(s.floor_downstream_ns == 100 && s.outrank_downstream_ns == 80);
+    CHECK(s.service_rate == 50.0 && s.path_rate == 25.0);
+    const PublishedTerms one = rules::with_own_scale(t, 1.0);
+    CHECK(one.duration_scale == 1.0 && one.downstream_ns == 100 && one.service_rate == 100.0);
+}
+
+void overload_test_and_shed_count() {
+    CHECK(!rules::overload_holds(1.0, 10.0, 0.0));     // a lone request never holds it
+    CHECK(rules::overload_holds(2.0, 10.0, 0.1));      // 2 queued, 1 drains in 0.1 s
+    CHECK(!rules::overload_holds(2.0, 10.0, 0.2));     // exactly drains: not overloaded
+    CHECK(!rules::overload_holds(5.0, 100.0, 0.1));
+    CHECK(rules::overload_holds(5.0, 100.0, -0.1));    // no slack at all
+    // batches of 4 every 4 / 20 = 0.2 s: within 0.29 s two batches start (8), not the fluid 5.8
+    CHECK(rules::startable(4, 20.0, 0.29) == 8.0);
+    CHECK(rules::startable(4, 20.0, 0.0) == 4.0);      // the batch starting now
+    CHECK(rules::startable(4, 20.0, 0.2) == 8.0);
+    PublishedTerms t;
+    t.duration_scale = 0.0;
+    CHECK(!rules::may_shed(t));
+    t.duration_scale = 1.0;
+    CHECK(rules::may_shed(t));
+}
+
+void overload_upper_raises_only_upward() {
+    PublishedTerms t;
+    t.downstream_ns = 100;
+    t.overload_downstream_ns = 300;
+    CHECK(rules::raises(t));
+    CHECK(rules::pop_downstream_ns(t, true) == 300);
+    CHECK(rules::pop_downstream_ns(t, false) == 100);
+    t.overload_downstream_ns = 50;
+    CHECK(!rules::raises(t));
+    CHECK(rules::pop_downstream_ns(t, true) == 100);
+    FakeStage calm, busy;
+    busy.overloaded = true;
+    const std::vector<const FakeStage*> none, some{&calm, &busy}, quiet{&calm};
+    CHECK(!rules::below_signals(BelowSignal::kNone, some));
+    CHECK(rules::below_signals(BelowSignal::kOverloaded, some));
+    CHECK(!rules::below_signals(BelowSignal::kOverloaded, quiet));
+    CHECK(!rules::below_signals(BelowSignal::kOverloaded, none));
+}
+
+void floor_stands_in_for_a_self_refuting_forecast() {
+    PublishedTerms t;
+    t.downstream_ns = 100;
+    t.floor_downstream_ns = 60;
+    CHECK(rules::floor_applies(t));
+    t.floor_downstream_ns = 100;
+    CHECK(!rules::floor_applies(t));  // not below the published term
+    t.floor_downstream_ns = 0;
+    CHECK(!rules::floor_applies(t));  // none published
+    CHECK(rules::refutes_itself(501, 500));
+    CHECK(!rules::refutes_itself(500, 500));  // equal is kept (Eq. 3b)
+    FakeStage idle, queued, running, overloaded;
+    queued.queue = 1;
+    running.busy_until = 1000;
+    overloaded.overloaded = true;
+    const std::vector<const FakeStage*> empty;
+    CHECK(rules::below_idle(empty, 0));
+    CHECK(rules::below_idle(std::vector<const FakeStage*>{&idle}, 0));
+    CHECK(!rules::below_idle(std::vector<const FakeStage*>{&idle, &queued}, 0));
+    CHECK(!rules::below_idle(std::vector<const FakeStage*>{&running}, 999));
+    CHECK(rules::below_idle(std::vector<const FakeStage*>{&running}, 1000));  // done when the request arrives
+    CHECK(!rules::below_idle(std::vector<const FakeStage*>{&overloaded}, 0));
+}
+
+void pacing_picks_the_smallest_batch_that_keeps_up() {
+    const Profile prof({1, 16}, {10 * kMs, 40 * kMs});  // d(b) = 8 ms + 2 ms b
+    PublishedTerms t;
+    t.service_rate = 400.0;  // 16 / 40 ms
+    t.path_rate = 0.0;
+    CHECK(!rules::paced(true, t));          // no path rate published
+    t.path_rate = 500.0;
+    CHECK(!rules::paced(true, t));          // the path is faster
+    t.path_rate = 200.0;
+    CHECK(rules::paced(true, t) && !rules::paced(false, t));
+    CHECK(rules::shed_rate(true, t) == 200.0 && rules::shed_rate(false, t) == 400.0);
+    // half the full batch's 400 req/s: c / (8 + 2c) ms >= 0.2 per ms first at c = 3 (3 / 14 ms = 214/s)
+    CHECK(rules::paced_batch(prof, 16, t, 16) == 3);
+    CHECK(rules::paced_batch(prof, 16, t, 2) == 2);  // never more than what is queued
+}
+
+void tier_terms() {
+    const std::vector<bool> out = rules::outranking_tiers({1.0, 4.0, 4.0});
+    CHECK(!out[0] && out[1] && out[2]);
+    CHECK(rules::outranking_tiers({2.0}).size() == 1 && !rules::outranking_tiers({2.0})[0]);
+    PublishedTerms t;
+    t.downstream_ns = 100;
+    t.outrank_downstream_ns = 70;
+    t.floor_downstream_ns = 80;
+    CHECK(rules::tier_downstream_ns(t, false) == 100);
+    CHECK(rules::tier_downstream_ns(t, true) == 70);
+    t.outrank_downstream_ns = 0;
+    CHECK(rules::tier_downstream_ns(t, true) == 80);   // the floor when no outrank term
+    t.floor_downstream_ns = 120;
+    CHECK(rules::tier_downstream_ns(t, true) == 100);  // never above the published term
+}
+
+void queue_lag_and_its_longest_path() {
+    // 50 queued at 100 req/s: 0.5 s of backlog, less q 0.1 s and 0.2 s of transit
+    CHECK(rules::queue_lag_ns(50, 100.0, 100 * kMs, 200 * kMs) == 200 * kMs);
+    CHECK(rules::queue_lag_ns(5, 100.0, 100 * kMs, 0) == 0);  // never negative
+    // stages 0 -> {1, 2}, 1 -> 2 (reachability): lags 10, 20, 5: longest 10 + 20 + 5 = 35
+    rules::LongestLagPath paths;
+    CHECK(!paths.planned());
+    const std::vector<std::vector<bool>> under{{false, true, true}, {false, false, true}, {false, false, false}};
+    paths.plan(3, [&](std::size_t i, std::size_t j) { return under[i][j]; },
+               [&](std::size_t i) { return (under[i][0] ? 1 : 0) + (under[i][1] ? 1 : 0) + (under[i][2] ? 1 : 0); });
+    CHECK(paths.planned());
+    const std::int64_t lags[3] = {10, 20, 5};
+    CHECK(paths.longest([&](std::size_t i) { return lags[i]; }) == 35);
+    // a fork 0 -> {1, 2} with 1 and 2 unrelated: the larger branch
+    rules::LongestLagPath fork;
+    const std::vector<std::vector<bool>> f{{false, true, true}, {false, false, false}, {false, false, false}};
+    fork.plan(3, [&](std::size_t i, std::size_t j) { return f[i][j]; },
+              [&](std::size_t i) { return static_cast<int>(f[i][1]) + static_cast<int>(f[i][2]); });
+    CHECK(fork.longest([&](std::size_t i) { return lags[i]; }) == 30);
+    fork.clear();
+    CHECK(!fork.planned());
+}
+
+void coherent_rank_is_shared_and_switches_with_overload() {
+    CHECK(rules::coherent_rank(7) == rules::coherent_rank(7));
+    CHECK(rules::coherent_rank(7) >= 0 && rules::coherent_rank(~0ULL) >= 0);
+    int below = 0;  // ranks spread: about half of 1000 ids rank below the median of int64
+    for (std::uint64_t id = 0; id < 1000; ++id) below += rules::coherent_rank(id) < (INT64_MAX / 2) ? 1 : 0;
+    CHECK(below > 400 && below < 600);
+    CHECK(rules::want_ranked(false, true, false, 5, 0));   // HBF published: rank
+    CHECK(rules::want_ranked(false, false, true, 5, 0));   // own overload test fired: rank
+    CHECK(!rules::want_ranked(false, false, false, 5, 0));
+    CHECK(rules::want_ranked(true, false, false, 5, 5));   // no calm publish since the switch: stay
+    CHECK(!rules::want_ranked(true, false, true, 6, 5));   // a calm publish since: leave
+}
+
+void tier_admission_sheds_the_lowest_tiers_first() {
+    rules::TierAdmission a(2);
+    const std::vector<double> w{1.0, 4.0};
+    a.update(0.5, w);  // nothing seen yet: every tier at the share
+    CHECK(a.fractions()[0] == 0.5 && a.fractions()[1] == 0.5);
+    for (int i = 0; i < 10; ++i) {
+        a.note(0, 0.5, w);
+        a.note(1, 0.5, w);
+    }
+    a.update(0.5, w);  // equal arrivals, half refused: all of tier 0
+    CHECK(a.fractions()[0] == 0.0 && a.fractions()[1] == 1.0);
+    int admitted0 = 0, admitted1 = 0;
+    for (int i = 0; i < 10; ++i) {
+        admitted0 += a.admit(0) ? 1 : 0;
+        admitted1 += a.admit(1) ? 1 : 0;
+    }
+    CHECK(admitted0 == 0 && admitted1 == 10);
+    CHECK(a.index(-1) == 0 && a.index(7) == 0 && a.index(1) == 1);
+}
+
+void baselines_judge_at_the_batch_start() {
+    const Request r = req(1, 100 * kMs, 20 * kMs);  // slo 100 ms (send 0), at the stage since 20 ms
+    CHECK(rules::baseline_verdict(DropRule::kRayServe, r, 100 * kMs, 1.0) == -1);  // at the deadline: kept
+    CHECK(rules::baseline_verdict(DropRule::kRayServe, r, 101 * kMs, 1.0) == static_cast<int>(Reason::kExpired));
+    CHECK(rules::baseline_verdict(DropRule::kDagor, r, 101 * kMs, 1.0) == static_cast<int>(Reason::kExpired));
+    CHECK(rules::baseline_verdict(DropRule::kTriton, r, 120 * kMs, 1.0) == -1);  // 100 ms since arrival
+    CHECK(rules::baseline_verdict(DropRule::kTriton, r, 121 * kMs, 1.0) == static_cast<int>(Reason::kTimeout));
+    CHECK(rules::baseline_verdict(DropRule::kClipper, r, 71 * kMs, 0.5) == static_cast<int>(Reason::kStageBudget));
+    CHECK(rules::baseline_verdict(DropRule::kClipper, r, 70 * kMs, 0.5) == -1);
+    CHECK(rules::baseline_verdict(DropRule::kNone, r, 1000 * kMs, 1.0) == -1);
+}
+
+void nexus_window_takes_the_first_feasible_run() {
+    // b = 2, d = 10 ms, t_e = 0, stage budget = slo (fraction 1): feasible iff 10 ms - arrival <= deadline
+    std::vector<Request> q{req(1, 5 * kMs), req(2, 50 * kMs), req(3, 5 * kMs), req(4, 50 * kMs), req(5, 50 * kMs),
+                           req(6, 50 * kMs)};
+    std::size_t next = 0;
+    std::vector<Request> back, scratch;
+    BatchResult out;
+    auto none = [](std::uint64_t) { return false; };
+    rules::nexus_window(out, scratch, 2, 0, 10 * kMs, 1.0, [&] { return q[next++]; }, [&] { return next == q.size(); },
+                        none, [&](const Request& r) { back.push_back(r); });
+    CHECK(out.batch.size() == 2 && out.batch[0].id == 4 && out.batch[1].id == 5);
+    CHECK(out.drops.size() == 3 && out.drops[0].request.id == 1 && out.drops[2].request.id == 3);
+    CHECK(out.drops[1].reason == Reason::kWindow && next == 5 && back.empty());
+    // no full run: the infeasible dropped, the first b feasible taken, the rest put back
+    std::vector<Request> q2{req(1, 50 * kMs), req(2, 5 * kMs), req(3, 50 * kMs), req(4, 5 * kMs), req(5, 50 * kMs)};
+    next = 0;
+    BatchResult out2;
+    rules::nexus_window(out2, scratch, 2, 0, 10 * kMs, 1.0, [&] { return q2[next++]; },
+                        [&] { return next == q2.size(); }, none, [&](const Request& r) { back.push_back(r); });
+    CHECK(out2.batch.size() == 2 && out2.batch[0].id == 1 && out2.batch[1].id == 3);
+    CHECK(out2.drops.size() == 2 && back.size() == 1 && back[0].id == 5);
+    // a cancelled request is dropped as cancelled, not scanned
+    std::vector<Request> q3{req(9, 50 * kMs), req(10, 50 * kMs), req(11, 50 * kMs)};
+    next = 0;
+    BatchResult out3;
+    auto nine = [](std::uint64_t id) { return id == 9; };
+    rules::nexus_window(out3, scratch, 2, 0, 10 * kMs, 1.0, [&] { return q3[next++]; },
+                        [&] { return next == q3.size(); }, nine, [&](const Request& r) { back.push_back(r); });
+    CHECK(out3.batch.size() == 2 && out3.drops.size() == 1 && out3.drops[0].reason == Reason::kCancelled);
+}
+
+}  // namespace
+
+int main() {
+    adaptive_order_has_a_hysteresis_band();
+    duration_scale_rules();
+    overload_test_and_shed_count();
+    overload_upper_raises_only_upward();
+    floor_stands_in_for_a_self_refuting_forecast();
+    pacing_picks_the_smallest_batch_that_keeps_up();
+    tier_terms();
+    queue_lag_and_its_longest_path();
+    coherent_rank_is_shared_and_switches_with_overload();
+    tier_admission_sheds_the_lowest_tiers_first();
+    baselines_judge_at_the_batch_start();
+    nexus_window_takes_the_first_feasible_run();
+    std::printf("test_rules: ok\n");
+    return 0;
+}
