@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -101,6 +102,94 @@ def test_module_and_class_sizes() -> None:
             if isinstance(node, ast.ClassDef):
                 size = (node.end_lineno or node.lineno) - node.lineno + 1
                 assert size <= 400, f"{path.relative_to(ROOT)}: class {node.name} has {size} lines"
+
+
+CPP_ROOT = Path(__file__).resolve().parents[1]
+#: C++ files and classes over the limits of DESIGN §6 that are being split now; this list must shrink to
+#: empty, and an entry whose file or class is back within the limits fails the test until it is removed.
+_CPP_OVERSIZE_PENDING: set[str] = {
+    "cpp/include/pard/depq.hpp",
+    "cpp/include/pard/live_pipeline.hpp",
+    "cpp/include/pard/live_pipeline.hpp:LivePipeline",
+    "cpp/include/pard/simulator.hpp",
+    "cpp/include/pard/simulator.hpp:Simulator",
+}
+_CPP_CLASS = re.compile(r"\b(?:class|struct)\s+(?:alignas\([^)]*\)\s*)?(\w+)\s*(?:final\s*)?(?::[^;{}()]*)?\{")
+
+
+def _cpp_code(text: str) -> str:
+    """The C++ text with comments, string and character literals blanked (line breaks kept)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("\n" * text.count("\n", i, j))
+            i = j
+        elif text[i] in "\"'" and not (text[i] == "'" and i and text[i - 1].isalnum()):  # 1'000 is a number
+            j = i + 1
+            while j < n and text[j] != text[i]:
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i] * 2)
+            i = j + 1
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def _cpp_classes(text: str) -> list[tuple[str, int]]:
+    """(name, lines) of every class and struct definition (not enum class), by brace matching."""
+    code = _cpp_code(text)
+    found = []
+    for m in _CPP_CLASS.finditer(code):
+        if re.search(r"\benum\s+$", code[max(0, m.start() - 10):m.start()]):
+            continue
+        depth, end = 0, len(code) - 1
+        for j in range(m.end() - 1, len(code)):
+            depth += {"{": 1, "}": -1}.get(code[j], 0)
+            if depth == 0:
+                end = j
+                break
+        found.append((m.group(1), code.count("\n", m.start(), end) + 1))
+    return found
+
+
+def test_cpp_file_and_class_sizes() -> None:
+    """No file in cpp/include/ or src/ is over 600 lines and no C++ class or struct over 400, except the
+    named pending ones; a pending entry that is back within the limits must leave the list."""
+    paths = sorted([*CPP_ROOT.glob("cpp/include/**/*.hpp"), *CPP_ROOT.glob("src/**/*.[ch]pp")])
+    if not paths:
+        pytest.skip("the C++ sources are not beside this checkout of the tests")
+    over: set[str] = set()
+    for path in paths:
+        rel = path.relative_to(CPP_ROOT).as_posix()
+        text = path.read_text()
+        if text.count("\n") > 600:
+            over.add(rel)
+        over.update(f"{rel}:{name}" for name, size in _cpp_classes(text) if size > 400)
+    assert over <= _CPP_OVERSIZE_PENDING, f"over the size limits: {sorted(over - _CPP_OVERSIZE_PENDING)}"
+    assert _CPP_OVERSIZE_PENDING <= over, f"within the limits now, remove from the list: {sorted(_CPP_OVERSIZE_PENDING - over)}"
+
+
+def test_cpp_class_scan_counts_a_class_and_skips_the_rest() -> None:
+    """The scan finds a struct's lines by its braces, through comments and literals, and skips enum class,
+    forward declarations and template parameters."""
+    src = textwrap.dedent("""\
+        enum class E : int { a, b };
+        struct Fwd;
+        template <class T, class U> void f(T) { }
+        struct S : Base<int> {  // a comment with a brace {
+            const char* s = "}";
+            char c = '{';
+            int n = 1'000;
+        };
+        """)
+    assert _cpp_classes(src) == [("S", 5)]
 
 
 def test_no_bare_value_or_type_errors() -> None:

@@ -71,6 +71,62 @@ struct SyncTerms {
            floor_downstream_s = 0, outrank_downstream_s = 0;
 };
 
+// planner.py's path_rate: the least of `rates` over the stages `among` lists (0 when none: the policy
+// does not pace that stage).
+inline double least_rate(const std::vector<int>& among, const std::vector<double>& rates) {
+    double r = 0.0;
+    bool any = false;
+    for (int j : among) {
+        const double v = rates[static_cast<std::size_t>(j)];
+        if (!any || v < r) r = v;
+        any = true;
+    }
+    return r;
+}
+
+inline void sync_seconds(const std::vector<std::int64_t>& ns, std::vector<double>& out) {
+    out.resize(ns.size());
+    for (std::size_t i = 0; i < ns.size(); ++i) out[i] = static_cast<double>(ns[i]) * 1e-9;
+}
+
+// pard.duration_scale.DurationScale.update transcribed: per stage, decayed sums of the measured and
+// profiled batch seconds and batch counts, the pooled ratio with prior_batches of weight, clipped; the
+// same operations in NumPy's order. count: batches ever seen per stage (its warning reads them).
+struct SyncDurationScale {
+    std::vector<double> m, p, w, scale;
+    std::vector<std::int64_t> count;
+
+    void reset(std::size_t n) {
+        m.assign(n, 0.0);
+        p.assign(n, 0.0);
+        w.assign(n, 0.0);
+        count.assign(n, 0);
+        scale.assign(n, 1.0);
+    }
+
+    // last: the newest interval's row block (cols per stage: batch count at 4, measured s at 5, profiled s at 6).
+    void update(double dt, const std::vector<double>& last, std::size_t cols, const SyncPlannerConfig& c) {
+        const std::size_t n = m.size();
+        const double g = std::pow(0.5, (dt > 0.0 ? dt : 0.0) / c.half_life_s);
+        for (std::size_t k = 0; k < n; ++k) {
+            m[k] = m[k] * g + last[k * cols + 5];
+            p[k] = p[k] * g + last[k * cols + 6];
+            w[k] = w[k] * g + last[k * cols + 4];
+            count[k] += static_cast<std::int64_t>(last[k * cols + 4]);
+        }
+        const double ptot = npo::numpy_sum(p);
+        const double pooled = ptot > 0 ? npo::numpy_sum(m) / ptot : 1.0;
+        const double kappa = c.prior_batches;
+        for (std::size_t k = 0; k < n; ++k) {
+            const double own = p[k] > 0 ? m[k] / p[k] : pooled;
+            const double den = w[k] + kappa;
+            double s = den > 0 ? (w[k] * own + kappa * pooled) / den : pooled;
+            s = std::min(std::max(s, c.scale_min), c.scale_max);
+            scale[k] = s;
+        }
+    }
+};
+
 class SyncPlanner {
 public:
     SyncPlanner(SyncPlannerConfig cfg, npo::BitSource bits) : c_(std::move(cfg)), bits_(bits) {
@@ -90,11 +146,7 @@ public:
         for (std::size_t j = 0; j < c_.drawn.size(); ++j) drawn_slot_.at(static_cast<std::size_t>(c_.drawn[j])) = static_cast<int>(j);
         memo_b_.assign(n_, -1.0);
         memo_d_.assign(n_, 0.0);
-        ds_m_.assign(n_, 0.0);
-        ds_p_.assign(n_, 0.0);
-        ds_w_.assign(n_, 0.0);
-        ds_count_.assign(n_, 0);
-        ds_scale_.assign(n_, 1.0);
+        ds_.reset(n_);
     }
 
     [[nodiscard]] double lam() const noexcept { return lam_; }
@@ -102,7 +154,7 @@ public:
     [[nodiscard]] std::size_t num_stages() const noexcept { return n_; }
     [[nodiscard]] const std::vector<SyncTerms>& terms() const noexcept { return out_; }
     // DurationScale's batches ever seen per stage (its warning reads them).
-    [[nodiscard]] const std::vector<std::int64_t>& batch_counts() const noexcept { return ds_count_; }
+    [[nodiscard]] const std::vector<std::int64_t>& batch_counts() const noexcept { return ds_.count; }
 
     // Planner.start(now_s): the clock reading at which the first interval begins (else 0).
     void start(double now_s) {
@@ -124,7 +176,7 @@ public:
         has_prev_ = true;
         prev_ = now_s;
         ingest(now_s, dt, stats);
-        if (c_.correct_durations) duration_scale(dt);
+        if (c_.correct_durations) ds_.update(dt, rows_.back(), kCols, c_);
         resize_window(now_s);
         const double win = window_;
         const double start = now_s - win;
@@ -151,14 +203,14 @@ private:
         for (std::size_t k = 0; k < n_; ++k) {
             const StageStats& s = stats[k];
             const double n_arr = static_cast<double>(s.arrival.size());
-            to_seconds(s.qdelay, scratch_);
+            sync_seconds(s.qdelay, scratch_);
             const double qsum = npo::numpy_sum(scratch_);
             double bsum = 0.0;  // integers as float64: exact in any order
             for (std::int64_t b : s.batch_size) bsum += static_cast<double>(b);
             double dm = 0.0, dp = 0.0, waited = 0.0;
             // measured batch seconds: the d(b) correction's numerator and, for "busy", the utilisation
             if ((c_.correct_durations || c_.mode == DownstreamMode::kBusy) && !s.batch_size.empty()) {
-                to_seconds(s.batch_duration, scratch_);
+                sync_seconds(s.batch_duration, scratch_);
                 dm = npo::numpy_sum(scratch_);
                 const std::vector<double>& table = c_.d_table[k];
                 scratch_.resize(s.batch_size.size());
@@ -197,29 +249,6 @@ private:
         waits_.push_back(std::move(waits));
         entry_t_.push_back(now_s);
         entry_rates_.push_back(entry_rate);
-    }
-
-    // DurationScale.update(dt, newest interval's measured / profiled seconds and batch count): decayed
-    // sums, the pooled ratio with prior_batches of weight, clipped; the same operations in NumPy's order.
-    void duration_scale(double dt) {
-        const std::vector<double>& last = rows_.back();
-        const double g = std::pow(0.5, (dt > 0.0 ? dt : 0.0) / c_.half_life_s);
-        for (std::size_t k = 0; k < n_; ++k) {
-            ds_m_[k] = ds_m_[k] * g + last[k * kCols + 5];
-            ds_p_[k] = ds_p_[k] * g + last[k * kCols + 6];
-            ds_w_[k] = ds_w_[k] * g + last[k * kCols + 4];
-            ds_count_[k] += static_cast<std::int64_t>(last[k * kCols + 4]);
-        }
-        const double ptot = npo::numpy_sum(ds_p_);
-        const double pooled = ptot > 0 ? npo::numpy_sum(ds_m_) / ptot : 1.0;
-        const double kappa = c_.prior_batches;
-        for (std::size_t k = 0; k < n_; ++k) {
-            const double own = ds_p_[k] > 0 ? ds_m_[k] / ds_p_[k] : pooled;
-            const double den = ds_w_[k] + kappa;
-            double s = den > 0 ? (ds_w_[k] * own + kappa * pooled) / den : pooled;
-            s = std::min(std::max(s, c_.scale_min), c_.scale_max);
-            ds_scale_[k] = s;
-        }
     }
 
     void resize_window(double now_s) {
@@ -313,8 +342,8 @@ private:
                 eps_[k] = rsum > 0 ? npo::numpy_sum(dev) / rsum : 0.0;
             }
             if (c_.correct_durations) {
-                scale_[k] = ds_scale_[k];
-                d = d * ds_scale_[k];
+                scale_[k] = ds_.scale[k];
+                d = d * ds_.scale[k];
             }
             d_[k] = d;
             const double w = static_cast<double>(workers[k]);
@@ -400,7 +429,7 @@ private:
         std::vector<double> gq, gd, gw, gm;
         // DurationScale.measured: no stage has run a batch yet, so every ratio is the prior's 1
         bool unmeasured = c_.correct_durations;
-        for (std::int64_t c : ds_count_) unmeasured = unmeasured && c == 0;
+        for (std::int64_t c : ds_.count) unmeasured = unmeasured && c == 0;
         for (std::size_t k = 0; k < n_; ++k) {
             double best = 0.0;
             double hi = 0.0;  // overload_upper's term
@@ -451,7 +480,7 @@ private:
             t.service_rate = service_[k];
             t.duration_scale = unmeasured ? 0.0 : scale_[k];  // planner.py: no batch anywhere yet -> 0
             t.in_rate = rate_[k];
-            t.path_rate = path_rate(k);
+            t.path_rate = least_rate(c_.pace_below[k], service_);
             t.demand_rate = rate_[k];
             t.overload_downstream_s = hi;
             t.floor_downstream_s = lo;
@@ -469,24 +498,6 @@ private:
         }
     }
 
-    // planner.py's path_rate: the least service rate among the stages pace_below[k] lists (0 when none:
-    // the policy does not pace stage k).
-    double path_rate(std::size_t k) const {
-        double r = 0.0;
-        bool any = false;
-        for (int j : c_.pace_below[k]) {
-            const double v = service_[static_cast<std::size_t>(j)];
-            if (!any || v < r) r = v;
-            any = true;
-        }
-        return r;
-    }
-
-    static void to_seconds(const std::vector<std::int64_t>& ns, std::vector<double>& out) {
-        out.resize(ns.size());
-        for (std::size_t i = 0; i < ns.size(); ++i) out[i] = static_cast<double>(ns[i]) * 1e-9;
-    }
-
     SyncPlannerConfig c_;
     npo::BitSource bits_;
     std::size_t n_ = 0;
@@ -501,8 +512,7 @@ private:
     std::vector<int> drawn_slot_;
     std::vector<double> wt_, q_, d_, b_, rate_, eps_, scale_, mu_, service_, rho_;
     std::vector<bool> backlog_;  // downstream="busy": a request in the window waited for another batch
-    std::vector<double> ds_m_, ds_p_, ds_w_, ds_scale_;  // DurationScale's decayed sums and its ratio
-    std::vector<std::int64_t> ds_count_;
+    SyncDurationScale ds_;
     std::vector<std::vector<double>> draws_;
     std::map<std::vector<int>, std::vector<double>> totals_;
     std::vector<double> scratch_, pool_, sel_;
