@@ -11,9 +11,9 @@ Public names are loaded on first use, so ``import pard`` stays cheap; ``dir(pard
 
 from __future__ import annotations
 
-import importlib as _importlib
 from typing import Any as _Any
 
+from ._lazy import lazy_attributes as _lazy_attributes
 from ._version import __version__
 from .errors import (
     ConfigError,
@@ -78,14 +78,7 @@ def build_info() -> dict[str, str]:
     return info
 
 
-def __getattr__(name: str) -> _Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'pard' has no attribute {name!r}")
-    module = _importlib.import_module(module_name)
-    value = module if module_name == f"pard.{name}" else getattr(module, name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_attributes("pard", _LAZY, globals())[0]
 
 
 def __dir__() -> list[str]:

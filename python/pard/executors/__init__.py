@@ -22,7 +22,8 @@ The engine-backed ones load their engine only when used, so ``import pard`` stay
 
 from __future__ import annotations
 
-import importlib
+from .._lazy import lazy_attributes
+
 from typing import Any
 
 from .array import ArrayExecutor, CallableExecutor, Executor, _shape_arg, as_executor, gpu_available
@@ -45,14 +46,4 @@ _LAZY = {"OnnxExecutor": "pard.executors.onnx", "TritonExecutor": "pard.executor
 _ = _shape_arg  # re-exported for pard.runtime (payload_shape validation)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pard.executors' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes("pard.executors", _LAZY, globals())

@@ -13,7 +13,8 @@ Weights are random (seeded): no weights can be downloaded, and pard measures cos
 
 from __future__ import annotations
 
-import importlib
+from .._lazy import lazy_attributes
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,14 +126,4 @@ def stage_set(pipeline: Any, kind: str = "onnx", *, scale: float = 1.0, seed: in
     return StageSet(kind, executors, shapes, join_inputs, engine_description(kind))
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pard.models' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes("pard.models", _LAZY, globals())

@@ -11,24 +11,11 @@ Needs the ``serve`` extra: ``pip install 'pard[serve]'``.
 
 from __future__ import annotations
 
+from .._lazy import lazy_attributes
+
 __all__ = ["create_app", "load_serve_config", "ServedPipeline", "serve"]
 
 
-def __getattr__(name: str) -> object:
-    if name == "create_app":
-        from .app import create_app
-
-        return create_app
-    if name == "load_serve_config":
-        from .config import load_serve_config
-
-        return load_serve_config
-    if name == "ServedPipeline":
-        from .service import ServedPipeline
-
-        return ServedPipeline
-    if name == "serve":
-        from .server import serve
-
-        return serve
-    raise AttributeError(f"module 'pard.serve' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes("pard.serve", {
+    "create_app": "pard.serve.app", "load_serve_config": "pard.serve.config",
+    "ServedPipeline": "pard.serve.service", "serve": "pard.serve.server"}, globals())
