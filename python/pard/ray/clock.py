@@ -22,8 +22,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["Clock", "Offset", "estimate_offset"]
+__all__ = ["Clock", "Offset", "actor_offset", "estimate_offset"]
 
 
 class Clock:
@@ -77,3 +78,11 @@ def estimate_offset(read_remote: Callable[[], float], probes: int = 8) -> Offset
             best = cand
     assert best is not None
     return best
+
+
+def actor_offset(actor: Any, probes: int = 8, timeout_s: float = 30.0) -> Offset:
+    """:func:`estimate_offset` of a pard Ray actor's clock (its ``wall_time()``), each probe a Ray call of at
+    most ``timeout_s``: the one clock probe of deploy time and of :meth:`pard.ray.RayPipeline.clock_skew`."""
+    import ray  # noqa: PLC0415 - pard.ray's modules import Ray only where they call it
+
+    return estimate_offset(lambda: ray.get(actor.wall_time.remote(), timeout=timeout_s), probes)

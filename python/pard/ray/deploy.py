@@ -24,7 +24,7 @@ from ..policies import get_policy
 from ..config import resolve_pipeline
 from ..runtime.setup import PayloadShape, executors_arg, options_arg, positive_seconds, worker_counts
 from ..wiring import planner_stages
-from .clock import estimate_offset
+from .clock import actor_offset
 from .pipeline import RayPipeline
 from .planner_actor import PlannerActor
 from .stage import StageActor
@@ -148,7 +148,7 @@ def deploy(
     _await_ready(actors, ready_timeout_s)
     offsets: dict[str, Any] = {}
     for label, a in actors:
-        off = estimate_offset(lambda a=a: ray.get(a.wall_time.remote(), timeout=30.0), clock_probes)
+        off = actor_offset(a, clock_probes)
         a.set_offset.remote(off.offset_s)
         offsets[label] = off
     successors = [[stages[index[s]] for s in st.successors] for st in spec.stages]
@@ -156,7 +156,7 @@ def deploy(
     planner = planner_cls.options(num_cpus=0, max_restarts=planner_max_restarts, max_task_retries=0).remote(
         planner_stages(spec), pol, opts, stages, counts, float(sync_interval_s), epoch)
     _await_ready([("the planner (num_cpus=0)", planner)], ready_timeout_s)
-    off = estimate_offset(lambda: ray.get(planner.wall_time.remote(), timeout=30.0), clock_probes)
+    off = actor_offset(planner, clock_probes)
     planner.set_offset.remote(off.offset_s)
     offsets["the planner"] = off
     return RayPipeline(spec=spec, policy=pol, epoch_s=epoch, stages=stages, workers=fleet, planner=planner,

@@ -423,15 +423,14 @@ class RayPipeline:
 
     def clock_skew(self, probes: int = 8) -> dict[str, Any]:
         """Measure every actor's clock offset again (:class:`pard.ray.clock.Offset` per actor name)."""
-        from .clock import estimate_offset
+        from .clock import actor_offset
 
         actors = {f"stage {st.name!r}": s for st, s in zip(self._spec.stages, self._stages)}
         for st, ws in zip(self._spec.stages, self._workers):
             for i, w in enumerate(ws):
                 actors[f"worker {i} of stage {st.name!r}"] = w
         actors["the planner"] = self._planner
-        return {name: estimate_offset(lambda a=a: ray.get(a.wall_time.remote(), timeout=10.0), probes)
-                for name, a in actors.items()}
+        return {name: actor_offset(a, probes, timeout_s=10.0) for name, a in actors.items()}
 
 
 #: What each closing call to a responsive (asyncio) actor still gets past close's deadline (s).
