@@ -99,7 +99,7 @@ def test_vs_simpy_event_loop_only(benchmark: Any, load: float) -> None:
     simulation of it; this isolates the event loop from simulate()'s per-second Python work.
     """
     from pard import _core
-    from pard.sim import core_stages
+    from pard.wiring import core_stages
 
     spec = config.builtin("lv")
     arr = poisson(load * spec.capacity().pipeline, 30.0, seed=1)
@@ -167,7 +167,7 @@ def test_vs_simpy_large_lv(benchmark: Any, lv_large: dict[str, Any], policy: str
 def test_vs_simpy_large_event_loop_only(benchmark: Any, lv_large: dict[str, Any]) -> None:
     """The C++ event loop alone (build, one run_until, outcomes) on the same ~270 000 requests vs the SimPy model."""
     from pard import _core
-    from pard.sim import core_stages
+    from pard.wiring import core_stages
 
     spec, arr, simpy_s = lv_large["spec"], lv_large["arrivals"], lv_large["simpy_s"]
     core = core_stages(spec)

@@ -10,7 +10,8 @@ import pard
 from pard import config
 from pard.errors import PardWarning
 from pard.policies import POLICIES
-from pard.sim import budget_fractions, compare, simulate
+from pard.sim import compare, simulate
+from pard.wiring import budget_fractions
 
 
 def stage(name: str, d: float, *, succ: list[str] | None = None, workers: int = 1, max_batch: int = 1) -> config.StageSpec:
@@ -271,7 +272,7 @@ def test_dag_estimate_uses_longest_path_end_to_end() -> None:
 
 def test_planner_paths_from_spec() -> None:
     """The planner's downstream paths are the spec's downstream paths as stage indices (da fans out after person_detect)."""
-    from pard.sim import planner_stages
+    from pard.wiring import planner_stages
 
     spec = config.builtin("da")
     idx = {n: k for k, n in enumerate(spec.stage_names)}

@@ -37,7 +37,7 @@ from .planner_native import covers, native_planner, native_recorder
 from .policies import PolicySpec, get_policy
 from .recorder import RunRecorder
 from .report import Report, report_bins
-from .wiring import budget_fractions, core_stages, planner_stages
+from .wiring import core_stages, planner_stages
 from .workloads.requests import Workload
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,9 +45,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["simulate", "compare", "MAX_VISITS", "MIN_SYNC_INTERVAL_S", "MAX_SYNC_INTERVAL_S", "MAX_ARRIVAL_S",
            "MAX_SYNCS", "MAX_SEED", "AUTOSCALE_ON"]
-
-# Re-exported for callers of the former layout (the wiring now lives in pard.wiring / pard.config).
-_COMPAT = (resolve_pipeline, budget_fractions, core_stages, planner_stages, MAX_SAMPLES)
 
 F64 = npt.NDArray[np.float64]
 
