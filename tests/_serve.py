@@ -56,7 +56,7 @@ class ServerProcess:
     """``python -m pard.serve CONFIG --port 0`` in a subprocess, stopped (SIGTERM, then kill) on exit."""
 
     def __init__(self, tmp: Path, doc: dict[str, Any] | None = None, *, config_path: Path | None = None,
-                 command: list[str] | None = None) -> None:
+                 command: list[str] | None = None, args: list[str] | None = None) -> None:
         self.tmp = tmp
         if config_path is None:
             config_path = tmp / "serve.yaml"
@@ -68,7 +68,7 @@ class ServerProcess:
         self.log = open(tmp / "server.log", "w")  # noqa: SIM115 - closed in stop()
         cmd = command or [sys.executable, "-m", "pard.serve"]
         self.proc = subprocess.Popen([*cmd, str(config_path), "--port", "0", "--port-file", str(self.port_file),
-                                      "--report", str(self.report_file)], stdout=self.log, stderr=subprocess.STDOUT,
+                                      "--report", str(self.report_file), *(args or [])], stdout=self.log, stderr=subprocess.STDOUT,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.port = self._wait_port(120.0)
 

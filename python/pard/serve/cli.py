@@ -28,6 +28,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--host", default=None, help="listen address (default: the file's server.host)")
     p.add_argument("--port", type=int, default=None, help="listen port; 0: any free port (default: server.port)")
     p.add_argument("--port-file", default=None, help="write the port bound to this file once listening")
+    p.add_argument("--grpc-port", type=int, default=None,
+                   help="serve gRPC (KServe v2) on this port too; 0: any free port (default: server.grpc_port)")
+    p.add_argument("--grpc-port-file", default=None, help="write the gRPC port bound to this file once listening")
     p.add_argument("--report", default=None, metavar="FILE",
                    help="write the outcome counts (JSON) to FILE after the drain; '-': stdout")
     p.set_defaults(func=run)
@@ -71,19 +74,27 @@ def run(args: argparse.Namespace) -> int:
         require(module, "serve", "pard serve")  # MissingExtraError: one line naming pard[serve]
     from .config import load_serve_config  # noqa: PLC0415 - after the extra is known to be there
     from .server import serve  # noqa: PLC0415
-    if args.port is not None and not 0 <= args.port <= 65535:
-        print(f"pard serve: error: --port must be in [0, 65535], got {args.port}", file=sys.stderr)
-        return 2
+    for flag, value in (("--port", args.port), ("--grpc-port", args.grpc_port)):
+        if value is not None and not 0 <= value <= 65535:
+            print(f"pard serve: error: {flag} must be in [0, 65535], got {value}", file=sys.stderr)
+            return 2
     try:
         config = load_serve_config(args.config)
         host = args.host or config.server.host
         check_host(host, "--host" if args.host else f"{args.config}: server.host")
         check_port(host, config.server.port if args.port is None else args.port,
                    "--port" if args.port is not None else f"{args.config}: server.port")
+        grpc_port = config.server.grpc_port if args.grpc_port is None else args.grpc_port
+        if grpc_port is not None:
+            for module in ("grpc", "tritonclient.grpc"):
+                require(module, "grpc", "pard serve's gRPC front")
+            check_port(host, grpc_port, "--grpc-port" if args.grpc_port is not None else
+                       f"{args.config}: server.grpc_port")
     except PardError as exc:
         print(f"pard serve: error: {exc}", file=sys.stderr)  # the prefix of every pard command's usage errors
         return 2
-    return serve(config, host=args.host, port=args.port, port_file=args.port_file, report_file=args.report)
+    return serve(config, host=args.host, port=args.port, port_file=args.port_file, report_file=args.report,
+                 grpc_port=args.grpc_port, grpc_port_file=args.grpc_port_file)
 
 
 def main(argv: list[str] | None = None) -> int:

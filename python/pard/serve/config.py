@@ -14,6 +14,7 @@ model_options: {scale: 0.5}     # for the reference models when `stages` is abse
 inputs: [{name: INPUT0, datatype: FP32, shape: [32, 32, 3]}]   # default: one FP32 INPUT0
 outputs: [{name: OUTPUT0}]                                     # default: OUTPUT0 (one per exit stage)
 server: {host: 127.0.0.1, port: 8000, drain_grace_s: 1.0, drain_timeout_s: 25.0,
+         grpc_port: null,        # the gRPC front's port (KServe v2 GRPCInferenceService); null: none
          max_body_bytes: null,   # null: the largest valid body for the declared inputs (body_limit_for)
          header_timeout_s: 5.0,  # a connection's request headers must be in within this (connections.py)
          max_connections: null,  # null: min(10 000, the open-file soft limit - 100)
@@ -203,6 +204,9 @@ class ServerOptions(_Strict):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
+    #: the gRPC front's port on ``host`` (KServe v2 GRPCInferenceService, :mod:`pard.serve.grpc_front`; 0: any
+    #: free port); None: no gRPC front
+    grpc_port: int | None = Field(default=None, ge=0, le=65535)
     #: the largest request body (bytes, 413 past it); not in the file: derived from ``inputs`` when the
     #: file is loaded (:func:`body_limit_for`), DEFAULT_MAX_BODY_BYTES here
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, gt=0)

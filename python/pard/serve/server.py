@@ -14,6 +14,10 @@ A second signal during the drain stops at once: requests still in flight are can
 clients get 503, reason ``cancelled``, within about a second), a batch still running -- a hung one
 too -- is not waited for, and uvicorn gives open connections a second (exit status 130).
 
+With ``server.grpc_port`` set, the gRPC front (:mod:`pard.serve.grpc_front`) listens too, in the same event
+loop, on the same pipeline: it starts once the pipeline is ready, drains with it (new calls UNAVAILABLE,
+in-flight ones answered) and stops, giving calls still open a second, before the pipeline closes.
+
 Connections go through :mod:`pard.serve.connections` (a header-read timeout, a cap on open connections
 below the open-file limit, which is raised to its hard limit at start); uvicorn's loop and HTTP parser
 stay its "auto" choices (uvloop and httptools when installed).
@@ -47,10 +51,14 @@ __all__ = ["DrainingServer", "serve"]
 class DrainingServer(uvicorn.Server):
     """A :class:`uvicorn.Server` whose exit signals drain the pipeline first (module docstring)."""
 
-    def __init__(self, config: uvicorn.Config, service: ServedPipeline, *, port_file: Path | None = None) -> None:
+    def __init__(self, config: uvicorn.Config, service: ServedPipeline, *, port_file: Path | None = None,
+                 grpc_port: int | None = None, grpc_port_file: Path | None = None) -> None:
         super().__init__(config)
         self.service = service
         self.port_file = port_file
+        self.grpc_port = grpc_port
+        self.grpc_port_file = grpc_port_file
+        self.grpc: Any = None  # the gRPC front's grpc.aio server, once started
         self.signals: list[int] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._drain_task: asyncio.Task[None] | None = None
@@ -58,11 +66,26 @@ class DrainingServer(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         self._loop = asyncio.get_running_loop()
         await super().startup(sockets)
-        if self.port_file is not None and self.servers:
-            port = self.servers[0].sockets[0].getsockname()[1]
-            tmp = self.port_file.with_suffix(".tmp")
-            tmp.write_text(str(port))
-            tmp.replace(self.port_file)  # readers never see a half-written file
+        if self.should_exit:  # the lifespan's startup failed
+            return
+        if self.grpc_port is not None:
+            from .grpc_front import start_grpc  # noqa: PLC0415 - the grpc extra, only when configured
+
+            try:
+                self.grpc, bound = await start_grpc(self.service, self.config.host, self.grpc_port)
+            except RuntimeError as exc:
+                logging.getLogger("uvicorn.error").error("%s", exc)
+                self.should_exit = True
+                return
+            logging.getLogger("uvicorn.error").info("gRPC front on %s:%d", self.config.host, bound)
+            _write_port(self.grpc_port_file, bound)
+        if self.servers:
+            _write_port(self.port_file, self.servers[0].sockets[0].getsockname()[1])
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.grpc is not None:  # before the pipeline closes (the lifespan's shutdown, in uvicorn's)
+            await self.grpc.stop(1.0)
+        await super().shutdown(sockets)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         # Not appended to uvicorn's captured signals: it would re-raise them after shutdown and the
@@ -113,14 +136,24 @@ class DrainingServer(uvicorn.Server):
             self.should_exit = True
 
 
+def _write_port(path: Path | None, port: int) -> None:
+    if path is not None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(str(port))
+        tmp.replace(path)  # readers never see a half-written file
+
+
 def serve(config: ServeConfig, *, host: str | None = None, port: int | None = None,
-          port_file: str | Path | None = None, report_file: str | Path | None = None) -> int:
+          port_file: str | Path | None = None, report_file: str | Path | None = None,
+          grpc_port: int | None = None, grpc_port_file: str | Path | None = None) -> int:
     """Serve ``config``'s pipeline until SIGTERM/SIGINT; returns the exit status (0 after a clean drain,
     130 when a second signal forced the stop, 1 when the server did not start).
 
     Args:
         host, port: override ``server.host`` / ``server.port`` (port 0: any free port).
         port_file: write the port actually bound there once listening.
+        grpc_port: override ``server.grpc_port`` (the gRPC front; None in both: no gRPC front).
+        grpc_port_file: write the gRPC port actually bound there once listening.
         report_file: write :meth:`ServedPipeline.report` there (JSON) after the drain; ``"-"``: stdout
             (uvicorn logs to stderr, so stdout then holds the document alone).
     """
@@ -141,7 +174,9 @@ def serve(config: ServeConfig, *, host: str | None = None, port: int | None = No
     if max_connections > soft - FD_HEADROOM:
         log.warning("server.max_connections %d leaves fewer than %d of the %d open files to the rest of the "
                     "process: accept() may fail with EMFILE", max_connections, FD_HEADROOM, soft)
-    server = DrainingServer(uv, service, port_file=None if port_file is None else Path(port_file))
+    server = DrainingServer(uv, service, port_file=None if port_file is None else Path(port_file),
+                            grpc_port=opts.grpc_port if grpc_port is None else grpc_port,
+                            grpc_port_file=None if grpc_port_file is None else Path(grpc_port_file))
     server.run()
     report: dict[str, Any] = service.report()
     report["signals"] = [signal.Signals(s).name for s in server.signals]

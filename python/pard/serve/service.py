@@ -45,10 +45,9 @@ import numpy as np
 from ..errors import Dropped, ExecutorError, PardError, Rejected
 from ..models import INPUT_SHAPE, join_inputs
 from ..runtime import Runtime
-from ..outcomes import STATES
-from ..runtime.aio import abandon, completed_error, retry_after_s
-from ..runtime.live import wrap_future
+from ..runtime.aio import retry_after_s
 from ..runtime.door import Door, Ticket
+from .awaiting import ClientClosed, GaveUp, QueueFull, await_answer
 from .config import ServeConfig, ServeConfigError, TensorSpec, check_body_fits, check_warm_outputs, sample_payload
 from .factories import reference_model
 from .failure_log import FailureLog
@@ -61,7 +60,7 @@ from .stall import StallWatch
 if TYPE_CHECKING:  # pragma: no cover
     from .connections import Lost
 
-__all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "retry_after_header"]
+__all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "output_pairs", "retry_after_header"]
 
 log = logging.getLogger("pard.serve")
 
@@ -78,6 +77,8 @@ class Answer:
     headers: dict[str, str] = field(default_factory=dict)
     outcome: str = ""
     tier: int | None = None  # the request's tier code, once decoded (per-tier counts)
+    message: Any = None  # a gRPC answer's response message (the body is then empty)
+    grpc_code: str | None = None  # a gRPC answer's status code name; None: an HTTP answer
 
 
 def retry_after_header(seconds: float) -> str:
@@ -131,6 +132,7 @@ class ServedPipeline:
         self.started_at = time.monotonic()
         self.counts: dict[str, int] = {k: 0 for k in SERVER_OUTCOMES}
         self.http: dict[int, int] = {}
+        self.grpc: dict[str, int] = {}  # gRPC answers by status code name (pard.serve.grpc_front)
         self.late_answers = 0  # the pipeline's on_time answered after the deadline (Door.answered): late
         # Requests whose client hung up (or was answered 504) after their batch was collected: the runtime
         # counts them on time, late or failed, but the client got 499 / 504, so the report counts them dropped.
@@ -304,19 +306,26 @@ class ServedPipeline:
         try:
             answer = await self._answer(model, body, headers, disconnected, arrived_s, admitted, lost)
         except Exception as exc:  # a bug of ours must still be one answer, counted once  # noqa: BLE001
-            log.exception("pard serve: unexpected error answering a request")
-            text = f": {exc}" if self.config.server.error_detail else " (the server log has the details)"
-            answer = _error(500, "output_error", f"internal error: {type(exc).__name__}{text}")
+            answer = self.internal_error(exc)
         finally:
             self.inflight -= 1
         return self.count(answer)
+
+    def internal_error(self, exc: Exception) -> Answer:
+        """The 500 (``output_error``) of a bug of ours, logged: still one answer."""
+        log.exception("pard serve: unexpected error answering a request")
+        text = f": {exc}" if self.config.server.error_detail else " (the server log has the details)"
+        return _error(500, "output_error", f"internal error: {type(exc).__name__}{text}")
 
     def count(self, answer: Answer) -> Answer:
         """Count an answer once as it leaves (report, status code, ``pard_requests_total``, its tier's):
         every infer answer, those the route gives before the body is read (429 busy, 404, 413) too."""
         if answer.outcome in self.counts:
             self.counts[answer.outcome] += 1
-        self.http[answer.status] = self.http.get(answer.status, 0) + 1
+        if answer.grpc_code is None:
+            self.http[answer.status] = self.http.get(answer.status, 0) + 1
+        else:
+            self.grpc[answer.grpc_code] = self.grpc.get(answer.grpc_code, 0) + 1
         outcome = tier_outcome(answer.outcome, answer.headers)
         total = answered_outcome(outcome)
         self.answered[total] = self.answered.get(total, 0) + 1
@@ -344,8 +353,8 @@ class ServedPipeline:
             return self.unavailable()
         try:
             started = time.perf_counter()
-            req = await self._decode(body, headers)
-            payload = self._payload(req)
+            req = await _decode(body, headers)
+            payload = self.payload_of(req)
             t0 = self.runtime.now() if arrived_s is None else arrived_s
             slo, deadline = self._deadline(req, headers, t0)
             tier = self._tier(req, headers)
@@ -357,15 +366,30 @@ class ServedPipeline:
         answer.tier = tier
         return answer
 
+    async def infer_decoded(self, req: InferRequest, payload: Any, slo: float, tier: int, t0: float, deadline: float,
+                            encode: Callable[[InferRequest, Any], Answer]) -> Answer:
+        """The answer, uncounted (the caller counts it once), to a request another front decoded and admitted
+        (:mod:`.grpc_front`): ``encode(req, result)``, or why none.  Cancelling the task cancels the request."""
+        self.inflight += 1
+        try:
+            answer = await self._served(req, payload, slo, tier, t0, deadline, None, None, encode)
+        except Exception as exc:  # a bug of ours must still be one answer  # noqa: BLE001
+            answer = self.internal_error(exc)
+        finally:
+            self.inflight -= 1
+        answer.tier = tier
+        return answer
+
     async def _served(self, req: InferRequest, payload: Any, slo: float, tier: int, t0: float, deadline: float,
-                      disconnected: Callable[[], Awaitable[Any]] | None, lost: Lost | None = None) -> Answer:
+                      disconnected: Callable[[], Awaitable[Any]] | None, lost: Lost | None = None,
+                      encode: Callable[[InferRequest, Any], Answer] | None = None) -> Answer:
         """The answer to a decoded request: the pipeline's output, or why there is none."""
         try:
             give_up_s = deadline + self.answer_grace_s  # then 504: no client waits for a hung stage until shutdown
             fut = self._submit(payload, slo, tier, deadline)
-            result, state = await _await_answer(self.runtime, fut, lost, disconnected,
+            result, state = await await_answer(self.runtime, fut, lost, disconnected,
                                                 give_up_s - self.runtime.now(), self._orphaned)
-        except _QueueFull as e:
+        except QueueFull as e:
             return _error(429, "queue_full", str(e), stage=e.stage, reason="queue_full",
                           retry_after_s=e.retry_after_s)
         except Dropped as e:
@@ -379,9 +403,9 @@ class ServedPipeline:
         except ExecutorError as e:
             self._failure_log.note(e)
             return _failed(e, self.config.server.error_detail)
-        except _ClientClosed:
+        except ClientClosed:
             return Answer(499, b"", {}, "client_closed")
-        except _GaveUp:
+        except GaveUp:
             self.stall.gave_up()
             return _error(504, "dropped", f"no answer from the pipeline {give_up_s - deadline:.3f} s past the "
                           "request's deadline (a stage still in its executor?); the request is cancelled",
@@ -393,7 +417,10 @@ class ServedPipeline:
         except (PardError, ValueError, TypeError) as e:  # a payload submit refused (shape, tier)
             return _error(400, "invalid", str(e))
         resumed = time.perf_counter()
-        answer = _encode(self.model_name, self.outputs, bool(self.config.outputs), req, result)
+        if encode is None:
+            answer = _encode(self.model_name, self.outputs, bool(self.config.outputs), req, result)
+        else:
+            answer = encode(req, result)
         if answer.outcome == "output_error":  # the runtime counted it finished; the client got a 500
             self.unencoded[state] += 1
         return self._timed(answer, state, t0, deadline, resumed)
@@ -419,7 +446,7 @@ class ServedPipeline:
         if limit:
             entry = self.spec.entry_stages()[0]
             if rt.queued(entry) >= limit:
-                raise _QueueFull(f"{limit} requests already wait at stage {entry!r} (queue.max_queue_size)",
+                raise QueueFull(f"{limit} requests already wait at stage {entry!r} (queue.max_queue_size)",
                                  entry, retry_after_s(rt))
         assert self.door is not None
         return rt.submit(payload, slo=slo, tier=tier, deadline=self.door.pipeline_deadline(deadline))
@@ -431,18 +458,8 @@ class ServedPipeline:
             self.orphans[state] += 1
 
     # ------------------------------------------------------------------ decoding
-    async def _decode(self, body: bytes, headers: Mapping[str, str]) -> InferRequest:
-        """The decoded request; a large body is decoded off the event loop (decode_request_async)."""
-        raw = headers.get("inference-header-content-length")
-        length = None
-        if raw is not None:
-            try:
-                length = int(raw)
-            except ValueError:
-                raise ProtocolError(f"header Inference-Header-Content-Length must be an int, got {raw!r}") from None
-        return await decode_request_async(body, length)
-
-    def _payload(self, req: InferRequest) -> Any:
+    def payload_of(self, req: InferRequest) -> Any:
+        """A decoded request's payload (its one input, or name -> array); ProtocolError naming a bad field."""
         declared = {t.name: t for t in self.inputs}
         unknown = sorted(set(req.inputs) - set(declared))
         missing = sorted(set(declared) - set(req.inputs))
@@ -486,6 +503,7 @@ class ServedPipeline:
                 "server": {**self.counts, "late_answers": self.late_answers,
                            "closed_after_collected": sum(orphans.values())},
                 "outcomes": merged, "http": {str(k): v for k, v in sorted(self.http.items())},
+                "grpc": dict(sorted(self.grpc.items())),
                 "door": self.door.report() if self.door is not None else None}
 
     def tier_report(self) -> dict[str, dict[str, float]]:
@@ -497,20 +515,38 @@ def _encode(model_name: str, outputs: list[TensorSpec], declared: bool, req: Inf
     """The 200 answer carrying ``result`` as the served ``outputs`` (checked against them when the file
     ``declared`` them), or a 500 ``output_error`` when it cannot be encoded."""
     try:
-        if len(outputs) == 1 and outputs[0].stage is None:
-            pairs = [(outputs[0].name, np.asarray(result))]
-        else:
-            pairs = [(t.name, np.asarray(result[t.stage] if isinstance(result, Mapping) else result))
-                     for t in outputs]
-        if declared:  # declared in the file: the metadata clients rely on, not a warm-up's guess
-            for t, (_, arr) in zip(outputs, pairs):
-                t.check_output(arr)
-        if req.outputs:
-            pairs = [p for p in pairs if p[0] in req.outputs]
-        body, headers = encode_response(model_name, req.id, pairs, req)
+        body, headers = encode_response(model_name, req.id, output_pairs(outputs, declared, req, result), req)
     except (ProtocolError, KeyError, TypeError, ValueError) as exc:
         return _error(500, "output_error", f"the pipeline's output cannot be encoded: {exc}")
     return Answer(200, body, headers, "served")
+
+
+async def _decode(body: bytes, headers: Mapping[str, str]) -> InferRequest:
+    """The decoded request; a large body is decoded off the event loop (decode_request_async)."""
+    raw = headers.get("inference-header-content-length")
+    length = None
+    if raw is not None:
+        try:
+            length = int(raw)
+        except ValueError:
+            raise ProtocolError(f"header Inference-Header-Content-Length must be an int, got {raw!r}") from None
+    return await decode_request_async(body, length)
+
+
+def output_pairs(outputs: list[TensorSpec], declared: bool, req: InferRequest,
+                 result: Any) -> list[tuple[str, np.ndarray]]:
+    """``result``'s ``outputs`` that ``req`` asks for, as (name, array), checked against them when the file
+    ``declared`` them; ProtocolError, KeyError, TypeError or ValueError when they do not fit."""
+    if len(outputs) == 1 and outputs[0].stage is None:
+        pairs = [(outputs[0].name, np.asarray(result))]
+    else:
+        pairs = [(t.name, np.asarray(result[t.stage] if isinstance(result, Mapping) else result)) for t in outputs]
+    if declared:  # declared in the file: the metadata clients rely on, not a warm-up's guess
+        for t, (_, arr) in zip(outputs, pairs):
+            t.check_output(arr)
+    if req.outputs:
+        pairs = [p for p in pairs if p[0] in req.outputs]
+    return pairs
 
 
 def _described(output: Any) -> dict[str, Any]:
@@ -522,64 +558,3 @@ def _described(output: Any) -> dict[str, Any]:
         return {"datatype": datatype_of(arr), "shape": list(arr.shape)}
     except (ProtocolError, TypeError, ValueError):
         return {}
-
-
-class _QueueFull(Exception):
-    """``queue.max_queue_size`` requests already wait at the entry stage."""
-
-    def __init__(self, message: str, stage: str, retry_after_s: float) -> None:
-        super().__init__(message)
-        self.stage = stage
-        self.retry_after_s = retry_after_s
-
-
-class _ClientClosed(Exception):
-    """The client disconnected before its answer was ready."""
-
-
-class _GaveUp(Exception):
-    """The pipeline had not answered by the request's deadline plus ``server.answer_grace_s``."""
-
-
-async def _await_answer(rt: Runtime, fut: Any, lost: Lost | None, disconnected: Callable[[], Awaitable[Any]] | None,
-                        give_up_in_s: float, orphaned: Callable[[str], None]) -> tuple[Any, str]:
-    """``(output, state)`` of the request of ``fut`` (a :meth:`Runtime.submit` future), raising as
-    :meth:`Runtime.infer_outcome`.  If the client disconnects first (``lost`` fires, else ``disconnected()``
-    completes: :class:`_ClientClosed`), or ``give_up_in_s`` seconds pass first (:class:`_GaveUp`), the
-    request is cancelled in the pipeline, and one that finishes anyway (its batch was already collected) is
-    passed to ``orphaned`` with its state: the runtime counted it but no one was answered with it.
-
-    A timer handle and a callback on the connection, not a task each: the wait costs the event loop one
-    future per request."""
-    out = wrap_future(fut)
-    why: list[type[Exception]] = []
-
-    def stop(reason: type[Exception] = _ClientClosed) -> None:
-        if not out.done():
-            why.append(reason)
-            out.cancel()
-
-    timer = out.get_loop().call_later(max(0.0, give_up_in_s), stop, _GaveUp)
-    gone = None
-    if lost is not None:
-        lost.add(stop)
-    elif disconnected is not None:
-        gone = asyncio.ensure_future(disconnected())
-        gone.add_done_callback(lambda g: None if g.cancelled() else stop())
-    try:
-        result = await out
-        return result, STATES[fut.outcome_state]
-    except asyncio.CancelledError:
-        abandon(fut, orphaned)
-        if why:
-            raise why[0] from None
-        raise
-    except (Dropped, Rejected, ExecutorError) as e:
-        completed_error(rt, fut, e)
-        raise
-    finally:
-        timer.cancel()
-        if lost is not None:
-            lost.discard(stop)
-        if gone is not None:
-            gone.cancel()
