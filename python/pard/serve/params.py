@@ -2,7 +2,9 @@
 
 * Deadline: ``X-Request-Timeout-Ms`` (ms) or the v2 ``parameters.timeout`` (µs, Triton's unit; with both,
   the smaller) replaces the default SLO, unless ``queue.allow_timeout_override`` is false; it counts from
-  ``t0``, when the route received the request.
+  ``t0``, when the route received the request.  A deadline the transport sets -- Envoy's
+  ``X-Envoy-Expected-Rq-Timeout-Ms`` (ms), a gRPC call's own deadline -- bounds it whatever
+  ``allow_timeout_override`` says: past it no answer reaches the client, so the earliest of all wins.
 * Tier: ``X-Pard-Tier`` (a tier's name, or its code: the index in the pipeline's ``tiers``), else the
   Triton priority level ``parameters.priority`` mapped by :meth:`pard.serve.config.ServeConfig.tier_of`.
 
@@ -18,32 +20,38 @@ from typing import Any
 from .config import ServeConfig
 from .protocol import InferRequest, ProtocolError
 
-__all__ = ["request_deadline", "request_tier", "body_wait_s", "door_deadline"]
+__all__ = ["request_deadline", "request_tier", "body_wait_s", "door_deadline", "ENVOY_TIMEOUT"]
+
+#: Envoy's header with the time (ms) the proxy waits for this request's answer before it answers 504 itself.
+ENVOY_TIMEOUT = "x-envoy-expected-rq-timeout-ms"
 
 
 def request_deadline(req: InferRequest, headers: Mapping[str, str], t0: float, default_slo_s: float,
-                     allow_override: bool) -> tuple[float, float]:
-    """The request's SLO (s) and absolute deadline ``t0 + SLO`` on the runtime's clock."""
+                     allow_override: bool, transport_at: float | None = None) -> tuple[float, float]:
+    """The request's SLO (s) and absolute deadline on the runtime's clock: ``t0`` plus its own timeout (or the
+    default SLO), or an earlier transport deadline (Envoy's header; ``transport_at``, absolute: a gRPC call's)."""
     header = _header_timeout_s(headers)
     timeouts = [] if header is None else [header]
     if "timeout" in req.parameters:
         timeouts.append(_positive("parameters.timeout (microseconds)", req.parameters["timeout"], 1e-6))
-    if not timeouts or not allow_override:
-        return default_slo_s, t0 + default_slo_s
-    budget = min(timeouts)
-    return budget, t0 + budget
+    budget = min(timeouts) if timeouts and allow_override else default_slo_s
+    envoy = _envoy_timeout_s(headers)
+    if envoy is not None and envoy < budget:
+        budget = envoy
+    deadline = t0 + budget
+    if transport_at is not None and transport_at < deadline:
+        deadline = transport_at
+        budget = max(deadline - t0, 1e-9)  # a transport deadline already past: the runtime drops it, counted
+    return budget, deadline
 
 
 def door_deadline(headers: Mapping[str, str], t0: float, default_slo_s: float, allow_override: bool,
                   tiers: Mapping[str, float], default_tier: int = 0) -> tuple[float, int]:
     """The request's deadline and tier code as far as its headers tell, for the door
     (:meth:`pard.serve.service.ServedPipeline.at_door`), before the body is read: ``X-Request-Timeout-Ms``
-    (or the default SLO) from ``t0``, and ``X-Pard-Tier`` (or ``default_tier``).  A bad header value is
+    (or the default SLO) from ``t0``, or Envoy's header when earlier, and ``X-Pard-Tier`` (or ``default_tier``).  A bad header value is
     passed over here (the request is answered 400 naming it once the body is read)."""
-    try:
-        header = _header_timeout_s(headers) if allow_override else None
-    except ProtocolError:
-        header = None
+    budget = _header_budget_s(headers, default_slo_s, allow_override)
     tier = default_tier
     raw = headers.get("x-pard-tier")
     if raw is not None:
@@ -52,25 +60,45 @@ def door_deadline(headers: Mapping[str, str], t0: float, default_slo_s: float, a
             tier = names.index(raw)
         elif raw.isascii() and raw.isdigit() and len(raw) < 10 and int(raw) < max(len(names), 1):
             tier = int(raw)
-    return t0 + (default_slo_s if header is None else header), tier
+    return t0 + budget, tier
 
 
 def body_wait_s(headers: Mapping[str, str], default_slo_s: float, grace_s: float, allow_override: bool) -> float:
     """How long (s, from arrival) the route waits for a request's body: its deadline as far as the headers
-    tell (``X-Request-Timeout-Ms`` or the default SLO; ``parameters.timeout`` is in the body) plus ``grace_s``.
+    tell (``X-Request-Timeout-Ms`` or the default SLO, or Envoy's header when earlier; ``parameters.timeout`` is
+    in the body) plus ``grace_s``.
     Why: the SLO counts from arrival, so a body still arriving then is doomed, and a client that never
     finishes its body would otherwise hold the request unanswered and uncounted (a slowloris)."""
+    return _header_budget_s(headers, default_slo_s, allow_override) + grace_s
+
+
+def _header_budget_s(headers: Mapping[str, str], default_slo_s: float, allow_override: bool) -> float:
+    """The request's budget (s) as far as its headers tell; a bad value is passed over (answered 400 once the
+    body is read)."""
+    budget = default_slo_s
     try:
         header = _header_timeout_s(headers) if allow_override else None
-    except ProtocolError:  # answered 400 once the body is read
+    except ProtocolError:
         header = None
-    return (default_slo_s if header is None else header) + grace_s
+    if header is not None:
+        budget = header
+    try:
+        envoy = _envoy_timeout_s(headers)
+    except ProtocolError:
+        envoy = None
+    return budget if envoy is None else min(budget, envoy)
 
 
 def _header_timeout_s(headers: Mapping[str, str]) -> float | None:
     """``X-Request-Timeout-Ms`` in seconds, None without it; ProtocolError for a bad value."""
     raw = headers.get("x-request-timeout-ms")
     return None if raw is None else _positive("header X-Request-Timeout-Ms", raw, 1e-3)
+
+
+def _envoy_timeout_s(headers: Mapping[str, str]) -> float | None:
+    """``X-Envoy-Expected-Rq-Timeout-Ms`` in seconds, None without it; ProtocolError for a bad value."""
+    raw = headers.get(ENVOY_TIMEOUT)
+    return None if raw is None else _positive("header X-Envoy-Expected-Rq-Timeout-Ms", raw, 1e-3)
 
 
 def request_tier(req: InferRequest, headers: Mapping[str, str], tiers: Mapping[str, float],
