@@ -34,6 +34,8 @@ __all__ = ["Stage", "WorkerPool", "BATCH_HISTORY", "purge_period_s"]
 #: How many of each stage's most recent batches (``Runtime.batches()``) and queueing delays
 #: (``Runtime.stage_stats()``) are kept (``LivePipeline::kRecent``).
 BATCH_HISTORY = 10_000
+#: Batch sizes whose d(b) a stage keeps in a table (larger ones are interpolated on each call).
+D_TABLE_MAX = 4096
 
 
 def purge_period_s(slo_s: float, sync_interval_s: float) -> float:
@@ -72,10 +74,14 @@ class Stage:
         self.free_at: dict[str, float] = {}
         #: (thread name, exception) once one of this stage's workers died outside the executor call
         self.dead: tuple[str, BaseException] | None = None
+        self._d_table = [float(spec.duration(b)) for b in range(1, min(self.max_batch, D_TABLE_MAX) + 1)]
 
     def duration(self, b: int) -> float:
-        """The profiled ``d(b)`` (s)."""
-        return float(self.spec.duration(max(1, int(b))))
+        """The profiled ``d(b)`` (s): read from a table of the stage's batch sizes, since interpolating the
+        profile costs tens of microseconds a call and a worker asks twice per batch, holding the GIL."""
+        b = max(1, int(b))
+        table = self._d_table
+        return table[b - 1] if b <= len(table) else float(self.spec.duration(b))
 
 
 class WorkerPool:
