@@ -1,0 +1,76 @@
+// pard/sim/outcomes.hpp — SimOutcomes: the simulator's per-request accounting. Each request's
+// terminal state is set once (a drop, a rejection, or its last sink finishing it), with its stage,
+// reason and time; its compute is the sum of its shares of the batches it ran in; a join stage
+// receives it once all its predecessors have delivered it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "pard/outcome.hpp"
+#include "pard/policy.hpp"
+#include "pard/request.hpp"
+
+namespace pard::sim {
+
+class SimOutcomes {
+public:
+    // n requests, each finished by `n_sinks` sink stages, through `n_joins` join stages.
+    void reset(std::size_t n, std::size_t n_sinks, std::size_t n_joins) {
+        n_joins_ = n_joins;
+        state_.assign(n, Outcome::kPending);
+        finish_.assign(n, -1);
+        drop_stage_.assign(n, -1);
+        reason_.assign(n, -1);
+        compute_.assign(n, 0.0);
+        sinks_left_.assign(n, static_cast<std::uint16_t>(n_sinks));
+        join_count_.assign(n * n_joins_, 0);
+    }
+
+    [[nodiscard]] bool pending(std::uint64_t id) const noexcept { return state_[id] == Outcome::kPending; }
+
+    // Terminal states are set once.
+    void terminate(const Request& r, Outcome o, int stage, Reason why, std::int64_t now) {
+        if (state_[r.id] != Outcome::kPending) return;
+        state_[r.id] = o;
+        drop_stage_[r.id] = stage;
+        reason_[r.id] = static_cast<std::int32_t>(why);
+        finish_[r.id] = now;
+    }
+
+    // A sink stage finished request r at `now`: its state once the last sink has (on time or late),
+    // else kPending.
+    Outcome finish_at_sink(const Request& r, std::int64_t now) {
+        if (--sinks_left_[r.id] != 0) return Outcome::kPending;
+        state_[r.id] = now <= r.deadline_ns ? Outcome::kOnTime : Outcome::kLate;
+        finish_[r.id] = now;
+        return state_[r.id];
+    }
+
+    // A predecessor of the join stage in column `join` (n_pred predecessors) delivered request id:
+    // true once every predecessor has.
+    bool join_arrive(std::uint64_t id, std::size_t join, int n_pred) {
+        std::uint8_t& c = join_count_[id * n_joins_ + join];
+        return ++c >= n_pred;
+    }
+
+    void charge(std::uint64_t id, double share) { compute_[id] += share; }
+
+    [[nodiscard]] const std::vector<Outcome>& states() const noexcept { return state_; }
+    [[nodiscard]] const std::vector<std::int64_t>& finish_ns() const noexcept { return finish_; }
+    [[nodiscard]] const std::vector<std::int32_t>& drop_stage() const noexcept { return drop_stage_; }
+    [[nodiscard]] const std::vector<std::int32_t>& drop_reason() const noexcept { return reason_; }
+    [[nodiscard]] const std::vector<double>& compute_ns() const noexcept { return compute_; }
+
+private:
+    std::size_t n_joins_ = 0;
+    std::vector<Outcome> state_;
+    std::vector<std::int64_t> finish_;
+    std::vector<std::int32_t> drop_stage_;
+    std::vector<std::int32_t> reason_;
+    std::vector<double> compute_;
+    std::vector<std::uint16_t> sinks_left_;
+    std::vector<std::uint8_t> join_count_;
+};
+
+}  // namespace pard::sim
