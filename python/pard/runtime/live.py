@@ -22,7 +22,7 @@ from ..outcomes import REASONS, REJECTED
 __all__ = ["error_factory", "wrap_future", "build", "KIND"]
 
 
-#: EndKind codes of pard/live_pipeline.hpp (why a request ended)
+#: EndKind codes of pard/live/types.hpp (why a request ended)
 KIND = {"output": 0, "policy": 1, "cancel": 2, "closed": 3, "queue_full": 4, "ring_full": 5, "executor": 6,
         "failure": 7, "join": 8, "dead": 9}
 
