@@ -1,7 +1,7 @@
 """The future ``Runtime.submit`` returns: a ``concurrent.futures.Future`` resolved in C++.
 
 :class:`RequestFuture` is the C++ future of the live hot path (``pard._core.LiveFuture``,
-``src/register_live.cpp``): ``result()`` waits with the GIL released, the exception of a dropped
+``src/live_future.hpp``): ``result()`` waits with the GIL released, the exception of a dropped
 request is built only when someone asks for it, and nothing runs in Python at resolution unless a
 callback was registered.  This module makes it a ``concurrent.futures.Future`` too, so that
 everything written for futures takes it: ``isinstance(f, concurrent.futures.Future)``,

@@ -1,0 +1,86 @@
+// LivePipeline.submit as a METH_FASTCALL method (see fast_submit); register_live.cpp binds it.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <new>
+#include <stdexcept>
+
+#include "live_runtime.hpp"
+#include "seconds.hpp"
+
+namespace pard::bind {
+
+// LivePipeline.submit(payload, slo_s, tier) as a METH_FASTCALL method: Runtime.submit calls it once
+// per request with the GIL held, and pybind11's generic dispatcher (argument vectors, overload
+// loop, casts) cost about as much as the C++ submit itself. Same arguments, conversions and
+// errors as the pybind11 form it replaces (positional or keyword; float / int conversion as
+// PyFloat_AsDouble / PyLong_AsLong; C++ exceptions mapped as pybind11 maps them).
+inline PyObject* fast_submit(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    static const char* const names[4] = {"payload", "slo_s", "tier", "deadline_s"};
+    PyObject* a[4] = {nullptr, nullptr, nullptr, nullptr};
+    if (nargs > 4) {
+        PyErr_Format(PyExc_TypeError, "submit() takes 3 or 4 arguments (payload, slo_s, tier[, deadline_s]), got %zd",
+                     nargs);
+        return nullptr;
+    }
+    for (Py_ssize_t i = 0; i < nargs; ++i) a[i] = args[i];
+    const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < nkw; ++i) {
+        PyObject* name = PyTuple_GET_ITEM(kwnames, i);
+        int j = 0;
+        while (j < 4 && PyUnicode_CompareWithASCIIString(name, names[j]) != 0) ++j;
+        if (j == 4 || a[j] != nullptr) {
+            PyErr_Format(PyExc_TypeError, "submit() got an unexpected or repeated keyword argument '%U'", name);
+            return nullptr;
+        }
+        a[j] = args[nargs + i];
+    }
+    for (int j = 0; j < 3; ++j) {
+        if (a[j] == nullptr) {
+            PyErr_Format(PyExc_TypeError, "submit() missing argument '%s'", names[j]);
+            return nullptr;
+        }
+    }
+    const double slo_s = PyFloat_AsDouble(a[1]);
+    if (slo_s == -1.0 && PyErr_Occurred()) return nullptr;
+    const long tier = PyLong_AsLong(a[2]);
+    if (tier == -1 && PyErr_Occurred()) return nullptr;
+    if (tier < INT32_MIN || tier > INT32_MAX) {
+        PyErr_Format(PyExc_OverflowError, "submit(): tier=%ld does not fit an int32", tier);
+        return nullptr;
+    }
+    try {
+        std::int64_t deadline_ns = Pipe::kNoDeadline;
+        if (a[3] != nullptr && a[3] != Py_None) {
+            const double deadline_s = PyFloat_AsDouble(a[3]);
+            if (deadline_s == -1.0 && PyErr_Occurred()) return nullptr;
+            deadline_ns = to_ns(deadline_s, "deadline");
+        }
+        py::object me = py::reinterpret_borrow<py::object>(self);
+        auto& rt = me.cast<LiveRuntime&>();
+        return rt.submit(me, py::reinterpret_borrow<py::object>(a[0]), slo_s, static_cast<std::int32_t>(tier),
+                         deadline_ns).release().ptr();
+    } catch (py::error_already_set& e) {
+        e.restore();
+    } catch (const std::bad_alloc&) {
+        PyErr_SetString(PyExc_MemoryError, "std::bad_alloc");
+    } catch (const std::invalid_argument& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::length_error& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::exception& e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (...) {
+        PyErr_SetString(PyExc_RuntimeError, "Caught an unknown exception!");
+    }
+    return nullptr;
+}
+
+inline PyMethodDef fast_submit_def = {
+    "submit", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_submit)), METH_FASTCALL | METH_KEYWORDS,
+    "submit(payload, slo_s, tier, deadline_s=None) -> LiveFuture: one request into every entry stage (C++ "
+    "pipeline); its deadline is send + slo_s, or deadline_s (absolute, the runtime clock) when earlier."};
+
+}  // namespace pard::bind
