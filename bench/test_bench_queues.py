@@ -3,7 +3,7 @@
 Each timed call handles ``items`` push+pop pairs; the summary table (bench/conftest.py) reports
 median ns per pair and ratios against baselines measured in the same run: ``heapq`` (min end only)
 and ``sortedcontainers.SortedList`` for the DEPQ, ``queue.SimpleQueue`` and ``collections.deque``
-for the ring. C++-side figures come from ``_core.bench_depq`` / ``_core.bench_ring`` /
+for the ring. C++-side figures come from ``_core_bench.bench_depq`` / ``_core_bench.bench_ring`` /
 ``_core.ring_stress``, which time their own loops with the GIL released.
 """
 
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from sortedcontainers import SortedList
 
-from pard import _core
+from pard import _core, _core_bench
 
 __all__: list[str] = []
 
@@ -123,7 +123,7 @@ def test_depq_cpp(benchmark: Any, n: int, end: str) -> None:
     benchmark.group = f"depq-{end}-n{n}"
     results: list[float] = []
     benchmark.extra_info.update(label=f"C++ MinMaxHeap push+pop_{end} (no binding)", cpp_ns=results)
-    benchmark.pedantic(lambda: results.append(_core.bench_depq(n, CPP_OPS, end)), rounds=5)
+    benchmark.pedantic(lambda: results.append(_core_bench.bench_depq(n, CPP_OPS, end)), rounds=5)
 
 
 # ---- DEPQ in C++ against std::priority_queue of the same key (issue 15: <= 1.5x, both ends) ----
@@ -138,7 +138,7 @@ def test_depq_cpp_vs_std_priority_queue(benchmark: Any, n: int, end: str) -> Non
     """RequestDepq and std::priority_queue<(deadline_ns, id)> timed in alternating rounds of one C++ call."""
     benchmark.group = f"depq-vs-std-{end}-n{n}"
     runs: list[dict[str, list[float]]] = []
-    benchmark.pedantic(lambda: runs.append(_core.bench_depq_vs_std(n, CPP_PAIR_OPS, end, CPP_PAIR_ROUNDS)), rounds=1)
+    benchmark.pedantic(lambda: runs.append(_core_bench.bench_depq_vs_std(n, CPP_PAIR_OPS, end, CPP_PAIR_ROUNDS)), rounds=1)
     r = runs[-1]
     ratios = [d / s for d, s in zip(r["depq_ns"], r["std_ns"])]
     benchmark.extra_info.update(
@@ -199,7 +199,7 @@ def test_ring_cpp_single_thread(benchmark: Any) -> None:
     benchmark.group = "ring-1thread"
     results: list[float] = []
     benchmark.extra_info.update(label="C++ MpmcRing try_push+try_pop (no binding)", cpp_ns=results)
-    benchmark.pedantic(lambda: results.append(_core.bench_ring(10_000_000, 1024)), rounds=5)
+    benchmark.pedantic(lambda: results.append(_core_bench.bench_ring(10_000_000, 1024)), rounds=5)
 
 
 # ---- ring: one producer thread, one consumer thread ----------------------------------------

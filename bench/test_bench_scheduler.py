@@ -3,9 +3,9 @@
 Groups (the summary table of bench/conftest.py prints median ns per item and ratios to the
 baseline of each group, all measured in the same run):
   * ``drop-decision``: the Eq. 3b test ``t_e + d_k(b) + downstream > deadline`` per request, timed
-    in C++ by ``_core.bench_drop_decision``; baselines: the same test in a Python loop, and NumPy.
+    in C++ by ``_core_bench.bench_drop_decision``; baselines: the same test in a Python loop, and NumPy.
   * ``form-batch``: one request through a stage (submit, drain into the DEPQ, pop, drop test) with a
-    queue of 1 000 and batches of 8; C++ (``_core.bench_form_batch``), the bound StageScheduler driven
+    queue of 1 000 and batches of 8; C++ (``_core_bench.bench_form_batch``), the bound StageScheduler driven
     from Python, and a ``heapq`` baseline doing the same work in Python.
   * ``sim-lv``: simulated requests of the built-in ``lv`` pipeline (5 stages) per second of wall
     time, under naive and pard, with a planner stand-in publishing constant terms every simulated
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pard import _core
+from pard import _core, _core_bench
 
 __all__: list[str] = []
 
@@ -42,7 +42,7 @@ def test_drop_decision_cpp(benchmark: Any) -> None:
     benchmark.group = "drop-decision"
     results: list[float] = []
     benchmark.extra_info.update(label="C++ pard_drops (Eq. 3b), per request", cpp_ns=results)
-    benchmark.pedantic(lambda: results.append(_core.bench_drop_decision(N_DECISIONS)), rounds=5)
+    benchmark.pedantic(lambda: results.append(_core_bench.bench_drop_decision(N_DECISIONS)), rounds=5)
 
 
 def test_drop_decision_python(benchmark: Any) -> None:
@@ -77,7 +77,7 @@ def test_form_batch_cpp(benchmark: Any, variant: str) -> None:
     pol = (_core.Policy(order="lbf", drop="pard") if variant == "pard-paper"
            else _core.Policy(order="adaptive", drop="pard", tiered=True, reactive=True))
     benchmark.extra_info.update(label=f"C++ StageScheduler submit+form_batch ({variant})", cpp_ns=results)
-    benchmark.pedantic(lambda: results.append(_core.bench_form_batch(QUEUE, BATCH, pol, 200)), rounds=5)
+    benchmark.pedantic(lambda: results.append(_core_bench.bench_form_batch(QUEUE, BATCH, pol, 200)), rounds=5)
 
 
 def test_form_batch_bound(benchmark: Any) -> None:

@@ -10,7 +10,6 @@ PYBIND11_MODULE(_core, m) {
     pard::bind::register_build_info(m);
     pard::bind::register_depq(m);
     pard::bind::register_ring(m);
-    pard::bind::register_bench(m);
     pard::bind::register_scheduler(m);
     pard::bind::register_sim(m);
     pard::bind::register_sim_sync(m);

@@ -6,7 +6,6 @@ namespace pard::bind {
 void register_build_info(pybind11::module_& m);
 void register_depq(pybind11::module_& m);
 void register_ring(pybind11::module_& m);
-void register_bench(pybind11::module_& m);
 void register_scheduler(pybind11::module_& m);
 void register_sim(pybind11::module_& m);
 void register_sim_sync(pybind11::module_& m);  // after register_sim: adds Simulator.sync

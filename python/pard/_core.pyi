@@ -49,13 +49,6 @@ class MpmcRing:
 # empty_polls (int) and seconds (float). GIL released while the C++ threads run.
 def ring_stress(producers: int, consumers: int, items_per_producer: int, capacity: int) -> dict[str, Any]: ...
 
-# ---- register_bench.cpp: C++-side timings (GIL released) ------------------------------
-def bench_depq(n: int, ops: int, end: str) -> float: ...     # ns per push+pop pair, in C++; end "min" | "max"
-def bench_depq_vs_std(n: int, ops: int, end: str, rounds: int) -> dict[str, list[float]]: ...  # interleaved rounds
-def bench_ring(ops: int, capacity: int) -> float: ...        # ns per push+pop pair, in C++, one thread
-def bench_drop_decision(n: int) -> float: ...    # ns per Eq. 3b decision, timed in C++
-def bench_form_batch(queue: int, max_batch: int, policy: "Policy", rounds: int = 1) -> float: ...  # ns per request
-
 # ---- register_scheduler.cpp: profile, policy value, per-stage scheduler ----------------
 # Drop reason codes: REASONS[code] is the name used in reports and in pard.Dropped.
 REASONS: list[str]   # ["infeasible", "expired", "stage-budget", "window", "overload", "cancelled", "rejected",

@@ -1,5 +1,5 @@
-// C++-side timings for bench/: the cost of the core structures without the binding in the way
-// (DEPQ, ring, the Eq. 3b drop decision, a StageScheduler submit + form_batch cycle).
+// C++-side timings for bench/ (pard._core_bench, a test-only module): the cost of the core
+// structures without the binding in the way (DEPQ, ring, the Eq. 3b drop decision, a StageScheduler submit + form_batch cycle).
 // Each call releases the GIL and returns nanoseconds per operation pair.
 #include <pybind11/pybind11.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../cpp/bench/depq_vs_std.hpp"
+#include "depq_vs_std.hpp"
 #include "pard/depq.hpp"
 #include "pard/mpmc_ring.hpp"
 #include "pard/estimator.hpp"
@@ -18,7 +18,7 @@
 #include "pard/profile.hpp"
 #include "pard/request.hpp"
 #include "pard/stage_scheduler.hpp"
-#include "register.hpp"
+#include "register_bench.hpp"
 
 namespace py = pybind11;
 
