@@ -56,7 +56,7 @@ double bench_depq(std::int64_t n, std::int64_t ops, const std::string& end) {
     return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(ops);
 }
 
-// Interleaved rounds of RequestDepq and std::priority_queue of the same 16-byte key (issue 15):
+// Interleaved rounds of RequestDepq and std::priority_queue of the same 16-byte key:
 // {"depq_ns": [...], "std_ns": [...]}, ns per push + pop_<end> pair per round, thread CPU time.
 py::dict bench_depq_vs_std(std::int64_t n, std::int64_t ops, const std::string& end, int rounds) {
     if (n < 0 || n > (std::int64_t{1} << 30)) throw py::value_error("bench_depq_vs_std: 'n' must be in [0, 2^30], got " + std::to_string(n));

@@ -280,8 +280,8 @@ public:
 
 private:
     // The slab layout's node order: primary key first, the elements' tiebreak only on equality.
-    // Written as `<` || (`==` && ...): the form `if (!=) return <;` measured 20-30 % slower per
-    // push + pop with GCC 12 (bench/RESULTS.md, issue 15).
+    // Written as `<` || (`==` && ...): GCC compiles the form `if (!=) return <;` into slower code
+    // per push + pop (bench/RESULTS.md).
     struct EntryLess {
         const T* slab;
         const Less* less;
