@@ -8,7 +8,7 @@
 // frequency) within a round; the per-round ratio is what the bench reports. Each block is timed by
 // the thread's CPU clock where POSIX has one (time spent descheduled on a shared machine does not
 // count; cache pollution by other processes still does), else by the steady clock.
-// Used by src/register_bench.cpp (pytest bench) and cpp/bench/bench_depq.cpp (standalone, profiler).
+// Used by src/bench/register_bench.cpp (pard._core_bench, pytest bench) and cpp/bench/bench_depq.cpp (standalone, profiler).
 #pragma once
 
 #include <chrono>
