@@ -51,6 +51,12 @@ public:
     template <class DurationNs>
     std::int64_t earliest(std::int64_t now, DurationNs&& duration_ns) {
         if (!dirty_ && cached_at_ == now) return cached_;
+        return recompute(now, duration_ns);
+    }
+
+private:
+    template <class DurationNs>
+    std::int64_t recompute(std::int64_t now, DurationNs& duration_ns) {
         std::int64_t t_e = std::numeric_limits<std::int64_t>::max();
         for (std::size_t i = classes_.size(); i-- > 0;) {  // backwards: removal swaps in a visited class
             const std::size_t c = classes_[i];
@@ -78,7 +84,6 @@ public:
         return t_e;
     }
 
-private:
     struct Entry {
         std::int64_t t;
         std::uint32_t worker;
