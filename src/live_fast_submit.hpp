@@ -11,13 +11,17 @@
 #include "seconds.hpp"
 
 namespace pard::bind {
+// Private to register_live.cpp, its one includer: internal linkage, as in a single source file,
+// lets the compiler inline the hot path's single-call functions (LivePipeline::submit into
+// fast_submit).
+namespace {
 
 // LivePipeline.submit(payload, slo_s, tier) as a METH_FASTCALL method: Runtime.submit calls it once
 // per request with the GIL held, and pybind11's generic dispatcher (argument vectors, overload
 // loop, casts) cost about as much as the C++ submit itself. Same arguments, conversions and
 // errors as the pybind11 form it replaces (positional or keyword; float / int conversion as
 // PyFloat_AsDouble / PyLong_AsLong; C++ exceptions mapped as pybind11 maps them).
-inline PyObject* fast_submit(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* fast_submit(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
     static const char* const names[4] = {"payload", "slo_s", "tier", "deadline_s"};
     PyObject* a[4] = {nullptr, nullptr, nullptr, nullptr};
     if (nargs > 4) {
@@ -78,9 +82,10 @@ inline PyObject* fast_submit(PyObject* self, PyObject* const* args, Py_ssize_t n
     return nullptr;
 }
 
-inline PyMethodDef fast_submit_def = {
+PyMethodDef fast_submit_def = {
     "submit", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_submit)), METH_FASTCALL | METH_KEYWORDS,
     "submit(payload, slo_s, tier, deadline_s=None) -> LiveFuture: one request into every entry stage (C++ "
     "pipeline); its deadline is send + slo_s, or deadline_s (absolute, the runtime clock) when earlier."};
 
+}  // namespace
 }  // namespace pard::bind

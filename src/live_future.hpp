@@ -22,13 +22,18 @@ namespace pard::bind {
 
 namespace py = pybind11;
 
+// Private to register_live.cpp, its one includer: internal linkage, as in a single source file,
+// lets the compiler inline the hot path's single-call functions (LivePipeline::submit into
+// fast_submit).
+namespace {
+
 // Futures wait on one of these (by request id) with the GIL released; a resolver notifies only
 // when someone waits. State changes happen under the GIL; `state` is atomic for the waiters.
 struct WaitShard {
     std::mutex mu;
     std::condition_variable cv;
 };
-inline std::array<WaitShard, 64>& wait_shards() {
+std::array<WaitShard, 64>& wait_shards() {
     static std::array<WaitShard, 64> shards;
     return shards;
 }
@@ -75,7 +80,7 @@ struct LiveFuture {
 };
 
 // tp_traverse / tp_clear of LiveFuture (py::custom_type_setup): every Python object it holds.
-inline int future_traverse(PyObject* self_base, visitproc visit, void* arg) {
+int future_traverse(PyObject* self_base, visitproc visit, void* arg) {
 #if PY_VERSION_HEX >= 0x03090000
     Py_VISIT(Py_TYPE(self_base));  // a heap type's instances own a reference to it
 #endif
@@ -86,7 +91,7 @@ inline int future_traverse(PyObject* self_base, visitproc visit, void* arg) {
     return 0;
 }
 
-inline int future_clear(PyObject* self_base) {
+int future_clear(PyObject* self_base) {
     if (!py::detail::is_holder_constructed(self_base)) return 0;
     auto& f = py::cast<LiveFuture&>(py::handle(self_base));
     for (py::object* o : {&f.owner, &f.value, &f.raw, &f.sync}) *o = py::object();
@@ -94,7 +99,7 @@ inline int future_clear(PyObject* self_base) {
     return 0;
 }
 
-inline void collectable_future(PyHeapTypeObject* heap_type) {
+void collectable_future(PyHeapTypeObject* heap_type) {
     PyTypeObject* type = &heap_type->ht_type;
     type->tp_flags |= Py_TPFLAGS_HAVE_GC;
     type->tp_traverse = future_traverse;
@@ -103,7 +108,7 @@ inline void collectable_future(PyHeapTypeObject* heap_type) {
 
 // result()/exception()'s timeout in seconds: None waits; NaN and what is not a number are a
 // PardValueError naming it; past ~30 years (inf too) waits as None, so t * 1e9 never overflows int64.
-inline double wait_seconds(const py::object& timeout, bool& forever) {
+static double wait_seconds(const py::object& timeout, bool& forever) {
     forever = timeout.is_none();
     if (forever) return 0.0;
     double t = 0.0;
@@ -126,7 +131,7 @@ inline double wait_seconds(const py::object& timeout, bool& forever) {
     return t;
 }
 
-inline void LiveFuture::wait(py::object timeout) {
+void LiveFuture::wait(py::object timeout) {
     bool forever = false;
     const double t = wait_seconds(timeout, forever);  // checked even when done: a bad call is bad always
     if (state.load() != kPending) return;
@@ -150,20 +155,21 @@ inline void LiveFuture::wait(py::object timeout) {
     }
 }
 
-[[noreturn]] inline void raise_object(const py::object& exc) {
+[[noreturn]] void raise_object(const py::object& exc) {
     PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
     throw py::error_already_set();
 }
 
 // Only the runtime resolves a request's future (concurrent.futures' Executor-side methods refuse).
-[[noreturn]] inline void throw_resolved_by_runtime(const char* method) {
+[[noreturn]] void throw_resolved_by_runtime(const char* method) {
     PyErr_SetString(PyExc_RuntimeError,
                     (std::string("a RequestFuture is resolved by its Runtime: ") + method + " is not for callers").c_str());
     throw py::error_already_set();
 }
 
-inline py::object futures_module() {
+py::object futures_module() {
     return py::module_::import("concurrent.futures");
 }
 
+}  // namespace
 }  // namespace pard::bind

@@ -17,6 +17,10 @@
 #include "seconds.hpp"
 
 namespace pard::bind {
+// Private to register_live.cpp, its one includer: internal linkage, as in a single source file,
+// lets the compiler inline the hot path's single-call functions (LivePipeline::submit into
+// fast_submit).
+namespace {
 
 using Pipe = LivePipeline<py::object, py::object>;
 using Done = Pipe::Done;
@@ -136,10 +140,11 @@ public:
     std::unique_ptr<Pipe> pipe_;
 };
 
-inline py::object LiveFuture::exception_object() {
+py::object LiveFuture::exception_object() {
     if (state.load() != kError) return py::none();
     if (!value) value = owner.cast<LiveRuntime&>().make_error(*this);
     return value;
 }
 
+}  // namespace
 }  // namespace pard::bind
