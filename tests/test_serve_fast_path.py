@@ -123,3 +123,15 @@ def test_health_probes_are_answered_by_the_protocol_as_the_routes_answer_them(tm
             sock.sendall(b"GET /v2/health/live HTTP/1.1\r\nhost: x\r\n\r\n")
             assert read_answer(sock)[0] == 200
         assert srv.wait() == 0
+
+
+def test_a_raw_answer_with_a_status_http_does_not_name_has_an_empty_reason_phrase() -> None:
+    """499 (the client closed first) has no standard phrase: its status line is ``HTTP/1.1 499 `` and the
+    rest of the answer as for any other, not an error."""
+    from pard.serve.infer_route import raw_answer
+    from pard.serve.service import Answer
+
+    raw = raw_answer(Answer(499, b"", {}, "client_closed"), True, [(b"date", b"Sun, 06 Dec 2026 08:00:00 GMT")])
+    assert raw == b"HTTP/1.1 499 \r\ndate: Sun, 06 Dec 2026 08:00:00 GMT\r\ncontent-length: 0\r\n\r\n"
+    assert raw_answer(Answer(200, b"{}", {"content-type": "application/json"}), False).startswith(
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n")

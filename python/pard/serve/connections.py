@@ -230,6 +230,8 @@ class GuardedProtocol(_Base):
             super()._start_asgi_task(cycle, app)
             return
         cycle.response_started = cycle.response_complete = True
+        if self.transport.is_closing():  # closed under it (the connection cap, a reset): nothing to answer
+            return
         self.transport.write(raw)
         if not cycle.keep_alive:
             self.transport.close()
@@ -289,8 +291,8 @@ def _write_whole(cycle: Any, build: Callable[[bool, Any], bytes]) -> bool:
     not read its answers is then waited for by uvicorn's ``send``, so its answers do not pile up here."""
     if cycle.flow.write_paused and not cycle.disconnected:
         return False
-    if cycle.disconnected or cycle.response_started:
-        return True
+    if cycle.disconnected or cycle.response_started or cycle.transport.is_closing():
+        return True  # the client is gone or going: nothing to write, as uvicorn's send would do
     cycle.response_started = cycle.response_complete = True
     cycle.transport.write(build(cycle.keep_alive, cycle.default_headers))
     cycle.message_event.set()

@@ -78,10 +78,18 @@ async def _disconnected(receive: Any) -> None:
             return
 
 
+def _phrase(status: int) -> str:
+    """The reason phrase of ``status``, empty for one HTTP does not name (499: the client closed first)."""
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
 def raw_answer(answer: Answer, keep_alive: bool, default_headers: Any = ()) -> bytes:
     """``answer`` as the bytes of one HTTP/1.1 response (status line, the server's default headers -- date,
     server -- then the answer's, and its body)."""
-    head = [f"HTTP/1.1 {answer.status} {HTTPStatus(answer.status).phrase}"]
+    head = [f"HTTP/1.1 {answer.status} {_phrase(answer.status)}"]
     head += [f"{k.decode('latin-1')}: {v.decode('latin-1')}" for k, v in default_headers]
     head += [f"{k}: {v}" for k, v in answer.headers.items()]
     head.append(f"content-length: {len(answer.body)}")
