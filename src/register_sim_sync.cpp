@@ -110,7 +110,7 @@ void register_sim_sync(py::module_& m) {
                          std::vector<int> drawn, const std::string& mode, bool instant, bool correct_durations,
                          bool mu_at_capacity, bool adapt_window, double lam, double window_s,
                          std::int64_t samples, double cv_history_s, std::int64_t min_cv_intervals,
-                         std::vector<double> constants, py::object generator, double half_life_s,
+                         std::vector<double> constants, py::object generator, bool idle_batch, double half_life_s,
                          double prior_batches, std::vector<std::vector<int>> pace_below,
                          bool overload_upper, bool mu_at_capacity_entry) {
                  SyncPlannerConfig c;
@@ -142,6 +142,7 @@ void register_sim_sync(py::module_& m) {
                  c.scale_min = constants[0];
                  c.scale_max = constants[1];
                  c.precollected_wait = constants[2];
+                 c.idle_batch = idle_batch;
                  c.half_life_s = half_life_s;
                  c.prior_batches = prior_batches;
                  c.overload_upper = overload_upper;
@@ -162,7 +163,7 @@ void register_sim_sync(py::module_& m) {
              py::arg("mode"), py::arg("instant"), py::arg("correct_durations"),
              py::arg("mu_at_capacity"), py::arg("adapt_window"), py::arg("lam"), py::arg("window_s"),
              py::arg("samples"), py::arg("cv_history_s"), py::arg("min_cv_intervals"), py::arg("constants"),
-             py::arg("generator"), py::arg("half_life_s") = 2.5,
+             py::arg("generator"), py::arg("idle_batch") = false, py::arg("half_life_s") = 2.5,
              py::arg("prior_batches") = 8.0,
              py::arg("pace_below") = std::vector<std::vector<int>>{}, py::arg("overload_upper") = false,
              py::arg("mu_at_capacity_entry") = true)

@@ -83,11 +83,11 @@ def variants() -> list[PolicySpec]:
     base = get_policy("pard-paper")
     extra = [dataclasses.replace(base, name=f"x-{i}", **kw) for i, kw in enumerate([
         {"lam": 0.9},
-        {"mu_at_capacity": True, "coherent_paths": True, "correct_durations": True},
+        {"mu_at_capacity": True, "coherent_paths": True, "correct_durations": True, "idle_batch": True},
         {"mu_at_capacity": True, "mu_at_capacity_entry": False, "coherent_paths": True},
         {"downstream": "upper", "coherent_branches": True, "instant": True},
         {"downstream": "busy"},
-        {"correct_durations": True, "downstream": "busy"},
+        {"correct_durations": True, "downstream": "busy", "idle_batch": True},
         {"pace": "forks", "reactive": True},
         {"overload_upper": True, "reactive": True},
         {"overload_upper": True, "downstream": "busy", "correct_durations": True},

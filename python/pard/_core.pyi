@@ -298,7 +298,7 @@ class SyncPlanner:
                  pts_b: list[list[float]], pts_d: list[list[float]], drawn: list[int], mode: str, instant: bool,
                  correct_durations: bool, mu_at_capacity: bool, adapt_window: bool, lam: float,
                  window_s: float, samples: int, cv_history_s: float, min_cv_intervals: int,
-                 constants: list[float], generator: Any, half_life_s: float = 2.5,
+                 constants: list[float], generator: Any, idle_batch: bool = False, half_life_s: float = 2.5,
                  prior_batches: float = 8.0,
                  pace_below: list[list[int]] = ..., overload_upper: bool = False,
                  mu_at_capacity_entry: bool = True) -> None: ...

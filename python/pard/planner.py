@@ -46,6 +46,10 @@ What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.Poli
   so the stages before an overloaded one serve it HBF too: the requests they pass on are the ones with
   the budget to get through it, and the lowest-budget ones, which it would purge after they were paid for
   upstream, wait (and are dropped) before any more compute is spent on them.
+* ``idle_batch``: a stage that ran no batch in the window is estimated at ``b_i = 1``.  The paper keeps
+  its last batch size, often a drained backlog's full batch; after an idle gap the entry then budgets
+  every downstream stage at that size, and where those ``d_i`` exceed the SLO it drops every request, so
+  no downstream batch runs and the stale size never updates (a run stuck at zero goodput).
 * ``coherent_branches``: in a DAG, a stage publishes the largest load factor among itself and the stages
   on parallel branches that join it later, so sibling branches switch to HBF together: a request needs
   every branch, and an overloaded branch purges the lowest-budget copies that an underloaded sibling in
@@ -361,7 +365,8 @@ class Planner:
             wqn = (wt * qn).sum(axis=-1)
             q_i = np.where(wqn > 0, (wt * qs).sum(axis=-1) / wqn, 0.0)
             wbn = (wt * bn).sum(axis=-1)
-            self._last_batch = np.where(wbn > 0, (wt * bs).sum(axis=-1) / wbn, self._last_batch)
+            self._last_batch = np.where(wbn > 0, (wt * bs).sum(axis=-1) / wbn,
+                                        1.0 if self._policy.idle_batch else self._last_batch)
             b_i = np.minimum(np.maximum(self._last_batch, 1.0), self._max_batch)
             d_i = np.array([self._duration(k, b) for k, b in enumerate(b_i.tolist())])
             rate_i = (wt * na).sum(axis=-1) / (wt * dts).sum()

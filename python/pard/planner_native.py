@@ -36,7 +36,7 @@ KNOWN_POLICY_FIELDS = frozenset({
     "name", "order", "drop", "downstream", "instant", "dagor_threshold_s", "dagor_alpha", "tiered", "reactive",
     "shed", "correct_durations", "coherent_branches",
     "mu_at_capacity", "coherent_paths", "max_queue", "max_queue_entry_only", "lam", "description",
-    "pace",
+    "idle_batch", "pace",
     "overload_upper",
     "mu_at_capacity_entry",
     "overload_below",  # read by the C++ stage scheduler alone (Policy.overload_below), not the planner
@@ -69,7 +69,7 @@ def native_planner(planner: Planner) -> Any:
         mu_at_capacity=pol.mu_at_capacity, adapt_window=p._adapt, lam=p._lam,
         window_s=p._window0, samples=p._samples, cv_history_s=p._cv_history_s, min_cv_intervals=p._min_cv_intervals,
         constants=[_planner.SCALE_MIN, _planner.SCALE_MAX, PRECOLLECTED_WAIT],
-        generator=p._rng, half_life_s=p.durations.half_life_s,
+        generator=p._rng, idle_batch=pol.idle_batch, half_life_s=p.durations.half_life_s,
         prior_batches=p.durations.prior_batches,
         pace_below=[list(x) for x in p._pace_below], overload_upper=pol.overload_upper,
         mu_at_capacity_entry=pol.mu_at_capacity_entry,

@@ -42,6 +42,8 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
 * ``coherent_branches`` -- parallel DAG branches switch order together (the most loaded one's load factor);
 * ``coherent_rank`` -- in overload parallel DAG branches serve and shed by one rank that every branch
   computes alike from the request id, so that they keep the same requests rather than each its own newest;
+* ``idle_batch`` -- a stage that ran no batch in the window is estimated at batch size 1 (an idle stage
+  starts a request at once), not at the size of its last batch, which may be a drained backlog's;
 * ``mu_at_capacity`` -- the load factor against full batches: a busy stage batches just enough to keep
   up, so the paper's load factor at the current batch size sits near 1 and flips the order on noise;
   ``mu_at_capacity_entry=False`` keeps the paper's load factor at the entry stages, where the oldest
@@ -163,6 +165,8 @@ class PolicySpec:
         prior_terms: before the planner's first interval, publish the terms of an idle interval (the
             profile's durations, no queueing, the stages' service rates), so that a run or a burst that
             starts before the first sync is not served without any downstream estimate or overload test.
+        idle_batch: a stage with no batch in the window is estimated at ``b = 1`` (``pard``), not at its
+            last batch size (the planner's module doc says why).
         max_queue: queue bound (0 = none): a request finding this many queued is rejected
             (``triton``'s ``max_queue_size`` at every stage, ``ray-serve``'s ``max_queued_requests``).
         max_queue_entry_only: apply ``max_queue`` at entry stages only (``ray-serve``).
@@ -191,6 +195,7 @@ class PolicySpec:
     mu_at_capacity: bool = False
     mu_at_capacity_entry: bool = True
     coherent_paths: bool = False
+    idle_batch: bool = False
     prior_terms: bool = False
     overload_upper: bool = False
     overload_below: BelowSignal = "none"
@@ -277,7 +282,7 @@ _BOOL_FIELDS = tuple(f.name for f in dataclasses.fields(PolicySpec) if f.type ==
 def _specs() -> dict[str, PolicySpec]:
     specs = [
         PolicySpec("pard", "adaptive", "pard", "busy", tiered=True, reactive=True, pace="forks", correct_durations=True,
-                   coherent_branches=True, mu_at_capacity=True, mu_at_capacity_entry=False,
+                   coherent_branches=True, idle_batch=True, mu_at_capacity=True, mu_at_capacity_entry=False,
                    coherent_paths=True,
                    prior_terms=True, overload_upper=True, overload_below="overloaded", coherent_rank=True,
                    live_queues=True,

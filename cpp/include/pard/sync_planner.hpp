@@ -54,8 +54,9 @@ struct SyncPlannerConfig {
     std::int64_t min_cv_intervals = 10;
     double scale_min = 0.001, scale_max = 1000.0;
     double precollected_wait = 0.1;  // pard.utilisation.PRECOLLECTED_WAIT
-    // pard.duration_scale.DurationScale (correct_durations)
+    // pard.duration_scale.DurationScale (correct_durations) and PolicySpec.idle_batch
     double half_life_s = 2.5, prior_batches = 8.0;
+    bool idle_batch = false;
     // PolicySpec.overload_upper: also publish pard-upper's max over paths of (sum q + 2 sum d)
     bool overload_upper = false;
 };
@@ -324,6 +325,8 @@ private:
             const double wbs = wsum(k, 3);
             if (wbn > 0) {
                 last_batch_[k] = wbs / wbn;
+            } else if (c_.idle_batch) {
+                last_batch_[k] = 1.0;  // PolicySpec.idle_batch: an idle stage starts a request at once
             }
             b_[k] = std::min(std::max(last_batch_[k], 1.0), c_.max_batch[k]);  // no NaN here: as np.minimum/maximum
             double d = duration(k, b_[k]);
