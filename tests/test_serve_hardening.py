@@ -232,3 +232,21 @@ def test_inputs_that_fit_alone_but_not_together_are_refused_at_load() -> None:
     with pytest.raises(ServeConfigError, match=r"inputs: .*1.6e\+03 bytes .*max_body_bytes 1000"):
         parse_serve_config(config(inputs=two, server={**config()["server"], "max_body_bytes": 1000}),
                            source="test.yaml")
+
+
+def test_headers_past_the_size_bound_in_one_complete_chunk_are_answered_431(tmp_path: Path) -> None:
+    """Headers of 70 000 bytes that arrive whole, their end included, in one write (as a client's one
+    ``send`` of a request puts them) are answered 431 too; a request whose headers stay under 64 KiB is
+    answered as usual on its own connection."""
+    with ServerProcess(tmp_path, _doc()) as server:
+        s = _connect(server.port, timeout_s=20.0)
+        try:
+            s.sendall(f"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Pad: {'a' * 70_000}\r\n\r\n".encode())
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert _read_answer(s)[0] == 431
+        s.close()
+        s = _connect(server.port, timeout_s=20.0)
+        s.sendall(f"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Pad: {'a' * 60_000}\r\n\r\n".encode())
+        assert _read_answer(s)[0] == 200
+        s.close()

@@ -206,6 +206,13 @@ class GuardedProtocol(_Base):
         if self._refused:
             return
         self._saw_body = self._in_body
+        if self._header_timer is not None and not self._in_body:
+            # a request line and headers being read: a chunk that completes them counts up to their end
+            # (httptools parses any size of header block in one chunk)
+            end = data.find(b"\r\n\r\n")
+            if self._header_bytes + (len(data) if end < 0 else end + 4) > MAX_HEADER_BYTES:
+                self._too_long()
+                return
         super().data_received(data)
         self._sync()
         # a chunk that holds a body's bytes (answered early or not) completed some headers: it is no header flood
@@ -213,11 +220,17 @@ class GuardedProtocol(_Base):
             return
         # still waiting: these bytes are (part of) the next request's line and headers
         self._header_bytes += len(data)
-        if self._header_bytes > MAX_HEADER_BYTES and not self.transport.is_closing():
-            if self.cycle is None or not self.cycle.more_body:  # not the tail of a body answered early (413)
-                self.transport.write(self.guard.too_long)
-            self.stop_waiting()
-            self.transport.close()
+        if self._header_bytes > MAX_HEADER_BYTES:
+            self._too_long()
+
+    def _too_long(self) -> None:
+        """431 and close: the request's line and headers pass MAX_HEADER_BYTES."""
+        if self.transport.is_closing():
+            return
+        if self.cycle is None or not self.cycle.more_body:  # not the tail of a body answered early (413)
+            self.transport.write(self.guard.too_long)
+        self.stop_waiting()
+        self.transport.close()
 
     def _start_asgi_task(self, cycle: Any, app: Any) -> None:
         # the door (pard.serve.door.protocol_door): a refused request is answered here with one write, before
@@ -291,9 +304,11 @@ def _write_whole(cycle: Any, build: Callable[[bool, Any], bytes]) -> bool:
     not read its answers is then waited for by uvicorn's ``send``, so its answers do not pile up here."""
     if cycle.flow.write_paused and not cycle.disconnected:
         return False
-    if cycle.disconnected or cycle.response_started or cycle.transport.is_closing():
-        return True  # the client is gone or going: nothing to write, as uvicorn's send would do
+    if cycle.response_started:
+        return True
     cycle.response_started = cycle.response_complete = True
+    if cycle.disconnected or cycle.transport.is_closing():
+        return True  # the client is gone or going: nothing to write (and nothing left for uvicorn to answer)
     cycle.transport.write(build(cycle.keep_alive, cycle.default_headers))
     cycle.message_event.set()
     if not cycle.keep_alive:
