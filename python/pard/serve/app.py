@@ -35,7 +35,7 @@ from .._version import __version__
 from .config import ServeConfig, TensorSpec
 from .door import DoorMiddleware
 from .metrics import make_registry
-from .service import ServedPipeline
+from .service import ServedPipeline, serving
 
 __all__ = ["create_app"]
 
@@ -58,7 +58,7 @@ def create_app(config: ServeConfig, *, service: ServedPipeline | None = None) ->
     registry = make_registry(svc)
 
     def ready_answer() -> Response:
-        return Response(status_code=200 if svc.ready and not svc.draining and not svc.stall.stalled else 503)
+        return Response(status_code=200 if serving(svc) else 503)
 
     async def live(request: Request) -> Response:
         return Response(status_code=200)

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from ..runtime.door import Refusal, Ticket
 from .infer_route import _send, handle_infer, infer_path, raw_answer
 from .params import door_deadline
-from .service import Answer, ServedPipeline, _error
+from .service import Answer, ServedPipeline, _error, serving
 
 __all__ = ["ARRIVED", "HEALTH_PATHS", "TICKET", "DoorMiddleware", "HeaderView", "at_door", "protocol_door", "raw_answer", "settle"]
 
@@ -132,7 +132,7 @@ def protocol_door(svc: ServedPipeline) -> Callable[..., bytes | None]:
 
     def door(scope: Any, keep_alive: bool, default_headers: Any = ()) -> bytes | None:
         if scope["method"] == "GET" and scope["path"] in HEALTH_PATHS:
-            up = scope["path"] == HEALTH_PATHS[0] or (svc.ready and not svc.draining and not svc.stall.stalled)
+            up = scope["path"] == HEALTH_PATHS[0] or serving(svc)
             return encoded(_UP if up else _DOWN, keep_alive, default_headers)
         if not _is_infer(scope):
             return None

@@ -59,7 +59,7 @@ from ..runtime.door import Refusal, Ticket
 from .grpc_codec import decode_infer, encode_infer, parameters_of
 from .params import request_deadline, request_tier
 from .protocol import InferRequest, ProtocolError
-from .service import Answer, ServedPipeline, _error, output_pairs
+from .service import Answer, ServedPipeline, _error, output_pairs, serving
 
 __all__ = ["EXTENSIONS", "InferenceService", "start_grpc"]
 
@@ -114,7 +114,7 @@ class InferenceService(pb_grpc.GRPCInferenceServiceServicer):  # type: ignore[mi
     # ------------------------------------------------------------------ health and metadata
     def _ready(self) -> bool:
         svc = self.svc
-        return bool(svc.ready and not svc.draining and not svc.stall.stalled)
+        return serving(svc)
 
     async def _model(self, name: str, version: str, context: Any) -> None:
         """Abort NOT_FOUND unless ``name`` / ``version`` is the served model."""

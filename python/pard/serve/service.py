@@ -60,7 +60,7 @@ from .stall import StallWatch
 if TYPE_CHECKING:  # pragma: no cover
     from .connections import Lost
 
-__all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "output_pairs", "retry_after_header"]
+__all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "output_pairs", "retry_after_header", "serving"]
 
 log = logging.getLogger("pard.serve")
 
@@ -107,6 +107,12 @@ def _failed(e: ExecutorError, detail: bool) -> Answer:
     return _error(500, "failed", f"{where} failed on this request's batch ({cause}); the server log has the "
                   "details (server.error_detail: true puts them here)", request_id=e.request_id,
                   stage=e.stage, error_type=cause)
+
+
+def serving(svc: ServedPipeline) -> bool:
+    """Whether ``svc`` takes requests: its pipeline is built, it is not draining and no stage is stalled
+    (what the HTTP and gRPC readiness probes answer)."""
+    return svc.ready and not svc.draining and not svc.stall.stalled
 
 
 class ServedPipeline:
