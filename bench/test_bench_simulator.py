@@ -189,46 +189,6 @@ def test_vs_simpy_large_event_loop_only(benchmark: Any, lv_large: dict[str, Any]
     assert abs(lat - lat_simpy) / lat_simpy < 0.02
 
 
-@pytest.mark.parametrize("policy", ["naive", "pard", "pard-paper"])
-def test_native_sync_vs_python_sync_large_lv(benchmark: Any, lv_large: dict[str, Any], policy: str,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """simulate() on the 300 s lv run with each sync's recorder and planner work in C++ (``Simulator.sync``,
-    the default) vs the same run with it in Python (``pard.sim.NATIVE_SYNC = False``, the code before issue 15's
-    second round), rounds interleaved, best of 3 each (process time and wall); the two reports must be equal."""
-    import pard.sim as sim_mod
-
-    spec, arr, simpy_s = lv_large["spec"], lv_large["arrivals"], lv_large["simpy_s"]
-
-    def timed(native: bool) -> tuple[float, float, Any]:
-        monkeypatch.setattr(sim_mod, "NATIVE_SYNC", native)
-        w0, c0 = time.perf_counter(), time.process_time()
-        rep = simulate(spec, arr, policy, jitter_cv=0.0)
-        return time.perf_counter() - w0, time.process_time() - c0, rep
-
-    fast_w, fast_c, slow_w, slow_c = [], [], [], []
-    for _ in range(3):
-        w, c, fast = timed(True)
-        fast_w.append(w)
-        fast_c.append(c)
-        w, c, slow = timed(False)
-        slow_w.append(w)
-        slow_c.append(c)
-    monkeypatch.setattr(sim_mod, "NATIVE_SYNC", True)
-    benchmark.pedantic(lambda: None, rounds=1, iterations=1)  # the figures are the interleaved rounds above
-    n = int(arr.size)
-    info = dict(requests=n, native_wall_s=min(fast_w), python_wall_s=min(slow_w), native_cpu_s=min(fast_c),
-                python_cpu_s=min(slow_c), speedup_wall=min(slow_w) / min(fast_w), speedup_cpu=min(slow_c) / min(fast_c),
-                native_req_per_s_cpu=n / min(fast_c), vs_simpy_native_wall=simpy_s / min(fast_w))
-    benchmark.extra_info.update(info)
-    print(f"\n{policy} lv 300 s, {n} requests, best of 3 interleaved: C++ sync {min(fast_w) * 1e3:.0f} ms wall / "
-          f"{min(fast_c) * 1e3:.0f} ms CPU ({n / min(fast_w) / 1e6:.2f} / {n / min(fast_c) / 1e6:.2f} M req/s), "
-          f"Python sync {min(slow_w) * 1e3:.0f} / {min(slow_c) * 1e3:.0f} ms -> {info['speedup_wall']:.2f}x wall, "
-          f"{info['speedup_cpu']:.2f}x CPU; SimPy naive {simpy_s:.2f} s -> {info['vs_simpy_native_wall']:.1f}x")
-    for name in ("state", "finish_s", "drop_stage", "reason", "compute_s"):
-        assert np.array_equal(getattr(fast, name), getattr(slow, name), equal_nan=True), name
-    assert fast.to_json(detail=True) == slow.to_json(detail=True)
-
-
 def _lv_workers(total: int) -> Any:
     """lv with ``total`` workers split over its stages as bench/paper/e4_scale.py does (the paper's scale runs)."""
     sys.path.insert(0, str(Path(__file__).parent / "paper"))

@@ -12,6 +12,7 @@ PYBIND11_MODULE(_core, m) {
     pard::bind::register_ring(m);
     pard::bind::register_scheduler(m);
     pard::bind::register_sim(m);
+    pard::bind::register_planner(m);
     pard::bind::register_sim_sync(m);
     pard::bind::register_live(m);
 }

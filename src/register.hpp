@@ -8,6 +8,7 @@ void register_depq(pybind11::module_& m);
 void register_ring(pybind11::module_& m);
 void register_scheduler(pybind11::module_& m);
 void register_sim(pybind11::module_& m);
-void register_sim_sync(pybind11::module_& m);  // after register_sim: adds Simulator.sync
+void register_planner(pybind11::module_& m);
+void register_sim_sync(pybind11::module_& m);  // after register_sim and register_planner: adds Simulator.sync
 void register_live(pybind11::module_& m);
 }  // namespace pard::bind

@@ -1,4 +1,4 @@
-"""downstream="busy" on a stage that runs back to back without a backlog (pard.utilisation.busy_wait).
+"""downstream="busy" on a stage that runs back to back without a backlog (the planner's busy wait, DESIGN §3.7).
 
 A two-stage chain whose last stage is the bottleneck and whose SLO is tight: the last stage, fed by the
 first at its own pace, is busy nearly all the time, yet finds its queue empty at each batch start, so no

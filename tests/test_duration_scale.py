@@ -12,7 +12,8 @@ import pytest
 
 import pard
 from pard.config import resolve_pipeline
-from pard.duration_scale import SCALE_MAX, PRIOR_BATCHES, WARN_MIN_BATCHES, DurationScale
+from planner_oracle import DurationScale  # the NumPy reference of the planner's ratio (bit-equal to the C++)
+from pard.duration_scale import SCALE_MAX, PRIOR_BATCHES, WARN_MIN_BATCHES, DriftWatch
 from pard.errors import PardWarning
 from pard.planner import Planner, PlannerStage
 from pard.policies import POLICIES
@@ -256,13 +257,17 @@ def test_a_ratio_past_the_correction_limit_says_so() -> None:
     one = np.array([0.01])
     ds.update(1.0, 5000 * 30 * one, 30 * one, np.array([30.0]))
     assert ds.scale[0] == SCALE_MAX
+    watch = DriftWatch(1)
+    watch.observe(ds.scale, [30])
     with pytest.warns(PardWarning, match=rf"runs at least {SCALE_MAX:g}x its profile.*stops at"):
-        ds.warn_drifted(["s0"])
+        watch.warn_drifted(["s0"])
     ds = DurationScale(1, half_life_s=1e9)
     ds.update(1.0, 30 * 30 * one, 30 * one, np.array([30.0]))
     assert ds.scale[0] == pytest.approx(30.0)
+    watch = DriftWatch(1)
+    watch.observe(ds.scale, [30])
     with pytest.warns(PardWarning, match=r"runs 30\.00x its profile.*pard corrects d\(b\) online"):
-        ds.warn_drifted(["s0"])
+        watch.warn_drifted(["s0"])
     arr = np.linspace(0.0, 30.0, 6000)
     with pytest.warns(PardWarning, match=r"runs \d\.\d\dx its profile.*pard corrects d\(b\) online"):
         pard.simulate("tm", arr, "pard", exec_scale=3.0)

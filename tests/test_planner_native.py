@@ -1,5 +1,5 @@
-"""The simulator's per-sync work in C++ (pard.planner_native) against the Python planner and recorder it
-transcribes: the same statistics in, the same bits out (the Python code is the reference model)."""
+"""The planner (C++ SyncPlanner behind pard.planner.Planner) and the simulator's C++ recorder against their
+NumPy references (tests/planner_oracle.py, RunRecorder.record): the same statistics in, the same bits out."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import pytest
 
 from _cpp import run_standalone_cpp_test
 
-from pard import config, sim
+import planner_oracle as oracle
+from pard import _core, config
 from pard.planner import Planner, PlannerStage
-from pard.planner_native import covers, native_planner, native_recorder
 from pard.policies import POLICIES, PolicySpec, get_policy
 from pard.recorder import RunRecorder
-from pard.wiring import planner_stages
+from pard.wiring import core_stages, planner_stages
 
 KEYS_NS = ("arrival", "qdelay_t", "qdelay", "batch_start", "batch_size", "batch_wait", "batch_duration")
 
@@ -79,7 +79,7 @@ def custom_stages() -> list[PlannerStage]:
 
 
 def variants() -> list[PolicySpec]:
-    """Every covered built-in policy plus the planner levers no built-in policy switches on."""
+    """Every built-in policy plus the planner levers no built-in policy switches on."""
     base = get_policy("pard-paper")
     extra = [dataclasses.replace(base, name=f"x-{i}", **kw) for i, kw in enumerate([
         {"lam": 0.9},
@@ -94,63 +94,59 @@ def variants() -> list[PolicySpec]:
     ])]
     mb_paths = dataclasses.replace(get_policy("pard"), name="pard-mb-paths", downstream="busy", mu_at_capacity=True,
                                    coherent_paths=True)
-    return [p for p in POLICIES.values() if covers(p)] + extra + [mb_paths,
+    return list(POLICIES.values()) + extra + [mb_paths,
                                                                   dataclasses.replace(mb_paths, overload_upper=True)]
+
+
+def same(want: list, got: list) -> bool:
+    """Every field of every stage's terms equal, bit for bit."""
+    return np.array_equal(np.array([dataclasses.astuple(t) for t in want]),
+                          np.array([dataclasses.astuple(t) for t in got]))
 
 
 @pytest.mark.filterwarnings("ignore::pard.errors.PardWarning")  # random durations: pard's drift warning
 @pytest.mark.parametrize("policy", variants(), ids=lambda p: p.name)
 @pytest.mark.parametrize("stages", ["lv", "custom"])
-def test_native_planner_terms_equal_python_planner_bit_for_bit(policy: PolicySpec, stages: str) -> None:
-    """Fed the same random statistics for 40 syncs (bursty input, so the window moves), the C++ planner
-    publishes exactly the Python planner's terms, lambda and window each time."""
+def test_planner_terms_equal_the_numpy_reference_bit_for_bit(policy: PolicySpec, stages: str) -> None:
+    """Fed the same random statistics for 40 syncs (bursty input, so the window moves), the planner
+    publishes exactly the NumPy reference's terms, lambda and window each time; once in the live
+    runtime's float seconds (Planner.update) and once in the simulator's int64 ns (SyncPlanner.update_ns)."""
     st = planner_stages(config.builtin("lv")) if stages == "lv" else custom_stages()
     rng = np.random.default_rng(11)
     kw = dict(policy=policy, samples=2_000, seed=4, min_cv_intervals=5, cv_history_s=12.0)
-    ref = Planner(st, **kw)
-    fast_src = Planner(st, **kw)
-    fast = native_planner(fast_src)
-    assert fast is not None
+    ref, live, sim_form = oracle.Planner(st, **kw), Planner(st, **kw), Planner(st, **kw)
     t_ns = 0
     for i in range(40):
         t_ns += 10**9 if i % 7 else 700_000_000
         stats = random_interval(rng, st, t_ns, burst=1.0 + 1.5 * (i % 5 == 0))
         workers = [int(w) for w in rng.integers(0, 5, len(st))]
         want = ref.update(t_ns * 1e-9, as_seconds(stats), workers)
-        got = fast.update_ns(t_ns * 1e-9, stats, workers)
-        for k, (w, g) in enumerate(zip(want, got)):
-            kw = w.publish_kwargs()
-            late = ("path_rate", "overload_downstream_s", "floor_downstream_s", "outrank_downstream_s")
-            expect = (*(v for f, v in kw.items() if f not in late), w.in_rate, kw["path_rate"], w.demand_rate,
-                      kw["overload_downstream_s"], kw["floor_downstream_s"], kw["outrank_downstream_s"])
-            assert np.array_equal(np.array(expect), np.array(g)), (i, k, expect, g)
-        assert fast.lam == ref.lam and fast.window_s == ref.window_s
+        assert same(want, live.update(t_ns * 1e-9, as_seconds(stats), workers)), i
+        sim_form.native.update_ns(t_ns * 1e-9, stats, workers)
+        assert same(want, sim_form.native_terms()), i
+        assert live.lam == ref.lam and live.window_s == ref.window_s
 
 
 @pytest.mark.filterwarnings("ignore::pard.errors.PardWarning")
-def test_native_planner_equals_python_through_idle_syncs_then_batches() -> None:
+def test_planner_equals_the_reference_through_idle_syncs_then_batches() -> None:
     """Syncs in which no stage has run a batch yet (duration_scale published as 0, "none measured yet"),
-    then random ones: pard's terms from the C++ planner equal the Python planner's at every sync."""
+    then random ones: pard's terms equal the NumPy reference's at every sync, and so do prior_terms."""
     st = planner_stages(config.builtin("lv"))
     rng = np.random.default_rng(5)
     kw = dict(policy=get_policy("pard"), samples=2_000, seed=4)
-    ref, fast = Planner(st, **kw), native_planner(Planner(st, **kw))
-    assert fast is not None
+    ref, fast = oracle.Planner(st, **kw), Planner(st, **kw)
+    ref.start(0.5)
+    fast.start(0.5)
+    assert same(ref.prior_terms(1.0, [1] * len(st)), fast.prior_terms(1.0, [1] * len(st)))
     idle = [{k: np.zeros(0, np.int64) for k in KEYS_NS} | {"dropped": 0, "late": 0} for _ in st]
     for i in range(8):
         t_ns = (i + 1) * 10**9
         stats = idle if i < 3 else random_interval(rng, st, t_ns, burst=1.0)
         workers = [1] * len(st)
         want = ref.update(t_ns * 1e-9, as_seconds(stats), workers)
-        got = fast.update_ns(t_ns * 1e-9, stats, workers)
-        assert [w.duration_scale for w in want] == [g[6] for g in got]
+        got = fast.update(t_ns * 1e-9, as_seconds(stats), workers)
         assert all(w.duration_scale == 0.0 for w in want) == (i < 3)
-        for w, g in zip(want, got):
-            kwp = w.publish_kwargs()
-            late = ("path_rate", "overload_downstream_s", "floor_downstream_s", "outrank_downstream_s")
-            expect = (*(v for f, v in kwp.items() if f not in late), w.in_rate, kwp["path_rate"], w.demand_rate,
-                      kwp["overload_downstream_s"], kwp["floor_downstream_s"], kwp["outrank_downstream_s"])
-            assert np.array_equal(np.array(expect), np.array(g)), (i, expect, g)
+        assert same(want, got), i
 
 
 def test_native_recorder_equals_python_recorder() -> None:
@@ -161,7 +157,7 @@ def test_native_recorder_equals_python_recorder() -> None:
     rng = np.random.default_rng(3)
     py_rec = RunRecorder(spec, origin_s=2.0, workers=[1.0] * 5)
     c_rec = RunRecorder(spec, origin_s=2.0, workers=[1.0] * 5)
-    core = native_recorder(c_rec)
+    core = c_rec.native()
     t_prev = 0.0
     for i in range(1, 30):
         t = i * 0.7
@@ -181,30 +177,49 @@ MB_PATHS = dataclasses.replace(get_policy("pard"), name="pard-mb-paths", downstr
                                coherent_paths=True)
 
 
+@pytest.mark.filterwarnings("ignore::pard.errors.PardWarning")
 @pytest.mark.parametrize("policy, kw", [
-    ("pard", {}), ("pard-paper", {}), ("naive", {}), ("dagor", {}), (MB_PATHS, {"jitter_cv": 0.3}),
+    ("pard", {}), ("pard-paper", {}), ("dagor", {}), (MB_PATHS, {"jitter_cv": 0.3}),
     (dataclasses.replace(MB_PATHS, overload_upper=True), {"jitter_cv": 0.3}),
-    ("pard", {"autoscale": True, "cold_start_s": 2.0}), ("pard-paper", {"jitter_cv": 0.1, "seed": 7}),
+    ("pard-paper", {"jitter_cv": 0.1, "seed": 7}),
 ])
-def test_simulate_native_and_python_sync_give_identical_reports(monkeypatch: pytest.MonkeyPatch, policy: str | PolicySpec,
-                                                                 kw: dict) -> None:
-    """simulate() with the per-sync work in C++ and with it in Python gives the same report, bit for bit."""
+def test_simulator_driven_by_sync_equals_one_driven_by_the_numpy_planner(policy: str | PolicySpec, kw: dict) -> None:
+    """Two simulators on the same arrivals: one runs each interval in C++ (Simulator.sync with the planner),
+    the other steps run_until / take_stats and publishes the NumPy reference planner's terms. Every
+    request ends the same way at the same nanosecond."""
     spec = config.builtin("da")
+    pol = get_policy(policy)
     rng = np.random.default_rng(1)
     arr = np.sort(rng.uniform(0, 30, int(30 * spec.capacity().pipeline * 1.1)))
-    tiers = rng.integers(0, max(len(spec.tiers), 1), arr.size) if spec.tiers else None
-    fast = sim.simulate(spec, arr, policy, tiers=tiers, **kw)
-    monkeypatch.setattr(sim, "NATIVE_SYNC", False)
-    slow = sim.simulate(spec, arr, policy, tiers=tiers, **kw)
+    slo = np.full(arr.size, spec.slo)
+    tiers = rng.integers(0, max(len(spec.tiers), 1), arr.size).astype(np.int32)
+    weights = [float(w) for w in spec.tiers.values()]
+
+    def simulator() -> object:
+        return _core.Simulator(stages=core_stages(spec, None), policy=pol.core(), arrivals_s=arr, slo_s=slo,
+                               tier=tiers, jitter_cv=kw.get("jitter_cv", 0.0), seed=kw.get("seed", 0),
+                               cold_start_s=0.0, tier_weights=weights)
+
+    fast_sim, slow_sim = simulator(), simulator()
+    st = planner_stages(spec)
+    fast, slow = Planner(st, policy=pol, seed=3), oracle.Planner(st, policy=pol, seed=3)
+    rec = RunRecorder(spec, origin_s=0.0, workers=[1.0] * len(st)).native()
+    fast.start(0.0)
+    slow.start(0.0)
+    for i in range(1, 40):
+        fast_sim.sync(i - 1.0, float(i), rec, fast.native)
+        slow_sim.run_until(float(i))
+        terms = slow.update(float(i), slow_sim.take_stats(), slow_sim.serving())
+        slow_sim.publish_all([tuple(t.publish_kwargs().values()) for t in terms])
+    a, b = fast_sim.outcomes(), slow_sim.outcomes()
     for name in ("state", "finish_s", "drop_stage", "reason", "compute_s"):
-        assert np.array_equal(getattr(fast, name), getattr(slow, name), equal_nan=True), name
-    assert fast.to_json(detail=True) == slow.to_json(detail=True)
+        assert np.array_equal(a[name], b[name], equal_nan=True), name
 
 
 def test_sync_planner_rejects_mismatched_statistics() -> None:
     """A stats list of the wrong length, or a clock that does not advance, is a ValueError."""
     st = planner_stages(config.builtin("tm"))
-    fast = native_planner(Planner(st, policy="pard-paper"))
+    fast = Planner(st, policy="pard-paper").native
     empty = {k: np.zeros(0, np.int64) for k in KEYS_NS}
     with pytest.raises(ValueError, match="one entry per stage"):
         fast.update_ns(1.0, [empty], [1, 1, 1])

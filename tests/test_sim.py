@@ -111,12 +111,8 @@ def test_autoscale_adds_workers_after_cold_start() -> None:
     assert fixed.on_time <= fixed.goodput_bound_count
 
 
-@pytest.mark.parametrize("native", [True, False])
-def test_autoscale_sizes_a_late_first_burst_on_its_own_rate(native: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_autoscale_sizes_a_late_first_burst_on_its_own_rate() -> None:
     """A trace whose first arrival comes at 100 s is scaled like the same trace at 0 s: ceil(300 / 100 * 1.2) = 4 workers once the first cold start ends."""
-    import pard.sim
-
-    monkeypatch.setattr(pard.sim, "NATIVE_SYNC", native)
     spec = config.PipelineSpec(name="one", slo=0.5, stages=[stage("s", 0.01, workers=1)])
     arr = np.linspace(0, 30, 9000, endpoint=False)  # 300 req/s vs 100 req/s per worker, from the first second
     for shift in (0.0, 100.0):

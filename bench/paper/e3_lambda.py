@@ -42,32 +42,16 @@ def run_one(key: tuple[str, float, float, int, float]) -> dict[str, Any]:
 
 
 def w_diagnostic(key: tuple[str, float, int, float]) -> dict[str, Any]:
-    """How often the planner publishes w = 0: one pard run, recording every sync's per-stage terms.
-
-    Wraps ``pard.sim.Planner.update`` in this process only (the simulator itself is untouched) to read
-    the ``StageTerms.wait_quantile_s`` it returns (DESIGN §3.2's w_k).
-    """
+    """How often the planner publishes w = 0: one pard run, recording every sync's per-stage
+    ``StageTerms.wait_quantile_s`` (DESIGN §3.2's w_k) through ``simulate``'s ``on_sync``."""
     import pard.sim as S
 
     pattern, lam, seed, duration = key
     seen: list[list[float]] = []
-    orig = S.Planner.update
-
-    def update(self: Any, *a: Any, **k: Any) -> Any:
-        terms = orig(self, *a, **k)
-        seen.append([t.wait_quantile_s for t in terms])
-        return terms
-
-    S.Planner.update = update  # type: ignore[method-assign]
-    native = S.NATIVE_SYNC
-    S.NATIVE_SYNC = False  # the Python planner (the same bits as the C++ one), so the wrapper sees every sync
-    try:
-        sp = C.spec(PIPELINE)
-        arr = C.arrivals(pattern, C.LOAD * sp.capacity().pipeline, duration, seed=seed)
-        S.simulate(sp, arr, "pard-paper", lam=lam, seed=seed, **C.REGIME)
-    finally:
-        S.Planner.update = orig  # type: ignore[method-assign]
-        S.NATIVE_SYNC = native
+    sp = C.spec(PIPELINE)
+    arr = C.arrivals(pattern, C.LOAD * sp.capacity().pipeline, duration, seed=seed)
+    S.simulate(sp, arr, "pard-paper", lam=lam, seed=seed, **C.REGIME,
+               on_sync=lambda t, terms: seen.append([x.wait_quantile_s for x in terms]))
     w = np.asarray(seen)
     return {"pattern": pattern, "lam": lam, "stages": [st.name for st in sp.stages], "syncs": int(w.shape[0]),
             "share_of_syncs_w_zero": (w == 0).mean(axis=0).tolist(), "mean_w_s": w.mean(axis=0).tolist(),

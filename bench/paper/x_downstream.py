@@ -28,30 +28,11 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "pard lam=0.5": ("pard-paper", {"lam": 0.5}),
     "pard lam=0.9": ("pard-paper", {"lam": 0.9}),
     "pard jitter=0": ("pard-paper", {"jitter_cv": 0.0}),
-    "pard waits per request": ("pard-paper", {}),
     "pard-upper": ("pard-upper", {}),
     "pard-hbf": ("pard-hbf", {}),
     "nexus": ("nexus", {}),
 }
 POLICIES = tuple(VARIANTS)
-
-
-def _per_request(orig: Any) -> Any:
-    """Planner.update with each stage's per-batch waits repeated by batch size (per-request weighting)."""
-    import numpy as np
-
-    def update(self: Any, t: float, stats: Any, *a: Any, **k: Any) -> Any:
-        out = []
-        for s in stats:
-            s = dict(s)
-            w = np.asarray(s.get("batch_wait_s", ()), dtype=np.float64)
-            b = np.asarray(s.get("batch_size", ()), dtype=np.int64)
-            if w.size and w.size == b.size:
-                s["batch_wait_s"] = np.repeat(w, b)
-            out.append(s)
-        return orig(self, t, out, *a, **k)
-
-    return update
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,19 +45,10 @@ def main(argv: list[str] | None = None) -> int:
                                   "policies": POLICIES})
     sp = C.spec(PIPELINE)
     arr = C.arrivals(PATTERN, LOAD * sp.capacity().pipeline, duration, seed=args.seed)
-    import pard.sim as S
-
     reps = {}
     for label, (pol, extra) in VARIANTS.items():
         kw: dict[str, Any] = {"autoscale": False, "jitter_cv": 0.1, **extra}
-        orig, native = S.Planner.update, S.NATIVE_SYNC
-        if label == "pard waits per request":
-            S.Planner.update = _per_request(orig)  # type: ignore[method-assign]
-            S.NATIVE_SYNC = False  # the Python planner, which the wrapper changes (the C++ one would ignore it)
-        try:
-            reps[label] = simulate(sp, arr, pol, seed=args.seed, **kw)
-        finally:
-            S.Planner.update, S.NATIVE_SYNC = orig, native  # type: ignore[method-assign]
+        reps[label] = simulate(sp, arr, pol, seed=args.seed, **kw)
     out: dict[str, Any] = {}
     for name, r in reps.items():
         out[name] = {"goodput_ratio": r.goodput_ratio, "invalid_rate": r.invalid_rate, "drop_rate": r.drop_rate,

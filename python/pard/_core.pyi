@@ -289,26 +289,32 @@ class LivePipeline:
     def set_form_hook(self, stage: int, fn: Callable[[int], None] | None) -> None: ...
 
 
-# Statistics in the int64 ns form of the simulator (the test interface of the two classes below):
-# keys arrival, qdelay_t, qdelay, batch_start, batch_size, batch_wait, batch_duration (I64 arrays),
-# dropped, late (ints).  Built by pard.planner_native, which says what they transcribe.
+# Statistics in the int64 ns form of the simulator: keys arrival, qdelay_t, qdelay, batch_start, batch_size,
+# batch_wait, batch_duration (I64 arrays), dropped, late (ints); in the float-seconds form of the live
+# runtime and Ray: arrival_s, qdelay_t_s, qdelay_s, batch_start_s, batch_duration_s, batch_wait_s (F64),
+# batch_size (I64).
+def window_for_cv(cv: float) -> float: ...
+
+# The planner (sync_planner.hpp); pard.planner.Planner builds and wraps it.
 class SyncPlanner:
     def __init__(self, *, paths: list[list[list[int]]], parallel: list[list[int]], below: list[list[int]],
                  entry: list[bool], max_batch: list[float], full_d: list[float], d_table: list[list[float]],
                  pts_b: list[list[float]], pts_d: list[list[float]], drawn: list[int], mode: str, instant: bool,
                  correct_durations: bool, mu_at_capacity: bool, adapt_window: bool, lam: float,
                  window_s: float, samples: int, cv_history_s: float, min_cv_intervals: int,
-                 constants: list[float], generator: Any, idle_batch: bool = False, half_life_s: float = 2.5,
-                 prior_batches: float = 8.0,
-                 pace_below: list[list[int]] = ..., overload_upper: bool = False,
-                 mu_at_capacity_entry: bool = True) -> None: ...
+                 constants: list[float], generator: Any, idle_batch: bool, half_life_s: float,
+                 prior_batches: float, pace_below: list[list[int]], overload_upper: bool,
+                 mu_at_capacity_entry: bool) -> None: ...
     # mode: none, sf, lower, upper, full or busy (PolicySpec.downstream)
     # constants: (scale_min, scale_max, precollected_wait)
     # per stage: (downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate,
-    # path_rate, demand_rate, overload_downstream_s)
+    # path_rate, demand_rate, overload_downstream_s, floor_downstream_s, outrank_downstream_s, batch_size,
+    # wait_quantile_s)
     def update_ns(self, now_s: float, stats: list[dict[str, Any]], workers: list[int]) -> list[tuple[float, ...]]: ...
+    def update_s(self, now_s: float, stats: list[dict[str, Any]], workers: list[int]) -> list[tuple[float, ...]]: ...
+    def copy(self, generator: Any) -> SyncPlanner: ...
     def terms(self) -> list[tuple[float, ...]]: ...   # the last update's, [] before the first
-    def batch_counts(self) -> list[int]: ...   # DurationScale's batches seen per stage
+    def batch_counts(self) -> list[int]: ...   # the duration correction's batches seen per stage
     def start(self, now_s: float) -> None: ...   # Planner.start
     @property
     def lam(self) -> float: ...

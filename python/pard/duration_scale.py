@@ -1,11 +1,11 @@
-"""The online correction of every stage's ``d_k(b)`` from measured batch durations (issue 9 item 4).
+"""The online correction of every stage's ``d_k(b)`` from measured batch durations, and its warning.
 
 A profile is measured once, on some machine under some load; the runtime then runs wherever it runs.
 When the executors run ``k`` times slower (or faster) than their profile, every ``d_k(b)`` in the
 end-to-end estimate of paper Eq. 3b is off by ``k``, and the drops follow the profile instead of the
-machine.  :class:`DurationScale` keeps, per stage, the ratio ``s_k`` of measured to profiled batch
-durations (the latency scale AlpaServe applies to its profiles) and the planner multiplies every
-``d_k`` by it; ``s_k`` is published to the C++ stage, which scales its own ``d_k(b)`` and its service
+machine.  The planner (``SyncDurationScale`` in ``cpp/include/pard/sync_planner.hpp``) keeps, per
+stage, the ratio ``s_k`` of measured to profiled batch durations (the latency scale AlpaServe applies to
+its profiles) and multiplies every ``d_k`` by it; ``s_k`` is published to the C++ stage, which scales its own ``d_k(b)`` and its service
 rate too.
 
 How ``s_k`` is formed, so that it holds from a run's first batches and never forgets:
@@ -26,8 +26,8 @@ How ``s_k`` is formed, so that it holds from a run's first batches and never for
 * clipped to [:data:`SCALE_MIN`, :data:`SCALE_MAX`].
 
 A runtime far from its profile says so: once a stage has run :data:`WARN_MIN_BATCHES` batches and its
-ratio is beyond :data:`WARN_FACTOR` either way, :meth:`DurationScale.drifted` names it (once per stage;
-:meth:`DurationScale.warn_drifted` raises a :class:`pard.PardWarning` for it).
+ratio is beyond :data:`WARN_FACTOR` either way, :meth:`DriftWatch.drifted` names it (once per stage;
+:meth:`DriftWatch.warn_drifted` raises a :class:`pard.PardWarning` for it).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import numpy.typing as npt
 
 from .errors import PardWarning
 
-__all__ = ["DurationScale", "HALF_LIFE_S", "PRIOR_BATCHES", "SCALE_MIN", "SCALE_MAX", "WARN_FACTOR",
+__all__ = ["DriftWatch", "HALF_LIFE_S", "PRIOR_BATCHES", "SCALE_MIN", "SCALE_MAX", "WARN_FACTOR",
            "WARN_MIN_BATCHES"]
 
 F64 = npt.NDArray[np.float64]
@@ -59,85 +59,21 @@ WARN_FACTOR = 2.0
 WARN_MIN_BATCHES = 20
 
 
-class DurationScale:
-    """Per-stage measured / profiled batch-duration ratio, updated once per planner interval.
+class DriftWatch:
+    """Which stages run far from their profile, from the ratios and batch counts the planner computes.
 
     Args:
         n: number of stages.
-        half_life_s: half-life of the running ratio (s, > 0).
-        prior_batches: the pooled ratio's weight in batches (>= 0; 0: a stage that has run uses its own ratio alone).
     """
 
-    def __init__(self, n: int, *, half_life_s: float = HALF_LIFE_S, prior_batches: float = PRIOR_BATCHES) -> None:
-        self._m = np.zeros(n)  # decayed measured batch seconds
-        self._p = np.zeros(n)  # decayed profiled batch seconds
-        self._w = np.zeros(n)  # decayed batch count
+    def __init__(self, n: int) -> None:
         self._count = np.zeros(n, dtype=np.int64)  # batches ever seen
-        self._r1 = np.zeros(n)  # decayed sums of the per-batch ratio and of its square (the spread)
-        self._r2 = np.zeros(n)
-        self._half_life = float(half_life_s)
-        self._kappa = float(prior_batches)
         self._warned = np.zeros(n, dtype=bool)
         self._clipped = np.zeros(n, dtype=bool)  # warned at the clip (the correction's limit) too
         self.scale: F64 = np.ones(n)
-        self.cv: F64 = np.zeros(n)
-
-    def update(self, dt_s: float, measured_s: F64, profiled_s: F64, batches: F64,
-               ratio_sums: tuple[F64, F64] | None = None) -> F64:
-        """Add one interval's batches and return every stage's ratio ``s_k``, shape ``(n,)``.
-
-        Args:
-            dt_s: the interval's length (s).
-            measured_s, profiled_s: per stage, the interval's summed measured and profiled ``d(b)`` (s).
-            batches: per stage, the number of batches they sum.
-            ratio_sums: per stage, the interval's sums of ``measured / profiled`` per batch and of its
-                square; they set :attr:`cv`, the per-batch ratio's coefficient of variation (pooled over
-                the stages like the ratio while a stage has few batches).
-        """
-        g = 0.5 ** (max(dt_s, 0.0) / self._half_life)
-        self._m = self._m * g + measured_s
-        self._p = self._p * g + profiled_s
-        self._w = self._w * g + batches
-        self._count += np.asarray(batches, dtype=np.int64)
-        ptot = float(self._p.sum())
-        pooled = float(self._m.sum()) / ptot if ptot > 0 else 1.0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            own = np.where(self._p > 0, self._m / self._p, pooled)
-        den = self._w + self._kappa
-        s = np.where(den > 0, (self._w * own + self._kappa * pooled) / np.where(den > 0, den, 1.0), pooled)
-        self.scale = np.minimum(np.maximum(s, SCALE_MIN), SCALE_MAX)
-        if ratio_sums is not None:
-            self._r1 = self._r1 * g + ratio_sums[0]
-            self._r2 = self._r2 * g + ratio_sums[1]
-            wt = float(self._w.sum())
-            pooled_var = max(float(self._r2.sum()) / wt - (float(self._r1.sum()) / wt) ** 2, 0.0) if wt > 0 else 0.0
-            with np.errstate(divide="ignore", invalid="ignore"):
-                m1 = np.where(self._w > 0, self._r1 / self._w, 0.0)
-                var = np.maximum(np.where(self._w > 0, self._r2 / self._w, 0.0) - m1 * m1, 0.0)
-                var = np.where(den > 0, (self._w * var + self._kappa * pooled_var) / np.where(den > 0, den, 1.0),
-                               pooled_var)
-                self.cv = np.sqrt(var) / self.scale
-        return self.scale
-
-    @property
-    def measured(self) -> bool:
-        """True once any stage has run a batch: until then every ratio is the prior 1 (the profile's word),
-        and the planner publishes ``duration_scale = 0`` ("none measured yet") instead."""
-        return bool(self._count.sum() > 0)
-
-    @property
-    def half_life_s(self) -> float:
-        """The running ratio's half-life (s)."""
-        return self._half_life
-
-    @property
-    def prior_batches(self) -> float:
-        """The pooled ratio's weight in batches."""
-        return self._kappa
 
     def observe(self, scale: Sequence[float], batches_seen: Sequence[int]) -> None:
-        """Take the ratio and batch counts computed elsewhere (the simulator's C++ planner, the same
-        arithmetic) so that :meth:`warn_drifted` reports on them."""
+        """Take the planner's ratios ``s_k`` and batches seen per stage, so that :meth:`drifted` reports on them."""
         self.scale = np.asarray(scale, dtype=np.float64)
         self._count = np.asarray(batches_seen, dtype=np.int64)
 

@@ -1,4 +1,4 @@
-"""The planner: PARD's feedback loop (DESIGN §3.5, paper §4).
+"""The planner: PARD's feedback loop (DESIGN §3.5, paper §4), one implementation for every engine.
 
 Once per sync interval the planner receives, for every stage, the plain statistics its workers gathered
 since the previous call (arrival times, queueing delays, one row per executed batch) and recomputes what
@@ -19,12 +19,12 @@ the C++ stage schedulers read on their hot path:
 What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.PolicySpec` field):
 
 * ``downstream="busy"``: the downstream batch wait is budgeted from each stage's measured utilisation,
-  ``w_P = sum_{i in P} rho_i d_i(b_i)`` (:func:`pard.utilisation.utilisation` gives ``rho_i`` and the
-  M/G/1 argument): ``w = sum d_i`` when every stage is busy, 0 when they idle.  It adds to ``q_i`` only
+  ``w_P = sum_{i in P} rho_i d_i(b_i)`` (``rho_i`` the stage's measured busy fraction; the M/G/1
+  argument is DESIGN §3.7's): ``w = sum d_i`` when every stage is busy, 0 when they idle.  It adds to ``q_i`` only
   where stage ``i`` was backlogged over the window; elsewhere ``q_i`` already holds that residual and the
-  stage's wait is ``max(q_i, rho_i d_i)`` (:func:`pard.utilisation.busy_wait`).
+  stage's wait is ``max(q_i, rho_i d_i)``.
 * ``correct_durations``: ``d_i`` is scaled by ``s_i``, the measured / profiled batch-duration ratio of
-  :class:`pard.duration_scale.DurationScale` (count-weighted from the run's first batch, then running;
+  :mod:`pard.duration_scale` (count-weighted from the run's first batch, then running;
   pooled over the stages while a stage has few batches); ``s_i`` is published so the C++ stage scales its
   own ``d_k(b)`` too, and a stage far from its profile raises a :class:`pard.PardWarning` once.
 * ``mu_at_capacity``: the load factor is taken against the stage's throughput at *full* batches,
@@ -60,11 +60,13 @@ What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.Poli
 * ``demand_rate`` reports each stage's input as it would be were the stages above it not paced (what an
   autoscaler sizes for).
 
-It is deliberately independent of the simulator: the same object serves the live runtime, which hands it
-the same statistics from real workers.  All the numerical work is NumPy, vectorised over the stages and
-the window's intervals; one call costs about 0.3-0.5 ms for a five-stage chain, most of it the Monte
-Carlo: one draw of ``M`` indices per stage that lies on a downstream path, each path's sum formed once
-(suffixes shared) and one O(M) selection per path.
+The arithmetic is C++ (``cpp/include/pard/sync_planner.hpp``, ``pard._core.SyncPlanner``): the simulator
+hands it to ``Simulator.sync`` and runs each interval without Python; the live runtime and Ray call
+:meth:`Planner.update` with the seconds their workers measured.  One sync costs tens of microseconds
+for a five-stage chain, most of it the Monte Carlo of ``downstream="full"``: one draw of ``M`` indices
+per stage that lies on a downstream path, each path's sum formed once (suffixes shared) and one O(M)
+selection per path.  ``tests/planner_oracle.py`` holds the same arithmetic in NumPy as the tests'
+reference.
 
 Windows.  Every statistic is a *linearly weighted moving average over sync intervals*: the intervals
 whose end lies within the last ``window_s`` seconds are kept, interval ``c`` (ending at ``t_c``) weighs
@@ -86,30 +88,25 @@ seen the window stays at its initial value ``window_s``.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
-from collections import deque
-from typing import Any, Deque, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
-import numpy.typing as npt
 
-from .batch_wait import downstream_wait_quantile, path_total
-from .batch_wait import quantile as _quantile
-from .duration_scale import SCALE_MAX, SCALE_MIN, DurationScale
+from . import _core
+from .duration_scale import HALF_LIFE_S, PRIOR_BATCHES, SCALE_MAX, SCALE_MIN, DriftWatch
 from .errors import PardValueError
 from .planner_types import PlannerStage, StageTerms
 from .policies import PolicySpec, get_policy, paces
-from .utilisation import busy_wait, utilisation, waited_requests
 
-__all__ = ["PlannerStage", "StageTerms", "Planner", "window_for_cv", "downstream_wait_quantile", "MAX_SAMPLES"]
+__all__ = ["PlannerStage", "StageTerms", "Planner", "window_for_cv", "MAX_SAMPLES", "PRECOLLECTED_WAIT"]
 
 #: Largest accepted Monte Carlo sample count ``samples`` (DESIGN §3.2): each update draws ``samples``
 #: float64 values per downstream stage, so 10^6 is already ~8 MB per array per sync.
 MAX_SAMPLES = 1_000_000
-
-
-F64 = npt.NDArray[np.float64]
+#: ``downstream="busy"``: a batch counts as backlogged (its requests waited for another batch to end)
+#: when it waited, after its collection, longer than this share of its own duration.
+PRECOLLECTED_WAIT = 0.1
 
 
 def _parallel_branches(stages: Sequence[PlannerStage]) -> list[list[int]]:
@@ -127,20 +124,11 @@ def window_for_cv(cv: float) -> float:
     """The estimation window (s) for input burstiness ``cv`` (DESIGN §3.5; mapping in the module doc).
 
     Raises:
-        ValueError: ``cv`` negative or not finite.
+        PardValueError: ``cv`` negative or not finite.
     """
-    if not np.isfinite(cv) or cv < 0:
+    if not math.isfinite(cv) or cv < 0:
         raise PardValueError(f"cv must be a finite number >= 0, got {cv!r}")
-    if cv < 0.5:
-        return 7.0 - 4.0 * cv
-    if cv < 1.0:
-        return 5.0 - 4.0 * (cv - 0.5)
-    return max(1.0, 3.0 - 2.0 * (cv - 1.0))
-
-
-# Columns of one ingested interval's per-stage row (8): arrivals, sum and count of queueing delays, sum and
-# count of batch sizes, sums of measured and of profiled batch durations, requests that waited for another
-# batch (downstream="busy" only, else 0).
+    return float(_core.window_for_cv(float(cv)))
 
 
 class Planner:
@@ -148,8 +136,8 @@ class Planner:
 
     Args:
         stages: one :class:`PlannerStage` per stage, in the pipeline's stage order.
-        policy: a policy name or :class:`~pard.policies.PolicySpec`; selects the downstream mode, ``eps``
-            handling and Dagor's throttle.
+        policy: a policy name or :class:`~pard.policies.PolicySpec`; selects the downstream mode and the
+            options of the module doc.
         lam: the batch-wait quantile ``lambda`` in ``[0, 1]``; None (default): the policy's own
             (``PolicySpec.lam``), else the paper's 0.1.
         window_s: the initial (and, with ``adapt_window=False``, fixed) estimation window in seconds.
@@ -157,9 +145,10 @@ class Planner:
         samples: Monte Carlo sample count ``M`` (default 10 000), an int in ``1 ..`` :data:`MAX_SAMPLES`.
         seed: seeds the Monte Carlo draws; same seed and same inputs give the same outputs.
         cv_history_s: how far back the CV of the input rate looks (s).
+        min_cv_intervals: intervals seen before the window first follows the CV.
 
     Raises:
-        ValueError: a parameter out of range (the message names it and its value).
+        PardValueError: a parameter out of range (the message names it and its value).
     """
 
     def __init__(
@@ -186,49 +175,43 @@ class Planner:
             raise PardValueError(f"window_s must be a finite number of seconds >= 0.001, got {window_s!r}")
         if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or not 1 <= samples <= MAX_SAMPLES:
             raise PardValueError(f"samples must be an int in 1..{MAX_SAMPLES}, got {samples!r}")
+        if not (cv_history_s > 0 and math.isfinite(cv_history_s)):
+            raise PardValueError(f"cv_history_s must be a finite number of seconds > 0, got {cv_history_s!r}")
+        if isinstance(min_cv_intervals, bool) or not isinstance(min_cv_intervals, (int, np.integer)) \
+                or min_cv_intervals < 1:
+            raise PardValueError(f"min_cv_intervals must be an int >= 1, got {min_cv_intervals!r}")
         n = len(stages)
         for k, st in enumerate(stages):
             for path in st.paths:
                 if not path or any(not (0 <= i < n) or i == k for i in path):
                     raise PardValueError(f"stage {st.name!r}: bad downstream path {path!r} for {n} stages")
         self._stages = list(stages)
-        self._policy = get_policy(policy)
-        #: Warn (PardWarning) when a stage runs far from its profile (DurationScale.warn_drifted).  A
-        #: simulation whose executors run the profile itself turns it off: only its jitter can move them.
+        self._policy = pol
+        #: Warn (PardWarning) when a stage runs far from its profile (:class:`pard.duration_scale.DriftWatch`).
+        #: A simulation whose executors run the profile itself turns it off: only its jitter can move them.
         self.warn_drift = True
-        self._lam = float(lam)
-        self._window0 = float(window_s)
-        self._window = float(window_s)
-        self._adapt = bool(adapt_window)
-        self._samples = int(samples)
+        self._drift = DriftWatch(n)
         self._rng = np.random.default_rng(seed)
-        self._cv_history_s = float(cv_history_s)
-        self._min_cv_intervals = int(min_cv_intervals)
-        # the window's intervals, oldest first: end (s), length (s), one (n, 8) row block, and the
-        # batch waits of the stages the Monte Carlo draws from ({} unless the downstream mode is "full")
-        self._ends: Deque[float] = deque()
-        self._dts: Deque[float] = deque()
-        self._rows: Deque[F64] = deque()
-        self._waits: Deque[dict[int, F64]] = deque()
-        self._last_batch = np.ones(n)
-        self._max_batch = np.array([float(st.max_batch) for st in stages])
-        # the stages on some downstream path, in index order (the order of the Monte Carlo draws)
-        self._drawn = sorted({i for st in stages for p in st.paths for i in p}) \
-            if self._policy.downstream == "full" else []
-        self._busy = self._policy.downstream == "busy"
-        self._entry = np.array([st.entry for st in stages])
-        self._scale = DurationScale(n)
-        self._paths = [[(tuple(p), np.asarray(p, dtype=np.intp)) for p in st.paths] for st in stages]
-        self._parallel = _parallel_branches(stages) if self._policy.coherent_branches else [[] for _ in stages]
         below = [sorted({i for p in st.paths for i in p}) for st in stages]  # every stage under each
-        # pace: the stages whose least service rate a paced stage publishes as path_rate ([]: not paced)
-        self._pace_below = [b if paces(self._policy.pace, st.paths) else [] for b, st in zip(below, stages)]
-        self._below = below if self._policy.coherent_paths else [[] for _ in stages]
-        self._d_memo: list[tuple[float, float]] = [(-1.0, 0.0)] * n  # (b, d(b)) last computed per stage
-        self._full_d = np.array([float(st.duration(float(st.max_batch))) for st in stages])  # d_k(B), full batches
-        self._d_table = [np.asarray(st.duration(np.arange(st.max_batch + 1.0))) for st in stages]  # d_k(0 .. B)
-        self._entry_t: Deque[float] = deque()  # the CV history: interval ends (s), the entries' rate in each (req/s)
-        self._entry_rates: Deque[float] = deque()
+        self._core: Any = _core.SyncPlanner(
+            paths=[[list(p) for p in st.paths] for st in stages],
+            parallel=_parallel_branches(stages) if pol.coherent_branches else [[] for _ in stages],
+            below=below if pol.coherent_paths else [[] for _ in stages],
+            entry=[bool(st.entry) for st in stages],
+            max_batch=[float(st.max_batch) for st in stages],
+            full_d=[float(st.duration(float(st.max_batch))) for st in stages],
+            d_table=[np.asarray(st.duration(np.arange(st.max_batch + 1.0)), dtype=np.float64).tolist()
+                     for st in stages],
+            pts_b=[st._points[0].tolist() for st in stages], pts_d=[st._points[1].tolist() for st in stages],
+            drawn=sorted({i for st in stages for p in st.paths for i in p}) if pol.downstream == "full" else [],
+            mode=pol.downstream, instant=pol.instant, correct_durations=pol.correct_durations,
+            mu_at_capacity=pol.mu_at_capacity, adapt_window=bool(adapt_window), lam=float(lam),
+            window_s=float(window_s), samples=int(samples), cv_history_s=float(cv_history_s),
+            min_cv_intervals=int(min_cv_intervals), constants=[SCALE_MIN, SCALE_MAX, PRECOLLECTED_WAIT],
+            generator=self._rng, idle_batch=pol.idle_batch, half_life_s=HALF_LIFE_S, prior_batches=PRIOR_BATCHES,
+            pace_below=[b if paces(pol.pace, st.paths) else [] for b, st in zip(below, stages)],
+            overload_upper=pol.overload_upper, mu_at_capacity_entry=pol.mu_at_capacity_entry,
+        )
         self._last_now: float | None = None
         self._terms: list[StageTerms] | None = None
 
@@ -236,7 +219,7 @@ class Planner:
     @property
     def window_s(self) -> float:
         """The current estimation window (s)."""
-        return self._window
+        return float(self._core.window_s)
 
     @property
     def policy(self) -> PolicySpec:
@@ -246,12 +229,13 @@ class Planner:
     @property
     def lam(self) -> float:
         """The downstream quantile in force."""
-        return self._lam
+        return float(self._core.lam)
 
     @property
-    def durations(self) -> DurationScale:
-        """The online ``d(b)`` correction (:mod:`pard.duration_scale`): its ratio and warning."""
-        return self._scale
+    def native(self) -> Any:
+        """The ``pard._core.SyncPlanner`` itself, for ``Simulator.sync`` (which runs whole intervals in C++;
+        read its terms back with :meth:`native_terms`)."""
+        return self._core
 
     @property
     def terms(self) -> list[StageTerms] | None:
@@ -260,11 +244,12 @@ class Planner:
 
     def start(self, now_s: float) -> None:
         """Begin the first interval at ``now_s`` (s), not at clock 0 (a late first arrival would otherwise
-        dilute the first window's rates). Raises ValueError after the first update or for a non-finite time."""
+        dilute the first window's rates). Raises PardValueError after the first update or for a non-finite time."""
         if self._last_now is not None or not math.isfinite(now_s):
             raise PardValueError(f"start must come before the first update (the last was at {self._last_now!r}) "
                                  f"with a finite time, got {now_s!r}")
         self._last_now = float(now_s)
+        self._core.start(float(now_s))
 
     def prior_terms(self, now_s: float, workers: Sequence[int]) -> list[StageTerms]:
         """The terms one idle interval ending at ``now_s`` (s) would publish, computed on a copy (this
@@ -273,10 +258,9 @@ class Planner:
         ``correct_durations`` their ``duration_scale`` is 0, "none measured yet": until the first sync each
         stage corrects these profile-based terms by its own measured / profiled ratio
         (``StageScheduler::effective_terms`` in cpp/include/pard/stage_scheduler.hpp). Raises as :meth:`update`."""
-        terms = copy.deepcopy(self).update(now_s, [{} for _ in self._stages], workers)
-        if self._policy.correct_durations:
-            terms = [dataclasses.replace(t, duration_scale=0.0) for t in terms]
-        return terms
+        self._check(now_s, [{} for _ in self._stages], workers)
+        twin = self._core.copy(copy.deepcopy(self._rng))
+        return self._wrap(twin.update_s(float(now_s), [{} for _ in self._stages], [int(w) for w in workers]))
 
     # ------------------------------------------------------------------ the update
     def update(
@@ -289,189 +273,58 @@ class Planner:
 
         Args:
             now_s: the end of the interval (s, the clock the statistics use); must increase.
-            stats: per stage, the samples since the previous call, keyed as ``Simulator.take_stats``:
+            stats: per stage, the samples since the previous call, keyed as ``LivePipeline.take_stats``:
                 ``arrival_s`` (arrival times), ``qdelay_s`` (queueing delay of each request taken into a
-                batch), ``batch_size`` and ``batch_wait_s`` (one row per batch).  Missing keys count as
-                no samples.
+                batch), ``batch_size``, ``batch_wait_s`` and ``batch_duration_s`` (one row per batch), float
+                seconds (``batch_size`` ints).  Missing keys count as no samples.
             workers: per stage, the workers serving now (>= 0).
 
         Returns:
             One :class:`StageTerms` per stage.
 
         Raises:
-            ValueError: lengths do not match the stages, or ``now_s`` does not increase.
+            PardValueError: lengths do not match the stages, ``now_s`` does not increase, or a statistic is
+                not a finite number of seconds.
         """
+        self._check(now_s, stats, workers)
+        self._last_now = float(now_s)
+        try:
+            raw = self._core.update_s(float(now_s), [dict(s) for s in stats], [int(w) for w in workers])
+        except ValueError as e:
+            raise PardValueError(f"planner update at {now_s!r} s: {e}") from None
+        self._terms = self._wrap(raw)
+        if self._policy.correct_durations and self.warn_drift:  # after the terms are stored
+            self.check_drift()
+        return self._terms
+
+    def native_terms(self) -> list[StageTerms]:
+        """The terms of the last interval run by ``Simulator.sync`` on :attr:`native`."""
+        self._terms = self._wrap(self._core.terms())
+        return self._terms
+
+    def check_drift(self) -> None:
+        """A :class:`pard.PardWarning` for each stage newly found far from its profile (``correct_durations``)."""
+        raw = self._core.terms()
+        if raw:
+            self._drift.observe([t[6] for t in raw], self._core.batch_counts())
+            self._drift.warn_drifted([st.name for st in self._stages])
+
+    def _check(self, now_s: float, stats: Sequence[Mapping[str, Any]], workers: Sequence[int]) -> None:
         n = len(self._stages)
         if len(stats) != n or len(workers) != n:
             raise PardValueError(f"stats and workers must have one entry per stage ({n}), "
-                             f"got {len(stats)} and {len(workers)}")
-        prev = self._last_now
-        if prev is not None and not now_s > prev:
-            raise PardValueError(f"now_s must increase between updates: {now_s!r} after {prev!r}")
-        dt = (now_s - prev) if prev is not None else max(now_s, 1e-9)
-        self._last_now = float(now_s)
+                                 f"got {len(stats)} and {len(workers)}")
+        if not math.isfinite(now_s):
+            raise PardValueError(f"now_s must be a finite number of seconds, got {now_s!r}")
+        if self._last_now is not None and not now_s > self._last_now:
+            raise PardValueError(f"now_s must increase between updates: {now_s!r} after {self._last_now!r}")
+        if any(w < 0 for w in workers):
+            raise PardValueError(f"workers must be >= 0 per stage, got {list(workers)!r}")
 
-        # 1. ingest this interval: one row per stage; batch waits only where the Monte Carlo reads them
-        rows: list[tuple[float, ...]] = []
-        waits_now: dict[int, F64] = {}
-        drawn = self._drawn
-        entry_rate = 0.0
-        correct = self._policy.correct_durations
-        for k, (st, s) in enumerate(zip(self._stages, stats)):
-            n_arr = len(s.get("arrival_s", ()))
-            q = np.asarray(s.get("qdelay_s", ()), dtype=np.float64)
-            b = np.asarray(s.get("batch_size", ()), dtype=np.float64)
-            dm = dp = waited = 0.0
-            if (correct or self._busy) and b.size:
-                bd = np.asarray(s.get("batch_duration_s", ()), dtype=np.float64)
-                pr = self._profiled(k, s.get("batch_size", ()), b)
-                dm, dp = float(bd.sum()), float(pr.sum())
-                waited = waited_requests(b, s.get("batch_wait_s", ()), bd) if self._busy else 0.0
-            rows.append((n_arr, q.sum(), q.size, b.sum(), b.size, dm, dp, waited))
-            if drawn and k in drawn:
-                waits_now[k] = np.array(s.get("batch_wait_s", ()), dtype=np.float64)
-            if st.entry:
-                entry_rate += n_arr / dt
-        self._ends.append(float(now_s))
-        self._dts.append(dt)
-        self._rows.append(np.array(rows, dtype=np.float64))
-        self._waits.append(waits_now)
-
-        # 2. resize the window by the input's CV
-        self._entry_t.append(now_s)
-        self._entry_rates.append(entry_rate)
-        while self._entry_t and self._entry_t[0] <= now_s - self._cv_history_s:
-            self._entry_t.popleft()
-            self._entry_rates.popleft()
-        if self._adapt and len(self._entry_rates) >= self._min_cv_intervals:
-            rates = np.fromiter(self._entry_rates, dtype=np.float64, count=len(self._entry_rates))
-            mean = np.add.reduce(rates) / rates.size  # rates.mean() and rates.std() without their wrappers
-            if mean > 0:
-                self._window = window_for_cv(float(np.sqrt(np.add.reduce((rates - mean) ** 2) / rates.size) / mean))
-        win = self._window
-        start = now_s - win
-
-        # 3. windowed statistics of every stage at once: arrays (n, T) over the T intervals in the window
-        while self._ends[0] <= start:  # the interval just added always stays (its end is now_s)
-            self._ends.popleft()
-            self._dts.popleft()
-            self._rows.popleft()
-            self._waits.popleft()
-        wt = (np.fromiter(self._ends, dtype=np.float64, count=len(self._ends)) - start) / win
-        dts = np.fromiter(self._dts, dtype=np.float64, count=len(self._dts))
-        m = np.stack(self._rows, axis=-1)  # (n, 8, T)
-        na, qs, qn, bs, bn, m_dm, m_dp, m_wait = m.transpose(1, 0, 2)  # each (n, T)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            wqn = (wt * qn).sum(axis=-1)
-            q_i = np.where(wqn > 0, (wt * qs).sum(axis=-1) / wqn, 0.0)
-            wbn = (wt * bn).sum(axis=-1)
-            self._last_batch = np.where(wbn > 0, (wt * bs).sum(axis=-1) / wbn,
-                                        1.0 if self._policy.idle_batch else self._last_batch)
-            b_i = np.minimum(np.maximum(self._last_batch, 1.0), self._max_batch)
-            d_i = np.array([self._duration(k, b) for k, b in enumerate(b_i.tolist())])
-            rate_i = (wt * na).sum(axis=-1) / (wt * dts).sum()
-            rates = na / dts
-            rsum = rates.sum(axis=-1)
-            if self._policy.instant:
-                eps_i = np.zeros(n)
-            else:
-                smooth = np.add.accumulate(rates, axis=-1) / np.arange(1, dts.size + 1)  # np.cumsum
-                eps_i = np.where(rsum > 0, np.abs(rates - smooth).sum(axis=-1) / rsum, 0.0)
-            scale_i = self._scale.update(dt, m_dm[:, -1], m_dp[:, -1], bn[:, -1]) if correct else np.ones(n)
-            d_i = d_i * scale_i
-            w_arr = np.asarray(workers, dtype=np.float64)
-            rho_i = None
-            throughput = np.where(d_i > 0, w_arr * b_i / d_i, np.inf)
-            mu_i = np.where(throughput > 0, rate_i / throughput, np.where(rate_i > 0, np.inf, 0.0))
-            d_full = self._full_d * scale_i
-            service = w_arr * self._max_batch / d_full
-            if self._busy:
-                rho_i = utilisation(m_dm, wt, dts, w_arr)
-            if self._policy.mu_at_capacity:  # load against what the stage can do at full batches
-                cap_mu = np.where(service > 0, rate_i / service, np.where(rate_i > 0, np.inf, 0.0))
-                mu_i = cap_mu if self._policy.mu_at_capacity_entry else np.where(self._entry, mu_i, cap_mu)
-
-        # 4. Monte Carlo draws of one batch wait per stage (shared by every path through it)
-        mode = self._policy.downstream
-        draws: dict[int, F64] = {}
-        for i in drawn:
-            seen = [w[i] for w in self._waits if w[i].size]
-            if not seen:  # nothing observed yet: uniform on [0, d_i(b_i)]
-                draws[i] = self._rng.uniform(0.0, d_i[i], size=self._samples)
-            else:
-                wi = seen[0] if len(seen) == 1 else np.concatenate(seen)
-                draws[i] = wi.take(self._rng.integers(0, wi.size, size=self._samples, dtype=np.int32))
-
-        # 5. downstream terms, maximised over paths (each path's sums computed once)
-        totals: dict[tuple[int, ...], F64] = {}
-        out: list[StageTerms] = []
-        demand = rate_i.copy()
-        for k, below in enumerate(self._pace_below):  # sized for what a paced stage would forward unpaced
-            demand[below] = np.maximum(demand[below], min(rate_i[k], service[k]))
-        mu_l, eps_l, q_l, rate_l, b_l = mu_i.tolist(), eps_i.tolist(), q_i.tolist(), rate_i.tolist(), b_i.tolist()
-        service_l, scale_l, demand_l = service.tolist(), scale_i.tolist(), demand.tolist()
-        if correct and not self._scale.measured:  # no batch anywhere yet: publish "none measured yet" (0), so
-            scale_l = [0.0] * n                   # each stage corrects by its own ratio (as before the first sync)
-        hi_on = self._policy.overload_upper
-        backlog = m_wait.sum(axis=-1) > 0  # a request in the window waited for another batch (busy_wait)
-        for k in range(n):
-            best = best_w = hi = lo = lm = 0.0
-            if mode != "none":
-                for path, idx in self._paths[k]:
-                    sq = float(q_i[idx].sum())
-                    sd = float(d_i[idx].sum())
-                    wq = 0.0
-                    if mode == "sf":
-                        val = sd
-                    elif mode == "lower":
-                        val = sq + sd
-                    elif mode == "upper":
-                        val = sq + 2.0 * sd
-                        wq = sd
-                    elif mode == "busy":  # each stage's wait: busy_wait
-                        assert rho_i is not None
-                        val = sd + float(busy_wait(q_i[idx], rho_i[idx] * d_i[idx], backlog[idx]).sum())
-                        wq = val - sd - sq
-                    else:
-                        wq = _quantile(path_total(path, draws, totals), self._lam)
-                        val = sq + sd + wq
-                    if val > best:
-                        best, best_w = val, wq
-                    if hi_on and sq + 2.0 * sd > hi:  # overload_upper: pard-upper's term, used while overloaded
-                        hi = sq + 2.0 * sd
-                    if mode == "busy":  # step 1b's floor (stage_scheduler.hpp); a tier served first's term
-                        lo, lm = max(lo, sq + sd), max(lm, float(np.minimum(q_i[idx], 0.5 * d_i[idx]).sum()) + sd)
-            # Dagor's (1 - alpha) admission throttle is applied by the C++ stage scheduler itself from
-            # the published queue_delay_s.
-            out.append(StageTerms(
-                downstream_s=best, mu=max([mu_l[k], *(mu_l[j] for j in self._parallel[k]),
-                                           *(mu_l[j] for j in self._below[k])]),
-                eps=eps_l[k], queue_delay_s=q_l[k],
-                admit_fraction=1.0, in_rate=rate_l[k], batch_size=b_l[k],
-                wait_quantile_s=best_w, window_s=win, service_rate=service_l[k],
-                duration_scale=scale_l[k], demand_rate=demand_l[k], lam=self._lam,
-                path_rate=min((service_l[j] for j in self._pace_below[k]), default=0.0),
-                overload_downstream_s=hi, floor_downstream_s=lo, outrank_downstream_s=lm,
-            ))
-        self._terms = out
-        if correct and self.warn_drift:  # after the terms are stored: a warning raised as an error leaves them
-            self._scale.warn_drifted([st.name for st in self._stages])
-        return out
-
-    def _profiled(self, k: int, raw: Any, b: F64) -> F64:
-        """Stage ``k``'s profiled ``d(b)`` (s) of each batch in ``b``: a lookup (PlannerStage.duration's values)."""
-        table = self._d_table[k]
-        if isinstance(raw, np.ndarray) and raw.dtype.kind in "iu" and raw.size and raw.max() < table.size:
-            return table.take(raw.astype(np.intp, copy=False))
-        return np.asarray(self._stages[k].duration(b))
-
-    def _duration(self, k: int, b: float) -> float:
-        """``d_k(b)`` (s), recomputed only when ``b`` differs from the stage's previous call."""
-        last_b, last_d = self._d_memo[k]
-        if b != last_b:
-            st = self._stages[k]
-            bs, ds = st._points
-            # inside the profile's range d(b) is np.interp's value (PlannerStage.duration's own path)
-            last_d = float(np.interp(b, bs, ds)) if bs.size > 1 and b <= bs[-1] else float(st.duration(b))
-            self._d_memo[k] = (b, last_d)
-        return last_d
+    def _wrap(self, raw: list[tuple[float, ...]]) -> list[StageTerms]:
+        win, lam = float(self._core.window_s), float(self._core.lam)
+        return [StageTerms(downstream_s=t[0], mu=t[1], eps=t[2], queue_delay_s=t[3], admit_fraction=t[4],
+                           in_rate=t[7], batch_size=t[13], wait_quantile_s=t[14], window_s=win,
+                           service_rate=t[5], duration_scale=t[6], demand_rate=t[9], lam=lam, path_rate=t[8],
+                           overload_downstream_s=t[10], floor_downstream_s=t[11], outrank_downstream_s=t[12])
+                for t in raw]

@@ -20,7 +20,7 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
   the stage can finish within the queued requests' slack); the order switches to HBF and the requests
   it cannot reach in time are shed at once, instead of at the next sync;
 * ``downstream="busy"`` -- the downstream batch wait budgeted from what the stages below really do:
-  ``w = sum rho_i d_i``, ``rho_i`` stage ``i``'s measured utilisation (:mod:`pard.utilisation`; added to
+  ``w = sum rho_i d_i``, ``rho_i`` stage ``i``'s measured utilisation (DESIGN §3.7; added to
   ``q_i`` where stage ``i`` was backlogged, else ``max(q_i, rho_i d_i)``: ``busy_wait``), instead of
   the 0.1-quantile of per-batch waits, which is 0 whenever workers idle between batches (requests admitted
   upstream then die downstream); a whole batch per stage (``pard-upper``'s ``w = sum d_i``) only where the

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from . import _core
 from .errors import PardValueError
 from .outcomes import REASONS
 from . import profile as _profile
@@ -171,9 +172,14 @@ class RunRecorder:
                 dtype=np.float64)
         return table
 
+    def native(self) -> Any:
+        """A ``pard._core.SimRecorder`` for this recorder's pipeline and origin: the simulator records in C++
+        (``Simulator.sync``, the same sums as :meth:`record`) and hands its ``totals()`` to :meth:`absorb`."""
+        return _core.SimRecorder(self.origin_s, [self.duration_table(k).tolist() for k in range(self.submitted.size)])
+
     def absorb(self, totals: Mapping[str, Any]) -> None:
-        """Take over what ``pard._core.SimRecorder`` recorded (its ``totals()``), for a recorder not fed itself:
-        the simulator's per-sync recording in C++ (:mod:`pard.planner_native`), the same sums."""
+        """Take over what ``pard._core.SimRecorder`` recorded (its ``totals()``), for a recorder not fed itself
+        (:meth:`native`)."""
         self.submitted = np.asarray(totals["submitted"], dtype=np.int64).copy()
         self.executed = np.asarray(totals["executed"], dtype=np.int64).copy()
         self.compute_s = np.asarray(totals["compute_s"], dtype=np.float64).copy()

@@ -21,7 +21,7 @@ import inspect
 import math
 import os
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -32,8 +32,7 @@ from ._extras import require
 from .config import MAX_TOTAL_WORKERS, MAX_WORKERS, resolve_pipeline
 from .config.models import MAX_SLO_S, MIN_SLO_S
 from .errors import PardTypeError, PardValueError, TooManyArrivalsError
-from .planner import MAX_SAMPLES, Planner
-from .planner_native import covers, native_planner, native_recorder
+from .planner import MAX_SAMPLES, Planner, StageTerms
 from .policies import PolicySpec, get_policy
 from .recorder import RunRecorder
 from .report import Report, report_bins
@@ -73,11 +72,6 @@ MAX_SYNCS = 200_000
 AUTOSCALE_ON = ("stage", "pipeline")
 #: Largest accepted ``seed``: the simulator's RNG takes an unsigned 64-bit seed.
 MAX_SEED = 2**64 - 1
-
-#: Run each sync interval's recorder and planner arithmetic in C++ (:mod:`pard.planner_native`, the same
-#: bits) where it covers the policy; False forces the Python recorder and planner (the tests compare both).
-NATIVE_SYNC = True
-
 
 def _arrivals(arrivals: Any) -> F64:
     arr = real_array("arrivals", arrivals, "an array of float seconds")
@@ -229,6 +223,7 @@ def simulate(
     progress: bool = False,
     max_visits: float = MAX_VISITS,
     max_syncs: float = MAX_SYNCS,
+    on_sync: Callable[[float, list[StageTerms]], None] | None = None,
 ) -> Report:
     """Simulate ``pipeline`` serving ``arrivals`` under ``policy``; return the run's :class:`Report`.
 
@@ -272,6 +267,9 @@ def simulate(
             (default :data:`MAX_VISITS`), before building the simulator.
         max_syncs: refuse runs needing more than this many planner syncs over the arrivals' span
             (``span / sync_interval_s``; default :data:`MAX_SYNCS`), before building the simulator.
+        on_sync: called after every sync with its time (s) and the terms the planner published to each
+            stage (:class:`pard.planner.StageTerms`, stage order); not called for a policy that needs no
+            planner (one whose stages read no published term, on fixed workers).
 
     Returns:
         The run's Report (conservation checked).
@@ -365,43 +363,30 @@ def simulate(
     # Policies whose stage schedulers read none of the published terms need the planner only to
     # drive autoscaling.
     needs_planner = autoscale or pol.uses_planner_terms
-    # The same arithmetic in C++ (pard.planner_native, same bits): one Simulator.sync call per interval.
-    native = NATIVE_SYNC and (not needs_planner or covers(pol))
-    core_planner = native_planner(planner) if native and needs_planner else None
     # the first interval starts with the arrivals, not at clock 0 (a late first arrival would dilute it)
     planner.start(t0)
-    if core_planner is not None:
-        core_planner.start(t0)
     if pol.prior_terms and pol.uses_planner_terms:
         prior = planner.prior_terms(t0 + sync, sim.serving())
         sim.publish_all([tuple(term.publish_kwargs().values()) for term in prior])
-    core_recorder = native_recorder(recorder) if native else None
+    core_recorder = recorder.native()
+    core_planner = planner.native if needs_planner else None
     # A stage far from its profile is news only when the simulated executors are set off it (exec_scale):
     # otherwise they run the profile, and only the jitter (a large --jitter) can move the measured ratio.
-    planner.warn_drift = any(float(x) != 1.0 for x in scales)
-    drift = planner.durations if core_planner is not None and pol.correct_durations and planner.warn_drift else None
+    drift = needs_planner and pol.correct_durations and any(float(x) != 1.0 for x in scales)
     names = [st.name for st in spec.stages]
     entry_idx = [names.index(e) for e in spec.entry_stages()]
     t = t0
     try:
         while True:
             t_prev, t = t, t + sync
-            if native:
-                more = sim.sync(t_prev, t, core_recorder, core_planner)
-                if drift is not None:  # pard's warning for a stage far from its profile (planner.py's own)
-                    drift.observe([term[6] for term in core_planner.terms()], core_planner.batch_counts())
-                    drift.warn_drifted(names)
-                # demand_rate (the demand before pacing)
-                demand = [term[9] for term in core_planner.terms()] if autoscale else []
-            else:
-                more = sim.run_until(t)
-                stats = sim.take_stats()
-                serving = sim.serving()
-                recorder.record(stats, serving, t_prev, t)
-                if needs_planner:
-                    terms = planner.update(t, stats, serving)
-                    sim.publish_all([tuple(term.publish_kwargs().values()) for term in terms])
-                demand = [term.demand_rate for term in terms] if autoscale else []
+            # one interval in C++: the event loop, the recorder, the planner and the publish
+            more = sim.sync(t_prev, t, core_recorder, core_planner)
+            if drift:
+                planner.check_drift()
+            if on_sync is not None and core_planner is not None:
+                on_sync(t, planner.native_terms())
+            # demand_rate (the demand before pacing)
+            demand = [term[9] for term in core_planner.terms()] if autoscale else []
             if autoscale_on == "pipeline" and demand:
                 offered = max(demand[e] for e in entry_idx)  # an entry receives every request
                 demand = [max(rate, offered) for rate in demand]
@@ -414,8 +399,7 @@ def simulate(
                 break
     finally:
         bar.close()
-    if core_recorder is not None:
-        recorder.absorb(core_recorder.totals())
+    recorder.absorb(core_recorder.totals())
     out = sim.outcomes()
     out["send_s"] = arr
     out["tier"] = tier

@@ -1,14 +1,14 @@
-// pard/sync_planner.hpp — SyncPlanner: the planner's once-per-sync arithmetic (python/pard/planner.py,
-// Planner.update) in C++, for the simulator, where the Python version cost more than the event loop.
+// pard/sync_planner.hpp — SyncPlanner: PARD's planner (DESIGN §3.5, paper §4), once per sync interval.
 //
-// It is a transcription, not a second design: python/pard/planner_native.py builds it from a
-// constructed Python Planner (its tables, paths and options), every float operation is the one the
-// NumPy code performs, in NumPy's order (numpy_order.hpp: pairwise sums, np.interp, the Generator's
-// bounded integers), and the Monte Carlo draws come from the Python planner's own bit generator.
-// tests/test_planner_native.py feeds both the same random statistics and requires equal bits.
+// The one planner of the simulator, the live runtime and Ray (python/pard/planner.py wraps it). Given each
+// stage's statistics since the last sync (PlannerStats, seconds) it recomputes the terms the stage
+// schedulers read on their hot path: the downstream term of paper Eq. 3b along the worst DAG path, the
+// load factor mu and burstiness eps, the queueing delay, the service and path rates, the measured /
+// profiled duration ratio, and pard's overload, floor and outrank terms (DESIGN §3.7).
 //
-// Inputs are the simulator's StageStats (int64 ns), converted to seconds as the bindings convert
-// them for Python (ns * 1e-9), so both see the same doubles.
+// Every float operation keeps NumPy's order (numpy_order.hpp: pairwise sums, np.interp, the Generator's
+// bounded integers) and the Monte Carlo draws come from a numpy Generator's bit generator, so that the
+// NumPy reference planner in tests/planner_oracle.py gives the same bits (tests/test_planner_native.py).
 #pragma once
 #include <algorithm>
 #include <array>
@@ -28,6 +28,28 @@
 namespace pard {
 
 enum class DownstreamMode : std::uint8_t { kNone, kSf, kLower, kUpper, kFull, kBusy };
+
+// PolicySpec.downstream's name of each mode.
+inline DownstreamMode downstream_mode_of(const std::string& m) {
+    if (m == "none") return DownstreamMode::kNone;
+    if (m == "sf") return DownstreamMode::kSf;
+    if (m == "lower") return DownstreamMode::kLower;
+    if (m == "upper") return DownstreamMode::kUpper;
+    if (m == "full") return DownstreamMode::kFull;
+    if (m == "busy") return DownstreamMode::kBusy;
+    throw std::invalid_argument("downstream mode '" + m + "' is not one of none, sf, lower, upper, full, busy");
+}
+
+// The estimation window (s) for the entry stages' input burstiness cv (the coefficient of variation of
+// their per-interval arrival rates; DESIGN §3.5): a continuous, decreasing map, 7 s for a steady input
+// down to 1 s from cv = 2 on.
+inline double window_for_cv(double cv) {
+    if (!std::isfinite(cv) || cv < 0) throw std::invalid_argument("window_for_cv: cv must be finite and >= 0");
+    if (cv < 0.5) return 7.0 - 4.0 * cv;
+    if (cv < 1.0) return 5.0 - 4.0 * (cv - 0.5);
+    const double w = 3.0 - 2.0 * (cv - 1.0);
+    return 1.0 > w ? 1.0 : w;
+}
 
 struct SyncPlannerConfig {
     // per stage (planner.py's names)
@@ -64,11 +86,12 @@ struct SyncPlannerConfig {
 // The first seven published terms of one stage, in Simulator::publish order, then in_rate (req/s),
 // then the eighth published term, path_rate (req/s), then demand_rate (req/s, what an autoscaler sizes on),
 // then the ninth published term, overload_downstream_s (s), then the tenth, floor_downstream_s (s), then
-// the eleventh, outrank_downstream_s (s).
+// the eleventh, outrank_downstream_s (s); then, for reports, the batch size b_k the estimate used and
+// the downstream term's batch-wait part (s).
 struct SyncTerms {
     double downstream_s = 0, mu = 0, eps = 0, queue_delay_s = 0, admit_fraction = 1, service_rate = 0,
            duration_scale = 1, in_rate = 0, path_rate = 0, demand_rate = 0, overload_downstream_s = 0,
-           floor_downstream_s = 0, outrank_downstream_s = 0;
+           floor_downstream_s = 0, outrank_downstream_s = 0, batch_size = 1, wait_quantile_s = 0;
 };
 
 // planner.py's path_rate: the least of `rates` over the stages `among` lists (0 when none: the policy
@@ -87,6 +110,23 @@ inline double least_rate(const std::vector<int>& among, const std::vector<double
 inline void sync_seconds(const std::vector<std::int64_t>& ns, std::vector<double>& out) {
     out.resize(ns.size());
     for (std::size_t i = 0; i < ns.size(); ++i) out[i] = static_cast<double>(ns[i]) * 1e-9;
+}
+
+// What the planner reads of one stage's statistics for one interval, in seconds: the arrivals' count,
+// each collected request's queueing delay, and per batch its size, wait and measured duration.
+struct PlannerStats {
+    std::size_t arrivals = 0;
+    std::vector<double> qdelay_s, batch_wait_s, batch_duration_s;
+    std::vector<std::int64_t> batch_size;
+};
+
+// The simulator's StageStats (int64 ns) as the planner reads them (ns * 1e-9, as the bindings convert).
+inline void planner_stats(const StageStats& s, PlannerStats& out) {
+    out.arrivals = s.arrival.size();
+    sync_seconds(s.qdelay, out.qdelay_s);
+    sync_seconds(s.batch_wait, out.batch_wait_s);
+    sync_seconds(s.batch_duration, out.batch_duration_s);
+    out.batch_size = s.batch_size;
 }
 
 // pard.duration_scale.DurationScale.update transcribed: per stage, decayed sums of the measured and
@@ -149,6 +189,9 @@ public:
         ds_.reset(n_);
     }
 
+    // Draw from `bits` from now on (a copy of a planner draws from a copy of its generator).
+    void rebind(npo::BitSource bits) noexcept { bits_ = bits; }
+
     [[nodiscard]] double lam() const noexcept { return lam_; }
     [[nodiscard]] double window_s() const noexcept { return window_; }
     [[nodiscard]] std::size_t num_stages() const noexcept { return n_; }
@@ -165,6 +208,12 @@ public:
 
     // Planner.update(now_s, stats, workers), stats as the simulator keeps them.
     const std::vector<SyncTerms>& update(double now_s, const std::vector<StageStats>& stats, const std::vector<int>& workers) {
+        in_.resize(stats.size());
+        for (std::size_t k = 0; k < stats.size(); ++k) planner_stats(stats[k], in_[k]);
+        return update(now_s, in_, workers);
+    }
+
+    const std::vector<SyncTerms>& update(double now_s, const std::vector<PlannerStats>& stats, const std::vector<int>& workers) {
         if (stats.size() != n_ || workers.size() != n_) {
             throw std::invalid_argument("SyncPlanner.update: stats and workers must have one entry per stage (" +
                                         std::to_string(n_) + ")");
@@ -196,41 +245,39 @@ private:
     // arrivals, sum/count of queueing delays, sum/count of sizes, dm, dp, requests that waited for another batch
     static constexpr std::size_t kCols = 8;
 
-    void ingest(double now_s, double dt, const std::vector<StageStats>& stats) {
+    void ingest(double now_s, double dt, const std::vector<PlannerStats>& stats) {
         std::vector<double> row(n_ * kCols, 0.0);
         std::vector<std::vector<double>> waits(c_.drawn.size());
         double entry_rate = 0.0;
         for (std::size_t k = 0; k < n_; ++k) {
-            const StageStats& s = stats[k];
-            const double n_arr = static_cast<double>(s.arrival.size());
-            sync_seconds(s.qdelay, scratch_);
-            const double qsum = npo::numpy_sum(scratch_);
+            const PlannerStats& s = stats[k];
+            const double n_arr = static_cast<double>(s.arrivals);
+            const double qsum = npo::numpy_sum(s.qdelay_s);
             double bsum = 0.0;  // integers as float64: exact in any order
             for (std::int64_t b : s.batch_size) bsum += static_cast<double>(b);
             double dm = 0.0, dp = 0.0, waited = 0.0;
             // measured batch seconds: the d(b) correction's numerator and, for "busy", the utilisation
             if ((c_.correct_durations || c_.mode == DownstreamMode::kBusy) && !s.batch_size.empty()) {
-                sync_seconds(s.batch_duration, scratch_);
-                dm = npo::numpy_sum(scratch_);
+                dm = npo::numpy_sum(s.batch_duration_s);
                 const std::vector<double>& table = c_.d_table[k];
                 scratch_.resize(s.batch_size.size());
                 for (std::size_t i = 0; i < s.batch_size.size(); ++i) {
                     scratch_[i] = table.at(static_cast<std::size_t>(s.batch_size[i]));
                 }
                 dp = npo::numpy_sum(scratch_);
-                if (c_.mode == DownstreamMode::kBusy && s.batch_wait.size() == s.batch_size.size()) {
+                if (c_.mode == DownstreamMode::kBusy && s.batch_wait_s.size() == s.batch_size.size()) {
                     // pard.utilisation.busy_wait's backlog: batches that waited for another to end
                     for (std::size_t i = 0; i < s.batch_size.size(); ++i) {
-                        const double w = static_cast<double>(s.batch_wait[i]) * 1e-9;
-                        const double dur = static_cast<double>(s.batch_duration[i]) * 1e-9;
-                        if (w > c_.precollected_wait * dur) waited += static_cast<double>(s.batch_size[i]);
+                        if (s.batch_wait_s[i] > c_.precollected_wait * s.batch_duration_s[i]) {
+                            waited += static_cast<double>(s.batch_size[i]);
+                        }
                     }
                 }
             }
             double* r = &row[k * kCols];
             r[0] = n_arr;
             r[1] = qsum;
-            r[2] = static_cast<double>(s.qdelay.size());
+            r[2] = static_cast<double>(s.qdelay_s.size());
             r[3] = bsum;
             r[4] = static_cast<double>(s.batch_size.size());
             r[5] = dm;
@@ -239,7 +286,7 @@ private:
             const int slot = drawn_slot_[k];
             if (slot >= 0) {
                 std::vector<double>& bw = waits[static_cast<std::size_t>(slot)];
-                for (std::int64_t w : s.batch_wait) bw.push_back(static_cast<double>(w) * 1e-9);
+                bw.insert(bw.end(), s.batch_wait_s.begin(), s.batch_wait_s.end());
             }
             if (c_.entry[k]) entry_rate += n_arr / dt;
         }
@@ -262,16 +309,7 @@ private:
         const double mean = npo::pairwise(scratch_.data(), scratch_.size()) / size;  // np.add.reduce
         if (!(mean > 0)) return;
         for (double& x : scratch_) x = (x - mean) * (x - mean);
-        const double cv = std::sqrt(npo::pairwise(scratch_.data(), scratch_.size()) / size) / mean;
-        if (!std::isfinite(cv) || cv < 0) throw std::invalid_argument("SyncPlanner: the input rate's CV is not finite");
-        if (cv < 0.5) {
-            window_ = 7.0 - 4.0 * cv;
-        } else if (cv < 1.0) {
-            window_ = 5.0 - 4.0 * (cv - 0.5);
-        } else {
-            const double w = 3.0 - 2.0 * (cv - 1.0);
-            window_ = 1.0 > w ? 1.0 : w;
-        }
+        window_ = window_for_cv(std::sqrt(npo::pairwise(scratch_.data(), scratch_.size()) / size) / mean);
     }
 
     // sum over the window's intervals of wt * column (NumPy: (wt * m).sum(axis=-1))
@@ -432,6 +470,7 @@ private:
         for (std::int64_t c : ds_.count) unmeasured = unmeasured && c == 0;
         for (std::size_t k = 0; k < n_; ++k) {
             double best = 0.0;
+            double best_w = 0.0;  // the batch-wait part of the worst path's term
             double hi = 0.0;  // overload_upper's term
             double lo = 0.0;  // downstream="busy": the floor, max over paths of (sum q + sum d)
             double lm = 0.0;  // and a tier served first's term, max over paths of (sum min(q, d/2) + sum d)
@@ -452,14 +491,18 @@ private:
                     const double sq = npo::numpy_sum(gq);
                     const double sd = npo::numpy_sum(gd);
                     double val = 0.0;
+                    double wq = 0.0;
                     switch (c_.mode) {
                         case DownstreamMode::kSf: val = sd; break;
                         case DownstreamMode::kLower: val = sq + sd; break;
-                        case DownstreamMode::kUpper: val = sq + 2.0 * sd; break;
-                        case DownstreamMode::kBusy: val = sd + npo::numpy_sum(gw); break;
-                        default: val = sq + sd + quantile(path_total(path)); break;
+                        case DownstreamMode::kUpper: val = sq + 2.0 * sd; wq = sd; break;
+                        case DownstreamMode::kBusy: val = sd + npo::numpy_sum(gw); wq = val - sd - sq; break;
+                        default: wq = quantile(path_total(path)); val = sq + sd + wq; break;
                     }
-                    if (val > best) best = val;
+                    if (val > best) {
+                        best = val;
+                        best_w = wq;
+                    }
                     if (c_.overload_upper && sq + 2.0 * sd > hi) hi = sq + 2.0 * sd;
                     if (c_.mode == DownstreamMode::kBusy) {  // planner.py's floor and a tier served first's term
                         if (sq + sd > lo) lo = sq + sd;
@@ -485,6 +528,8 @@ private:
             t.overload_downstream_s = hi;
             t.floor_downstream_s = lo;
             t.outrank_downstream_s = lm;
+            t.batch_size = b_[k];
+            t.wait_quantile_s = best_w;
         }
         // planner.py's paced demand: a stage below a paced one is sized for what that one would forward
         // unpaced, min(its input, its service rate), not for the paced flow it receives
@@ -517,6 +562,7 @@ private:
     std::map<std::vector<int>, std::vector<double>> totals_;
     std::vector<double> scratch_, pool_, sel_;
     std::vector<SyncTerms> out_;
+    std::vector<PlannerStats> in_;  // the simulator's statistics in seconds, reused across syncs
 };
 
 }  // namespace pard
