@@ -363,6 +363,15 @@ SIM_KWARGS = {
     "samples": st.one_of(st.integers(1, 500), hostile), "seed": st.one_of(st.integers(0, 10), hostile),
     "tiers": st.one_of(st.integers(0, 1), hostile),
 }
+#: The SIM_KWARGS that are the planner's settings: simulate takes them inside ``planner``.
+PLANNER_FIELDS = frozenset({"sync_interval_s", "lam", "window_s", "adapt_window", "samples"})
+
+
+def _sim_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
+    """``kw`` as simulate's keywords: the planner's fields gathered into ``planner``."""
+    out = {k: v for k, v in kw.items() if k not in PLANNER_FIELDS}
+    planner = {k: v for k, v in kw.items() if k in PLANNER_FIELDS}
+    return {**out, "planner": planner} if planner else out
 
 
 @st.composite
@@ -373,13 +382,13 @@ def simulate_cases(draw: Any) -> Case:
         name = draw(st.sampled_from(sorted(SIM_KWARGS)))
         kwargs = {name: draw(hostile)}
         arrivals: Any = sorted(draw(st.lists(st.floats(0, 5), max_size=30)))
-        return Case(lambda: pard.simulate("tm", arrivals, "pard", **kwargs),
+        return Case(lambda: pard.simulate("tm", arrivals, "pard", **_sim_kwargs(kwargs)),
                     f"simulate('tm', <{len(arrivals)} arrivals>, 'pard', **{kwargs!r})", name, kwargs[name])
     pipeline = draw(st.sampled_from(["tm", "da", "nope"]))
     arrivals = draw(ARRIVALS)
     policy = draw(st.one_of(st.sampled_from(POLICIES), hostile))
     names = draw(st.lists(st.sampled_from(sorted(SIM_KWARGS)), max_size=4, unique=True))
-    kw = {k: draw(SIM_KWARGS[k]) for k in names}
+    kw = _sim_kwargs({k: draw(SIM_KWARGS[k]) for k in names})
     return Case(lambda: pard.simulate(pipeline, arrivals, policy, **kw),
                 f"simulate({pipeline!r}, {arrivals!r}, {policy!r}, **{kw!r})")
 

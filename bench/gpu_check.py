@@ -123,7 +123,7 @@ def _live(spec: Any, stages: dict[str, Any], join: Any, policy: str, arrivals: n
           workers: list[int], duration_s: float, seed: int) -> dict[str, Any]:
     import pard
 
-    rt = pard.Runtime(spec, stages, policy=policy, workers=workers, join=join, planner_options={"seed": seed + 1})
+    rt = pard.Runtime(spec, stages, policy=policy, workers=workers, join=join, planner={"seed": seed + 1})
     t_rep = rt.now()
     try:
         rt.replay(arrivals, payloads)

@@ -71,7 +71,7 @@ def run_once(name: str, seed: int) -> dict[str, Any]:
     arrivals = np.random.default_rng(seed).exponential(1.0 / rate, int(rate * SECONDS)).cumsum()
     load_before = os.getloadavg()[0]
     executors = {n: _sleeper(f) for n, f in FACTORS.items()}
-    rt = Runtime(sp, executors, policy=policy(name), sync_interval_s=1.0, join=_join)
+    rt = Runtime(sp, executors, policy=policy(name), planner={"sync_interval_s": 1.0}, join=_join)
     rt.replay(arrivals, [0])
     rt.close(drain=True, timeout_s=5.0)
     rep = rt.report()

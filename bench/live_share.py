@@ -44,7 +44,7 @@ d_s, b = 0.004, 16
 spec = PipelineSpec(name="mild", slo=0.05, stages=[StageSpec(name="s", profile={1: d_s, b: d_s}, max_batch=b)])
 out = {"core": pard._core.__file__}
 for policy in ("pard", "naive"):
-    rt = Runtime(spec, {"s": sleeping(d_s)}, policy=policy, sync_interval_s=0.25)
+    rt = Runtime(spec, {"s": sleeping(d_s)}, policy=policy, planner={"sync_interval_s": 0.25})
     futs = rt.replay(np.arange(0.0, 3.0, 1.0 / (1.1 * b / d_s)), [0])
     rt.close()
     o = rt.outcomes()

@@ -55,7 +55,7 @@ def run_once(policy: str, seed: int = 3) -> dict[str, Any]:
     spec = _spec()
     arrivals = wl.bursty(1.2 * spec.capacity().pipeline, 4.0, 1.0, seed=seed)
     load_before = os.getloadavg()[0]
-    rt = Runtime(spec, {"first": _sleeper(1.0), "second": _sleeper(SECOND)}, policy=policy, sync_interval_s=1.0)
+    rt = Runtime(spec, {"first": _sleeper(1.0), "second": _sleeper(SECOND)}, policy=policy, planner={"sync_interval_s": 1.0})
     t_rep = rt.now()
     rt.replay(arrivals, [0])
     rt.close(drain=True, timeout_s=3.0)

@@ -137,7 +137,7 @@ def test_runtime_per_request(benchmark: Any, shape: str, threads: int, policy: s
     """pard.Runtime end to end (submit, stages, futures) per request, identity executors."""
     benchmark.group = _group(shape, threads)
     names = SHAPES[shape]
-    rt = Runtime(_spec(names), {n: _identity for n in names}, policy=policy, sync_interval_s=0.2)
+    rt = Runtime(_spec(names), {n: _identity for n in names}, policy=policy, planner={"sync_interval_s": 0.2})
     try:
         benchmark.pedantic(_drive, args=(rt.submit, threads), rounds=5, warmup_rounds=1)
         ov = rt.overhead()
@@ -164,7 +164,7 @@ def test_scheduler_share_mild_overload(benchmark: Any, policy: str) -> None:
     shares: list[float] = []
 
     def run() -> None:
-        rt = Runtime(spec, {"s": _sleeping(d_s)}, policy=policy, sync_interval_s=0.25)
+        rt = Runtime(spec, {"s": _sleeping(d_s)}, policy=policy, planner={"sync_interval_s": 0.25})
         rate = 1.1 * b / d_s
         futs = rt.replay(np.arange(0.0, 3.0, 1.0 / rate), [0])
         rt.close()

@@ -37,7 +37,7 @@ def config(slow: float = 1.0, **changes: Any) -> dict[str, Any]:
     """The served-pipeline mapping of :func:`pipeline` ``(slow)`` (sleep executors), with top-level ``changes``."""
     sleep = {"executor": "pard.serve.factories:sleep_profile"}
     doc: dict[str, Any] = {
-        "pipeline": pipeline(slow), "policy": "pard", "sync_interval_s": 0.5,
+        "pipeline": pipeline(slow), "policy": "pard", "planner": {"sync_interval_s": 0.5},
         "stages": {"detect": sleep, "classify": sleep},
         "inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [4]}],
         "server": {"host": "127.0.0.1", "port": 0, "drain_grace_s": 1.0, "drain_timeout_s": 20.0,

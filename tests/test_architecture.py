@@ -209,7 +209,7 @@ def test_light_core_imports_no_heavy_package() -> None:
         import pard
         spec = pard.PipelineSpec(name="p", slo=1.0, stages=[
             pard.StageSpec(name="a", profile={1: 0.001, 4: 0.002}, max_batch=4)])
-        with pard.Runtime(spec, {"a": lambda xs: list(xs)}, sync_interval_s=0.05) as rt:
+        with pard.Runtime(spec, {"a": lambda xs: list(xs)}, planner={"sync_interval_s": 0.05}) as rt:
             assert [rt.submit(i).result(timeout=10) for i in range(5)] == list(range(5))
         rt.report()
         pard.simulate(spec, np.arange(50) * 0.01)

@@ -28,9 +28,9 @@ _ARR = np.arange(10) * 0.01
 #: (what, call, argument name expected in the message, value expected in the message)
 CASES: list[tuple[str, Callable[[], Any], str, str]] = [
     ("simulate jitter_cv", lambda: pard.simulate(_spec(), _ARR, jitter_cv=-1.0), "jitter_cv", "-1.0"),
-    ("simulate sync_interval_s", lambda: pard.simulate(_spec(), _ARR, sync_interval_s=0.0), "sync_interval_s", "0.0"),
+    ("simulate sync_interval_s", lambda: pard.simulate(_spec(), _ARR, planner={"sync_interval_s": 0.0}), "sync_interval_s", "0.0"),
     ("simulate seed", lambda: pard.simulate(_spec(), _ARR, seed=-3), "seed", "-3"),
-    ("simulate samples", lambda: pard.simulate(_spec(), _ARR, samples=0), "samples", "0"),
+    ("simulate samples", lambda: pard.simulate(_spec(), _ARR, planner={"samples": 0}), "planner.samples", "0"),
     ("simulate slo", lambda: pard.simulate(_spec(), _ARR, slo=-2.0), "slo", "-2.0"),
     ("simulate workers", lambda: pard.simulate(_spec(), _ARR, workers=[0]), "workers", "[0]"),
     ("simulate tiers", lambda: pard.simulate(_spec(), _ARR, tiers=7), "tiers", "7"),
@@ -38,10 +38,10 @@ CASES: list[tuple[str, Callable[[], Any], str, str]] = [
     ("simulate arrivals type", lambda: pard.simulate(_spec(), ["a"]), "arrivals", "'a'"),
     ("simulate pipeline", lambda: pard.simulate(42, _ARR), "pipeline", "42"),  # type: ignore[arg-type]
     ("compare policies", lambda: pard.compare(_spec(), _ARR, policies=["naive", "naive"]), "policies", "'naive'"),
-    ("Runtime sync_interval_s", lambda: _runtime(sync_interval_s=0), "sync_interval_s", "0"),
+    ("Runtime sync_interval_s", lambda: _runtime(planner={"sync_interval_s": 0}), "sync_interval_s", "0"),
     ("Runtime blas_threads", lambda: _runtime(blas_threads=0), "blas_threads", "0"),
     ("Runtime workers", lambda: _runtime(workers=[0]), "workers", "0"),
-    ("Runtime planner_options", lambda: _runtime(planner_options={"speed": 1}), "planner_options", "speed"),
+    ("Runtime planner", lambda: _runtime(planner={"speed": 1}), "planner", "speed"),
     ("Runtime stages", lambda: pard.Runtime(_spec(), {"a": 5}, start=False), "stages", "5"),
     ("submit slo", lambda: _started().submit(1, slo=-1.0), "slo", "-1.0"),
     ("submit slo type", lambda: _started().submit(1, slo="fast"), "slo", "'fast'"),  # type: ignore[arg-type]

@@ -54,7 +54,7 @@ def test_live_and_simulated_runs_of_the_same_arrivals_keep_the_contract(policy: 
     spec = _spec()
     capacity = spec.capacity().pipeline  # 8 / 0.02 = 400 req/s
     arrivals = wl.bursty(1.2 * capacity, 4.0, 1.0, seed=3)
-    rt = Runtime(spec, {"first": _sleeper(1.0), "second": _sleeper(SECOND)}, policy=policy, sync_interval_s=1.0)
+    rt = Runtime(spec, {"first": _sleeper(1.0), "second": _sleeper(SECOND)}, policy=policy, planner={"sync_interval_s": 1.0})
     t_rep = rt.now()
     futs = rt.replay(arrivals, [0])
     rt.close(drain=True, timeout_s=3.0)

@@ -207,7 +207,7 @@ def test_live_burst_after_idle_syncs_is_not_shed_on_the_profiles_word() -> None:
     shedding stage's first batch has ended (on a quiet machine none is shed at all; on a loaded one the
     measured batches may show a real shortfall, and shedding on that evidence is right), and every
     request ends exactly once."""
-    with pard.Runtime(demo_spec(), readme_stages(), policy="pard", sync_interval_s=0.05) as rt:
+    with pard.Runtime(demo_spec(), readme_stages(), policy="pard", planner={"sync_interval_s": 0.05}) as rt:
         deadline = time.monotonic() + 30.0
         while rt.overhead()["planner_calls"] < 5 and time.monotonic() < deadline:  # idle syncs: nothing submitted yet
             time.sleep(0.02)

@@ -228,7 +228,7 @@ def test_kill_worker_fails_only_its_batch(cluster: Any) -> None:
 def test_kill_planner_keeps_serving_and_restarts(cluster: Any) -> None:
     """The planner actor killed mid-run: nothing fails or hangs, the stages keep serving on their terms, Ray restarts it."""
     spec = _tm()
-    pipe = pard.ray.deploy(spec, _executors(spec), policy="pard", resources=_half_cpu(spec), sync_interval_s=0.5)
+    pipe = pard.ray.deploy(spec, _executors(spec), policy="pard", resources=_half_cpu(spec), planner={"sync_interval_s": 0.5})
     planner = pipe.planner_actor
     pid0 = ray.get(planner.pid.remote())
     arrivals = wl.poisson(0.5 * spec.capacity().pipeline, 6.0, seed=2)

@@ -58,7 +58,7 @@ def _outcome_of(f: Any) -> str:
 def test_conservation_holds_at_every_moment() -> None:
     """While 4 threads submit and cancel, every counts() read satisfies submitted = pending + the five terminal states."""
     spec = _chain(slo=0.004, max_batch=16, d=0.0002)
-    rt = Runtime(spec, {"s0": _identity, "s1": _identity}, policy="pard", sync_interval_s=0.2, max_queue_size=64)
+    rt = Runtime(spec, {"s0": _identity, "s1": _identity}, policy="pard", planner={"sync_interval_s": 0.2}, max_queue_size=64)
     stop = threading.Event()
     reads: list[dict[str, int]] = []
 
@@ -94,7 +94,7 @@ def test_conservation_four_submitters() -> None:
     """4 threads x 20 000 requests: every request ends once, in a state whose future agrees, and the states add
     up to what was submitted (rejections allowed: whether the queue fills depends on the machine's speed)."""
     spec = _chain(slo=0.004, max_batch=32, d=0.0002)
-    rt = Runtime(spec, {"s0": _identity, "s1": _identity}, policy="pard", sync_interval_s=0.2)
+    rt = Runtime(spec, {"s0": _identity, "s1": _identity}, policy="pard", planner={"sync_interval_s": 0.2})
     futures: list[list[Any]] = [[] for _ in range(4)]
 
     def submitter(i: int) -> None:
@@ -280,7 +280,7 @@ def test_policy_drops_carry_id_stage_reason() -> None:
         return list(xs)
 
     spec = _chain(slo=0.03, max_batch=2, d=0.004, n=2)
-    with Runtime(spec, {"s0": slow, "s1": slow}, policy="pard", sync_interval_s=0.1) as rt:
+    with Runtime(spec, {"s0": slow, "s1": slow}, policy="pard", planner={"sync_interval_s": 0.1}) as rt:
         futs = [rt.submit(i) for i in range(300)]
         drops = []
         for f in futs:
@@ -323,7 +323,7 @@ def test_dag_join_and_async() -> None:
 
 def test_idle_workers_do_not_spin() -> None:
     """Idle workers block on a condition: half a second of idleness costs (almost) no CPU."""
-    with Runtime(_chain(n=2, workers=2), {"s0": _identity, "s1": _identity}, sync_interval_s=10.0) as rt:
+    with Runtime(_chain(n=2, workers=2), {"s0": _identity, "s1": _identity}, planner={"sync_interval_s": 10.0}) as rt:
         rt.submit(1).result(timeout=5)
         c0 = time.process_time()
         time.sleep(0.5)
@@ -338,7 +338,7 @@ def test_constructor_errors() -> None:
     with pytest.raises(ValueError, match="workers"):
         Runtime(spec, {"s0": _identity, "s1": _identity}, workers=[1, 0], start=False)
     with pytest.raises(ValueError, match="sync_interval_s"):
-        Runtime(spec, {"s0": _identity, "s1": _identity}, sync_interval_s=0, start=False)
+        Runtime(spec, {"s0": _identity, "s1": _identity}, planner={"sync_interval_s": 0}, start=False)
     with pytest.raises(ValueError, match="unknown policy"):
         Runtime(spec, {"s0": _identity, "s1": _identity}, policy="fastest", start=False)
 
@@ -651,8 +651,8 @@ def test_payload_shape_learnt_from_first_submitted_payload() -> None:
         ({"payload_shape": (4, "a")}, TypeError, r"payload_shape.*\(4, 'a'\)"),
         ({"payload_shape": (-1,)}, ValueError, r"payload_shape.*-1"),
         ({"payload_shape": 7}, TypeError, r"payload_shape.*7"),
-        ({"planner_options": {"zz": 1}}, TypeError, r"planner_options.*\['zz'\].*lam"),
-        ({"planner_options": [1]}, TypeError, r"planner_options.*\[1\]"),
+        ({"planner": {"zz": 1}}, TypeError, r"planner.*\['zz'\].*lam"),
+        ({"planner": [1]}, TypeError, r"planner must be a pard.PlannerConfig.*\[1\]"),
         ({"stages": {"s0": 5}}, TypeError, r"stages\['s0'\].*callable.*int: 5"),
     ],
 )
@@ -672,7 +672,7 @@ def test_model_options_unknown_key_named() -> None:
 
 def test_planner_survives_system_exit() -> None:
     """A planner update raising SystemExit is recorded in planner_errors and the planner thread keeps running."""
-    rt = Runtime(_chain(n=1), {"s0": _identity}, sync_interval_s=0.01)
+    rt = Runtime(_chain(n=1), {"s0": _identity}, planner={"sync_interval_s": 0.01})
     raised = threading.Event()
 
     def update(*args: Any, **kwargs: Any) -> Any:
@@ -783,7 +783,7 @@ def test_prior_terms_policy_serves_live() -> None:
     from pard.policies import POLICIES
 
     pol = dataclasses.replace(POLICIES["pard"], name="pard+prior", prior_terms=True)
-    with Runtime(_chain(), {"s0": _identity, "s1": _identity}, policy=pol, sync_interval_s=0.2) as rt:
+    with Runtime(_chain(), {"s0": _identity, "s1": _identity}, policy=pol, planner={"sync_interval_s": 0.2}) as rt:
         futures = [rt.submit(i) for i in range(20)]
         assert [f.result(timeout=10.0) for f in futures] == list(range(20))
     assert rt.counts()["on_time"] == 20

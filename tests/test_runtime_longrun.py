@@ -338,7 +338,7 @@ def test_an_idle_runtime_keeps_a_bounded_record_of_its_syncs() -> None:
     from pard.runtime.planner_loop import TERMS_KEPT
 
     spec = PipelineSpec(name="idle", slo=1.0, stages=[StageSpec(name="s", profile={1: 0.001, 8: 0.002}, max_batch=8)])
-    with Runtime(spec, {"s": lambda xs: list(xs)}, sync_interval_s=0.002) as rt:
+    with Runtime(spec, {"s": lambda xs: list(xs)}, planner={"sync_interval_s": 0.002}) as rt:
         deadline = time.monotonic() + 30.0
         while rt.overhead()["planner_calls"] < 2 * TERMS_KEPT and time.monotonic() < deadline:
             time.sleep(0.01)

@@ -339,13 +339,13 @@ def test_sync_interval_below_floor_or_too_many_syncs_is_refused() -> None:
     arr = np.linspace(0.0, 5.0, 50)
     for bad in (1e-9, 1e-6, 0.0, -1.0, np.inf):
         with pytest.raises(ValueError, match="sync_interval_s"):
-            simulate("tm", arr, "naive", sync_interval_s=bad)
+            simulate("tm", arr, "naive", planner={"sync_interval_s": bad})
     # 5 s at 1 ms: floor(5 / 0.001) + 1 = 5001 syncs
-    with pytest.raises(ValueError, match=r"sync_interval_s=0\.001 needs 5001 planner syncs.*max_syncs=5000"):
-        simulate("tm", arr, "naive", sync_interval_s=MIN_SYNC_INTERVAL_S, max_syncs=5000)
+    with pytest.raises(ValueError, match=r"planner\.sync_interval_s=0\.001 needs 5001 planner syncs.*max_syncs=5000"):
+        simulate("tm", arr, "naive", planner={"sync_interval_s": MIN_SYNC_INTERVAL_S}, max_syncs=5000)
     with pytest.raises(ValueError, match="max_syncs"):
         simulate("tm", arr, "naive", max_syncs=0)
-    r = simulate("tm", arr, "naive", sync_interval_s=0.5, max_syncs=11)  # 11 syncs: exactly at the limit
+    r = simulate("tm", arr, "naive", planner={"sync_interval_s": 0.5}, max_syncs=11)  # 11 syncs: exactly at the limit
     assert r.submitted == 50
 
 
@@ -383,7 +383,7 @@ def test_arguments_name_themselves_and_are_not_coerced() -> None:
     with pytest.raises(ValueError, match="seed"):
         simulate("tm", arr, "naive", seed=-1)
     with pytest.raises(ValueError, match=r"samples must be an int in 1\.\.1000000, got 1000000000000"):
-        simulate("tm", arr, "pard", samples=10**12)
+        simulate("tm", arr, "pard", planner={"samples": 10**12})
     with pytest.raises(TypeError, match="policies"):
         compare("tm", arr, policies=None)  # type: ignore[arg-type]
     for flag in ("autoscale", "progress", "adapt_window"):

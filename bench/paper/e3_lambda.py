@@ -36,7 +36,7 @@ def run_one(key: tuple[str, float, float, int, float]) -> dict[str, Any]:
     pattern, slo, lam, seed, duration = key
     sp = C.spec(PIPELINE)
     arr = C.arrivals(pattern, C.LOAD * sp.capacity().pipeline, duration, seed=seed)
-    r = simulate(sp, arr, "pard-paper", slo=slo, lam=lam, seed=seed, **C.REGIME)
+    r = simulate(sp, arr, "pard-paper", slo=slo, planner={"lam": lam}, seed=seed, **C.REGIME)
     return {"pattern": pattern, "slo_s": slo, "lam": lam, "seed": seed, "requests": int(arr.size),
             "pard-paper": C.metrics(r, sp)}
 
@@ -50,7 +50,7 @@ def w_diagnostic(key: tuple[str, float, int, float]) -> dict[str, Any]:
     seen: list[list[float]] = []
     sp = C.spec(PIPELINE)
     arr = C.arrivals(pattern, C.LOAD * sp.capacity().pipeline, duration, seed=seed)
-    S.simulate(sp, arr, "pard-paper", lam=lam, seed=seed, **C.REGIME,
+    S.simulate(sp, arr, "pard-paper", planner={"lam": lam}, seed=seed, **C.REGIME,
                on_sync=lambda t, terms: seen.append([x.wait_quantile_s for x in terms]))
     w = np.asarray(seen)
     return {"pattern": pattern, "lam": lam, "stages": [st.name for st in sp.stages], "syncs": int(w.shape[0]),

@@ -33,9 +33,9 @@ def run_one(key: tuple[float, float | None, int, float]) -> dict[str, Any]:
     sp = C.spec(PIPELINE)
     arr = C.arrivals("mmpp", C.LOAD * sp.capacity().pipeline, duration, seed=seed, cv=cv)
     if window is None:
-        r = simulate(sp, arr, "pard-paper", seed=seed, adapt_window=True, **C.REGIME)
+        r = simulate(sp, arr, "pard-paper", seed=seed, planner={"adapt_window": True}, **C.REGIME)
     else:
-        r = simulate(sp, arr, "pard-paper", seed=seed, window_s=window, adapt_window=False, **C.REGIME)
+        r = simulate(sp, arr, "pard-paper", seed=seed, planner={"window_s": window, "adapt_window": False}, **C.REGIME)
     return {"cv": cv, "window_s": window, "seed": seed, "requests": int(arr.size), "pard-paper": C.metrics(r, sp)}
 
 

@@ -25,8 +25,8 @@ PIPELINE, PATTERN, LOAD = "ga", "azure", 2.0
 #: label -> (policy, extra pard.simulate arguments)
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "pard-paper": ("pard-paper", {}),
-    "pard lam=0.5": ("pard-paper", {"lam": 0.5}),
-    "pard lam=0.9": ("pard-paper", {"lam": 0.9}),
+    "pard lam=0.5": ("pard-paper", {"planner": {"lam": 0.5}}),
+    "pard lam=0.9": ("pard-paper", {"planner": {"lam": 0.9}}),
     "pard jitter=0": ("pard-paper", {"jitter_cv": 0.0}),
     "pard-upper": ("pard-upper", {}),
     "pard-hbf": ("pard-hbf", {}),

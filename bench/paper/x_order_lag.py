@@ -30,7 +30,7 @@ def run_one(key: tuple[str, str, int, float]) -> dict[str, Any]:
     arr = C.arrivals(pattern, C.LOAD * sp.capacity().pipeline, duration, seed=seed)
     out: dict[str, Any] = {"pipeline": pipeline, "pattern": pattern, "seed": seed, "variants": {}}
     for pol, sync in VARIANTS:
-        r = simulate(sp, arr, pol, seed=seed, sync_interval_s=sync, **C.REGIME)
+        r = simulate(sp, arr, pol, seed=seed, planner={"sync_interval_s": sync}, **C.REGIME)
         out["variants"][f"{pol}@{sync:g}s"] = {"goodput_normalised": r.goodput_normalised,
                                                "invalid_rate": r.invalid_rate,
                                                "transient_drop_rate_1s": r.transient_drop_rate(1)}

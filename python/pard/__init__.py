@@ -46,6 +46,7 @@ _LAZY: dict[str, str] = {
     "compare": "pard.sim",
     "Report": "pard.report",
     "Planner": "pard.planner",
+    "PlannerConfig": "pard.planner_config",
     "POLICIES": "pard.policies",
     "PolicySpec": "pard.policies",
     "ArrayExecutor": "pard.executors",

@@ -96,14 +96,12 @@ import numpy as np
 from . import _core
 from .duration_scale import HALF_LIFE_S, PRIOR_BATCHES, SCALE_MAX, SCALE_MIN, DriftWatch
 from .errors import PardValueError
+from .planner_config import MAX_SAMPLES
 from .planner_types import PlannerStage, StageTerms
 from .policies import PolicySpec, get_policy, paces
 
 __all__ = ["PlannerStage", "StageTerms", "Planner", "window_for_cv", "MAX_SAMPLES", "PRECOLLECTED_WAIT"]
 
-#: Largest accepted Monte Carlo sample count ``samples`` (DESIGN §3.2): each update draws ``samples``
-#: float64 values per downstream stage, so 10^6 is already ~8 MB per array per sync.
-MAX_SAMPLES = 1_000_000
 #: ``downstream="busy"``: a batch counts as backlogged (its requests waited for another batch to end)
 #: when it waited, after its collection, longer than this share of its own duration.
 PRECOLLECTED_WAIT = 0.1
@@ -133,6 +131,9 @@ def window_for_cv(cv: float) -> float:
 
 class Planner:
     """PARD's planner (DESIGN §3.5): one object per pipeline run, called once per sync interval.
+
+    Users set it through :class:`pard.PlannerConfig` (``simulate``, ``Runtime``, ``pard.ray.deploy`` and
+    ``pard serve`` take one); these are its fields but the sync interval, which the caller keeps.
 
     Args:
         stages: one :class:`PlannerStage` per stage, in the pipeline's stage order.

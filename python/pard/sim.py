@@ -6,7 +6,7 @@ exactly as the live runtime will:
 
 1. the simulator advances its virtual clock by one sync interval (every request event, batch and
    drop happens in C++, through the same ``StageScheduler`` objects the runtime uses);
-2. the Python :class:`pard.planner.Planner` reads the interval's per-stage statistics and publishes
+2. the planner (:class:`pard.planner.Planner`, C++) reads the interval's per-stage statistics and publishes
    the new downstream terms, ``mu`` and ``eps`` to every stage (and, with autoscaling, the simulator
    resizes each stage's worker pool: ``ceil(rate / per-worker throughput * headroom)``, DESIGN §5a).
 
@@ -32,7 +32,8 @@ from ._extras import require
 from .config import MAX_TOTAL_WORKERS, MAX_WORKERS, resolve_pipeline
 from .config.models import MAX_SLO_S, MIN_SLO_S
 from .errors import PardTypeError, PardValueError, TooManyArrivalsError
-from .planner import MAX_SAMPLES, Planner, StageTerms
+from .planner import Planner, StageTerms
+from .planner_config import MAX_SYNC_INTERVAL_S, MIN_SYNC_INTERVAL_S, PlannerConfig
 from .policies import PolicySpec, get_policy
 from .recorder import RunRecorder
 from .report import Report, report_bins
@@ -53,15 +54,6 @@ F64 = npt.NDArray[np.float64]
 MAX_VISITS = 200_000_000
 #: Rough bytes of simulator and report state per request-stage visit (for the message).
 _BYTES_PER_VISIT = 64
-#: Smallest accepted ``sync_interval_s`` (1 ms).  Every sync runs one planner update in Python (about a
-#: millisecond of wall time with the default ``samples``), so shorter intervals cost more wall time than
-#: they simulate, and each interval then holds too few per-stage samples (queueing delays, batch waits)
-#: for the planner's estimates to mean anything.  The paper syncs every 1 s (DESIGN §3.5).
-MIN_SYNC_INTERVAL_S = 1e-3
-#: Largest accepted ``sync_interval_s`` (1 h): the run recorder keeps per-second series up to the last
-#: sync, so one huge interval would allocate a series per second of it (1e9 s: ~15 GiB), and a planner
-#: whose windows are seconds learns nothing from hour-long gaps anyway.
-MAX_SYNC_INTERVAL_S = 3600.0
 #: Latest accepted arrival time (s): the C++ core keeps times as int64 ns and refuses past 9e9 s.
 MAX_ARRIVAL_S = 1e9
 #: Default limit of :func:`simulate`'s ``max_syncs``: planner syncs over the arrivals' span
@@ -121,8 +113,8 @@ def _check_syncs(span_s: float, sync: float, max_syncs: float) -> None:
     count = math.floor(span_s / sync) + 1
     if count > limit:
         raise PardValueError(
-            f"sync_interval_s={show(sync)} needs {count} planner syncs over the arrivals' span of "
-            f"{span_s:.6g} s, above the limit max_syncs={limit:.6g}; use a longer sync_interval_s (the "
+            f"planner.sync_interval_s={show(sync)} needs {count} planner syncs over the arrivals' span of "
+            f"{span_s:.6g} s, above the limit max_syncs={limit:.6g}; use a longer planner.sync_interval_s (the "
             f"paper's is 1 s) or raise max_syncs")
 
 
@@ -214,11 +206,7 @@ def simulate(
     autoscale_on: str = "stage",
     workers: Sequence[int] | Mapping[str, int] | None = None,
     exec_scale: float | Sequence[float] = 1.0,
-    sync_interval_s: float = 1.0,
-    lam: float | None = None,
-    window_s: float = 5.0,
-    adapt_window: bool = True,
-    samples: int = 10_000,
+    planner: PlannerConfig | Mapping[str, Any] | None = None,
     seed: int = 0,
     progress: bool = False,
     max_visits: float = MAX_VISITS,
@@ -255,18 +243,15 @@ def simulate(
             plans with the profile's ``d_k(b)``.  ``> 1``: slower than profiled (a profile measured on a
             quieter machine); ``< 1``: faster (measured on a busier one); 1 (default): as profiled.  The report's
             goodput bound counts the stages at their known speed, profile over ``exec_scale``.
-        sync_interval_s: planner period (s), in [:data:`MIN_SYNC_INTERVAL_S`, :data:`MAX_SYNC_INTERVAL_S`]
-            (1 ms .. 1 h); the paper's default is 1 s.
-        lam, window_s, adapt_window, samples: the planner's parameters (:class:`pard.planner.Planner`);
-            ``samples`` is an int in ``1 ..`` :data:`MAX_SAMPLES`; ``lam`` None (default) is the policy's
-            own quantile (``PolicySpec.lam``), else the paper's 0.1.
-        seed: seeds execution jitter and the planner's Monte Carlo; an int in ``0 ..`` :data:`MAX_SEED`;
-            same seed => identical report.
+        planner: the planner's settings, a :class:`pard.PlannerConfig` or a mapping of its fields
+            (``sync_interval_s``, ``lam``, ``window_s``, ...); default the paper's (1 s syncs).
+        seed: seeds execution jitter and, unless ``planner.seed`` is given, the planner's Monte Carlo (with
+            ``seed + 1``); an int in ``0 ..`` :data:`MAX_SEED`; same seed => identical report.
         progress: show a progress bar (rich) when the run lasts more than 2 s of wall time.
         max_visits: refuse runs whose requests x stages, or seconds spanned x stages, exceed this
             (default :data:`MAX_VISITS`), before building the simulator.
         max_syncs: refuse runs needing more than this many planner syncs over the arrivals' span
-            (``span / sync_interval_s``; default :data:`MAX_SYNCS`), before building the simulator.
+            (``span / planner.sync_interval_s``; default :data:`MAX_SYNCS`), before building the simulator.
         on_sync: called after every sync with its time (s) and the terms the planner published to each
             stage (:class:`pard.planner.StageTerms`, stage order); not called for a policy that needs no
             planner (one whose stages read no published term, on fixed workers).
@@ -276,7 +261,7 @@ def simulate(
 
     Raises:
         ValueError / TypeError: a bad argument (the message names it and its value), e.g. a
-            ``sync_interval_s`` below 1 ms or one needing more than ``max_syncs`` syncs;
+            ``planner.sync_interval_s`` below 1 ms or one needing more than ``max_syncs`` syncs;
         pard.workloads.TooManyArrivalsError (a ValueError): the run exceeds ``max_visits``;
         pard.ConfigError: an invalid pipeline.
     """
@@ -291,20 +276,15 @@ def simulate(
     jitter_cv = check_float("jitter_cv", jitter_cv, low=0.0, high=_core.MAX_JITTER_CV)
     cold_start_s = check_float("cold_start_s", cold_start_s, low=0.0, high=MAX_ARRIVAL_S)  # a C++ time too
     headroom = check_float("headroom", headroom, low=1.0)
-    sync = check_float("sync_interval_s", sync_interval_s, low=MIN_SYNC_INTERVAL_S, high=MAX_SYNC_INTERVAL_S)
-    lam = None if lam is None else check_float("lam", lam, low=0.0, high=1.0)
-    window_s = check_float("window_s", window_s, low=0.0, low_open=True)
+    cfg = PlannerConfig.of(planner)
+    sync = cfg.sync_interval_s
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
         raise PardValueError(f"seed must be an int in 0..2**64-1, got {show(seed)}")
-    if (isinstance(samples, (bool, np.bool_)) or not isinstance(samples, (int, np.integer))
-            or not 1 <= samples <= MAX_SAMPLES):
-        raise PardValueError(f"samples must be an int in 1..{MAX_SAMPLES}, got {show(samples)}")
     autoscale = check_bool("autoscale", autoscale)
     if autoscale:
         pol = pol.for_autoscaling()  # pard paces forks on fixed pools only (PolicySpec.for_autoscaling)
     if autoscale_on not in AUTOSCALE_ON:
         raise PardValueError(f"autoscale_on must be one of {', '.join(AUTOSCALE_ON)}, got {show(autoscale_on)}")
-    adapt_window = check_bool("adapt_window", adapt_window)
     progress = check_bool("progress", progress)
     ns = len(spec.stages)
     if isinstance(workers, collections.abc.Mapping):  # {stage name: workers}, as Runtime takes; others keep the spec's
@@ -349,8 +329,7 @@ def simulate(
     tier_weights = [float(w) for w in spec.tiers.values()]
     sim = _core.Simulator(stages=stages, policy=pol.core(), arrivals_s=arr, slo_s=slo_s, tier=tier,
                           jitter_cv=jitter_cv, seed=int(seed), cold_start_s=cold_start_s, tier_weights=tier_weights)
-    planner = Planner(planner_stages(spec), policy=pol, lam=lam, window_s=window_s,
-                      adapt_window=adapt_window, samples=int(samples), seed=int(seed) + 1)
+    plan = Planner(planner_stages(spec), policy=pol, **cfg.planner_kwargs(int(seed) + 1))
 
     # per-second bookkeeping over the arrivals' horizon
     t0, nb = report_bins(arr)
@@ -364,12 +343,12 @@ def simulate(
     # drive autoscaling.
     needs_planner = autoscale or pol.uses_planner_terms
     # the first interval starts with the arrivals, not at clock 0 (a late first arrival would dilute it)
-    planner.start(t0)
+    plan.start(t0)
     if pol.prior_terms and pol.uses_planner_terms:
-        prior = planner.prior_terms(t0 + sync, sim.serving())
+        prior = plan.prior_terms(t0 + sync, sim.serving())
         sim.publish_all([tuple(term.publish_kwargs().values()) for term in prior])
     core_recorder = recorder.native()
-    core_planner = planner.native if needs_planner else None
+    core_planner = plan.native if needs_planner else None
     # A stage far from its profile is news only when the simulated executors are set off it (exec_scale):
     # otherwise they run the profile, and only the jitter (a large --jitter) can move the measured ratio.
     drift = needs_planner and pol.correct_durations and any(float(x) != 1.0 for x in scales)
@@ -382,9 +361,9 @@ def simulate(
             # one interval in C++: the event loop, the recorder, the planner and the publish
             more = sim.sync(t_prev, t, core_recorder, core_planner)
             if drift:
-                planner.check_drift()
+                plan.check_drift()
             if on_sync is not None and core_planner is not None:
-                on_sync(t, planner.native_terms())
+                on_sync(t, plan.native_terms())
             # demand_rate (the demand before pacing)
             demand = [term[9] for term in core_planner.terms()] if autoscale else []
             if autoscale_on == "pipeline" and demand:

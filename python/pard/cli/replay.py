@@ -92,7 +92,7 @@ def replay_policies(args: argparse.Namespace, spec: Any, arrivals: np.ndarray, e
             built = stage_set(spec, models, scale=float(args.scale))
             before = probe()
             rt = Runtime(spec, built.executors, join=built.join, policy=name, workers=workers,
-                         planner_options={"seed": args.seed + 1})
+                         planner={"seed": args.seed + 1})
             t_rep = rt.now()
             try:
                 def tick(t: float, o: float = offset) -> None:

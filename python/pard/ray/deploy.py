@@ -19,10 +19,10 @@ from typing import Any
 import ray
 
 from ..errors import ConfigError, PardTypeError, PardValueError
-from ..planner import Planner
+from ..planner_config import PlannerConfig
 from ..policies import get_policy
 from ..config import resolve_pipeline
-from ..runtime.setup import PayloadShape, executors_arg, options_arg, positive_seconds, worker_counts
+from ..runtime.setup import PayloadShape, executors_arg, positive_seconds, worker_counts
 from ..wiring import planner_stages
 from .clock import actor_offset
 from .pipeline import RayPipeline
@@ -65,11 +65,10 @@ def deploy(
     policy: Any = "pard",
     workers: Mapping[str, int] | Sequence[int] | None = None,
     resources: Mapping[str, Mapping[str, Any]] | None = None,
-    sync_interval_s: float = 1.0,
     join: Callable[[list[Any]], Any] | None = None,
     payload_shape: Sequence[int] | None = None,
     ring_capacity: int = 65536,
-    planner_options: Mapping[str, Any] | None = None,
+    planner: PlannerConfig | Mapping[str, Any] | None = None,
     max_restarts: int = 3,
     planner_max_restarts: int = -1,
     ready_timeout_s: float = 120.0,
@@ -88,13 +87,13 @@ def deploy(
         resources: stage name -> Ray actor options of each of its workers (``num_cpus``, ``num_gpus``,
             ``memory``, ``resources`` for custom ones, ``accelerator_type``, ``scheduling_strategy``);
             default :data:`DEFAULT_WORKER_RESOURCES`.  Stage and planner actors take ``num_cpus=0``.
-        sync_interval_s: the planner's period (s, > 0).
         join: for a stage with several predecessors, ``join(parts) -> payload`` (parts in topological
             order), run on that stage's workers; default ``tuple``.
         payload_shape: if given, ``submit`` checks every payload has this shape; default the entry
             executor's declared ``payload_shape``, else (an ``ArrayExecutor`` entry) the first payload's.
         ring_capacity: each stage's ingress ring slots (a power of two).
-        planner_options: keyword arguments of :class:`pard.Planner` (``lam``, ``window_s``, ``seed``...).
+        planner: the planner's settings, a :class:`pard.PlannerConfig` or a mapping of its fields
+            (``sync_interval_s``, ``lam``, ``window_s``, ``seed``, ...); default the paper's (1 s syncs).
         max_restarts: how often Ray restarts a worker actor that died (``-1``: always).
         planner_max_restarts: the same for the planner actor (default: always).
         ready_timeout_s: how long to wait for every actor to be placed and started (s).
@@ -115,7 +114,7 @@ def deploy(
                            "cluster started with `ray start --head`) before pard.ray.deploy")
     spec = resolve_pipeline(pipeline)
     pol = get_policy(policy)
-    positive_seconds("sync_interval_s", sync_interval_s)
+    cfg = PlannerConfig.of(planner)
     positive_seconds("ready_timeout_s", ready_timeout_s)
     for name, v in (("max_restarts", max_restarts), ("planner_max_restarts", planner_max_restarts)):
         if isinstance(v, bool) or not isinstance(v, int) or v < -1:
@@ -128,7 +127,7 @@ def deploy(
     names = [st.name for st in spec.stages]
     index = {n: k for k, n in enumerate(names)}
     shape = PayloadShape(payload_shape, [execs[n] for n in spec.entry_stages()])
-    opts = options_arg(planner_options, "planner_options", Planner.__init__, skip=("self", "stages", "policy"))
+    opts = cfg.planner_kwargs(0)
     epoch = time.time()
 
     stage_cls = ray.remote(StageActor)
@@ -153,13 +152,13 @@ def deploy(
         offsets[label] = off
     successors = [[stages[index[s]] for s in st.successors] for st in spec.stages]
     ray.get([s.connect.remote(fleet[k], successors[k]) for k, s in enumerate(stages)], timeout=ready_timeout_s)
-    planner = planner_cls.options(num_cpus=0, max_restarts=planner_max_restarts, max_task_retries=0).remote(
-        planner_stages(spec), pol, opts, stages, counts, float(sync_interval_s), epoch)
-    _await_ready([("the planner (num_cpus=0)", planner)], ready_timeout_s)
-    off = actor_offset(planner, clock_probes)
-    planner.set_offset.remote(off.offset_s)
+    plan = planner_cls.options(num_cpus=0, max_restarts=planner_max_restarts, max_task_retries=0).remote(
+        planner_stages(spec), pol, opts, stages, counts, cfg.sync_interval_s, epoch)
+    _await_ready([("the planner (num_cpus=0)", plan)], ready_timeout_s)
+    off = actor_offset(plan, clock_probes)
+    plan.set_offset.remote(off.offset_s)
     offsets["the planner"] = off
-    return RayPipeline(spec=spec, policy=pol, epoch_s=epoch, stages=stages, workers=fleet, planner=planner,
+    return RayPipeline(spec=spec, policy=pol, epoch_s=epoch, stages=stages, workers=fleet, planner=plan,
                        shape=shape, offsets=offsets)
 
 

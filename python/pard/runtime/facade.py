@@ -26,6 +26,7 @@ from .._extras import available, require
 from ..config import resolve_pipeline
 from ..errors import PardTypeError, PardValueError, RuntimeStateError
 from ..planner import Planner
+from ..planner_config import PlannerConfig
 from ..policies import get_policy
 from ..recorder import RunRecorder
 from ..wiring import planner_stages
@@ -36,7 +37,7 @@ from .monitor import MonitorMixin
 from .planner_loop import PlannerLoop
 from .replay import replay
 from .future import RequestFuture
-from .setup import (PayloadShape, build_stages, executors_arg, options_arg, positive_seconds, queue_sizes,
+from .setup import (PayloadShape, build_stages, executors_arg, positive_seconds, queue_sizes,
                     ring_capacity_arg, worker_counts)
 from .workers import WorkerPool, purge_period_s
 
@@ -111,7 +112,6 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         policy: a policy name (:data:`pard.policies.POLICIES`) or a ``PolicySpec``.
         workers: worker threads per stage, ``{stage: n}`` or a list in ``pipeline.stages`` order;
             default the spec's ``workers``.
-        sync_interval_s: the planner's period (s, > 0; default 1 s as the paper and the simulator).
         payload_shape: if given (a sequence of ints >= 0), ``submit`` checks every payload has this
             shape; default: the entry executor's ``payload_shape``, else the first payload's when an
             entry executor is an ArrayExecutor (see :class:`pard.runtime.setup.PayloadShape`).  A
@@ -124,8 +124,8 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             ``pard[cli]`` extra; the limit is process-wide, so one worker's BLAS call uses one
             core); ``None`` leaves it; ``"auto"`` (default): 1 when threadpoolctl is installed,
             else left as it is.
-        planner_options: keyword arguments for :class:`pard.planner.Planner` (``lam``, ``window_s``,
-            ``adapt_window``, ``samples``, ``seed``).
+        planner: the planner's settings, a :class:`pard.PlannerConfig` or a mapping of its fields
+            (``sync_interval_s``, ``lam``, ``window_s``, ``seed``, ...); default the paper's (1 s syncs).
         model_options: keyword arguments for :func:`pard.models.reference_models` (``stages=None``).
         max_queue_size: each stage's queue bound, an int or ``{stage: int}`` (ints >= 1); a request
             arriving at a full queue is refused (back-pressure): ``pard.Rejected`` at an entry stage,
@@ -151,12 +151,11 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         *,
         policy: Any = "pard",
         workers: Mapping[str, int] | Sequence[int] | None = None,
-        sync_interval_s: float = 1.0,
         payload_shape: Sequence[int] | None = None,
         join: Callable[[list[Any]], Any] | None = None,
         ring_capacity: int = 65536,
         blas_threads: int | str | None = "auto",
-        planner_options: Mapping[str, Any] | None = None,
+        planner: PlannerConfig | Mapping[str, Any] | None = None,
         model_options: Mapping[str, Any] | None = None,
         max_queue_size: int | Mapping[str, int] | None = None,
         history: int = HISTORY,
@@ -166,7 +165,8 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         spec = resolve_pipeline(pipeline)
         self._spec = spec
         self._policy = get_policy(policy)
-        sync_s, ring = positive_seconds("sync_interval_s", sync_interval_s), ring_capacity_arg(ring_capacity)
+        cfg = PlannerConfig.of(planner)
+        sync_s, ring = cfg.sync_interval_s, ring_capacity_arg(ring_capacity)
         if blas_threads == "auto":
             blas_threads = 1 if available("threadpoolctl") else None
         elif blas_threads is not None and (isinstance(blas_threads, bool) or not isinstance(blas_threads, int)
@@ -185,8 +185,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         self._entries = [index[n] for n in spec.entry_stages()]
         exits = [index[n] for n in spec.exit_stages()]
         self._shape = PayloadShape(payload_shape, [executors[spec.stages[k].name] for k in self._entries])
-        opts = options_arg(planner_options, "planner_options", Planner.__init__, skip=("self", "stages", "policy"))
-        self._planner = Planner(planner_stages(spec), policy=self._policy, **opts)
+        self._planner = Planner(planner_stages(spec), policy=self._policy, **cfg.planner_kwargs(0))
 
         self._clock = RunClock()
         self._live = live.build(self._stages, self._entries, exits, int(history), join_fn)

@@ -3,8 +3,7 @@
 ```yaml
 pipeline: tm                    # a built-in name, a spec file (relative to this file) or an inline spec
 policy: pard                    # a policy name (pard.POLICIES)
-planner: {lam: 0.1}             # pard.Planner options
-sync_interval_s: 1.0
+planner: {sync_interval_s: 1.0, lam: 0.1}   # pard.PlannerConfig's fields
 workers: {vehicle_detect: 1}    # per stage; default the spec's
 stages:                         # per stage: an executor factory by import path, with kwargs;
   vehicle_detect:               # absent: pard's NumPy reference models (model_options)
@@ -248,7 +247,6 @@ class ServeConfig(_Strict):
     pipeline: str | dict[str, Any]
     policy: str = "pard"
     planner: dict[str, Any] = {}
-    sync_interval_s: float = Field(default=1.0, gt=0, allow_inf_nan=False)
     workers: dict[str, int] | None = None
     stages: dict[str, ExecutorRef] | None = None
     model_options: ModelOptions | None = None
@@ -410,6 +408,9 @@ def parse_serve_config(data: Any, *, source: str = "<serve config>", base_dir: s
     """Validate a served-pipeline mapping; ServeConfigError naming ``source``, the field and the value."""
     if not isinstance(data, Mapping):
         raise ServeConfigError(f"{source}: expected a mapping of fields, got {type(data).__name__}")
+    if "sync_interval_s" in data:
+        raise ServeConfigError(f"{source}: sync_interval_s: set it inside planner (planner: {{sync_interval_s: "
+                               f"{data['sync_interval_s']!r}}}), with the planner's other settings")
     try:
         cfg = ServeConfig(**{**dict(data), "base_dir": base_dir, "source": source})
     except ValidationError as exc:
@@ -419,27 +420,23 @@ def parse_serve_config(data: Any, *, source: str = "<serve config>", base_dir: s
         cfg.check_against(spec)
     except ServeConfigError as exc:
         raise ServeConfigError(f"{source}: {exc}") from None
-    for key, value in cfg.planner.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ServeConfigError(f"{source}: planner.{key}: must be finite, got {value!r}")
     _check_planner(cfg, spec, source)
     return cfg
 
 
 def _check_planner(cfg: ServeConfig, spec: Any, source: str) -> None:
-    """The ``planner`` options as the runtime will take them (pard.Planner's keywords), checked at load:
-    ServeConfigError naming ``planner`` and the option."""
+    """The ``planner`` settings as the runtime will take them (:class:`pard.PlannerConfig`), checked at
+    load: ServeConfigError naming ``planner``'s field and its value."""
     from ..errors import PardError
     from ..planner import Planner
-    from ..runtime.setup import options_arg
+    from ..planner_config import PlannerConfig
     from ..wiring import planner_stages
 
     try:
-        opts = options_arg(cfg.planner, "planner", Planner.__init__, skip=("self", "stages", "policy"))
-        Planner(planner_stages(spec), policy=cfg.policy, **opts)
+        Planner(planner_stages(spec), policy=cfg.policy, **PlannerConfig.of(cfg.planner).planner_kwargs(0))
     except (PardError, ValueError, TypeError) as exc:
         msg = str(exc)
-        raise ServeConfigError(f"{source}: {msg if msg.startswith('planner ') else 'planner: ' + msg}") from None
+        raise ServeConfigError(f"{source}: {msg if msg.startswith('planner') else 'planner: ' + msg}") from None
 
 
 def load_serve_config(path: str | Path) -> ServeConfig:

@@ -190,9 +190,9 @@ class ServedPipeline:
             warm = self._warm(executors, join) if cfg.warmup else {}
             check_warm_outputs(cfg.outputs or [], warm, self.spec.exit_stages(), cfg.source)
             runtime = Runtime(
-                self.spec, executors, policy=cfg.policy, workers=cfg.workers, sync_interval_s=cfg.sync_interval_s,
+                self.spec, executors, policy=cfg.policy, workers=cfg.workers, planner=cfg.planner or None,
                 payload_shape=self.inputs[0].shape if len(self.inputs) == 1 and self.inputs[0].fixed() else None,
-                join=join, planner_options=cfg.planner or None, start=False,
+                join=join, start=False,
             )
         except PardError as exc:  # name the file, once
             msg = str(exc)
