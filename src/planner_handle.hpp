@@ -89,4 +89,25 @@ inline PlannerStats planner_stats_from_seconds(const pybind11::dict& d) {
     return s;
 }
 
+// What the recorder reads of one stage's statistics, from a dict of float-second arrays (keys arrival_s,
+// qdelay_t_s, qdelay_s, batch_duration_s; batch_size ints), in the simulator's int64 ns form. Arrivals
+// count only, so they are not converted.
+inline StageStats recorder_stats_from_seconds(const pybind11::dict& d) {
+    StageStats s;
+    auto get = [&](const char* key, std::vector<std::int64_t>& out) {
+        if (!d.contains(key)) return;
+        auto a = pybind11::array_t<double, pybind11::array::c_style | pybind11::array::forcecast>::ensure(d[key]);
+        if (!a) throw std::invalid_argument(std::string("statistics: ") + key + " must be an array of float seconds");
+        out.resize(static_cast<std::size_t>(a.size()));
+        const double* p = a.data();
+        for (std::size_t i = 0; i < out.size(); ++i) out[i] = to_ns(p[i], key);
+    };
+    if (d.contains("arrival_s")) s.arrival.resize(static_cast<std::size_t>(pybind11::len(d["arrival_s"])));
+    get("qdelay_t_s", s.qdelay_t);
+    get("qdelay_s", s.qdelay);
+    get("batch_duration_s", s.batch_duration);
+    if (d.contains("batch_size")) s.batch_size = int_vector(d["batch_size"], "batch_size");
+    return s;
+}
+
 }  // namespace pard::bind

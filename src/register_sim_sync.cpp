@@ -41,8 +41,9 @@ py::array_t<double> matrix(const std::vector<std::vector<double>>& rows, std::si
 
 void register_sim_sync(py::module_& m) {
     py::class_<SimRecorder>(m, "SimRecorder",
-        "RunRecorder.record in C++ for the simulator (per-stage counters and per-second bins). Private.")
-        .def(py::init<double, std::vector<std::vector<double>>>(), py::arg("origin_s"), py::arg("d_table"))
+        "The run recorder's counters and per-second bins (sim_recorder.hpp); pard.recorder.RunRecorder wraps it. Private.")
+        .def(py::init<double, std::vector<std::vector<double>>, std::int64_t>(), py::arg("origin_s"), py::arg("d_table"),
+             py::arg("keep_s") = 0)
         .def("record_ns", [](SimRecorder& r, const py::list& stats, const std::vector<int>& serving, double t_prev,
                              double t) {
                  std::vector<StageStats> st;
@@ -51,6 +52,16 @@ void register_sim_sync(py::module_& m) {
              },
              py::arg("stats"), py::arg("serving"), py::arg("t_prev"), py::arg("t"),
              "record() on statistics given as int64 ns arrays (as SyncPlanner.update_ns).")
+        .def("record_s", [](SimRecorder& r, const py::list& stats, const std::vector<double>& serving, double t_prev,
+                            double t) {
+                 std::vector<StageStats> st;
+                 for (const auto& d : stats) st.push_back(recorder_stats_from_seconds(d.cast<py::dict>()));
+                 r.record(st, serving, t_prev, t);
+             },
+             py::arg("stats"), py::arg("serving"), py::arg("t_prev"), py::arg("t"),
+             "record() on statistics given as float-second arrays, as the live runtime and Ray take them.")
+        .def_property_readonly("bins", &SimRecorder::bins, "Per-second bins held now.")
+        .def_property_readonly("base", &SimRecorder::base, "The absolute second (from origin_s) of bin 0.")
         .def("totals", [](const SimRecorder& r) {
             py::dict d;
             d["submitted"] = vec_array(r.submitted());
@@ -61,8 +72,13 @@ void register_sim_sync(py::module_& m) {
             d["qcnt"] = matrix(r.qcnt(), r.bins());
             d["wsum"] = matrix(r.wsum(), r.bins());
             d["wdt"] = vec_array(r.wdt());
+            d["base"] = r.base();
+            d["used"] = r.used();
+            d["carry"] = r.carry().empty() ? py::object(py::none()) : py::object(vec_array(r.carry()));
             return d;
-        }, "Everything recorded: submitted, executed (ns,), compute_s, nominal_s (ns,), qsum, qcnt, wsum (ns, bins), wdt (bins,).");
+        }, "Everything recorded: submitted, executed (ns,), compute_s, nominal_s (ns,), qsum, qcnt, wsum (ns, bins), "
+           "wdt (bins,); base and used (the absolute seconds of bin 0 and one past the last written) and carry "
+           "(the workers before bin 0, None before any trim).");
 
     py::class_<Simulator> sim = py::reinterpret_borrow<py::class_<Simulator>>(m.attr("Simulator"));
     sim.def("sync", [](Simulator& s, double t_prev, double t, SimRecorder& recorder, PySyncPlanner* planner) {

@@ -36,7 +36,7 @@ def _feed(keep_s: float | None, seconds: float, seed: int = 5) -> tuple[RunRecor
     while t < seconds:
         t = t_prev + float(rng.uniform(0.3, 1.7))  # irregular syncs, some seconds without one
         rec.record(_interval(rng, 3, t_prev, t), [float(w) for w in rng.integers(1, 5, 3)], t_prev, t)
-        held = max(held, rec._wdt.size)
+        held = max(held, rec.held_s)
         t_prev = t
     return rec, held
 
@@ -57,7 +57,7 @@ def test_kept_seconds_match_an_unbounded_recorder_and_memory_is_bounded() -> Non
 def test_seconds_before_those_kept_read_as_no_samples_and_the_oldest_kept_workers() -> None:
     full, _ = _feed(None, 300.0)
     kept, _ = _feed(20.0, 300.0)
-    base = kept._base
+    base = kept.kept_from_s
     assert base > 0
     q_full, c_full, w_full = full.series(0.0, 300)
     q, c, w = kept.series(0.0, 300)
@@ -78,4 +78,4 @@ def test_the_runtime_keeps_a_bounded_series() -> None:
     assert 0 < facade.SERIES_KEEP_S < 86_400  # under a day: the unbounded series grew ~11 MB a day (5 stages)
     spec = config.builtin("tm")
     with facade.Runtime(spec, {st.name: list for st in spec.stages}, policy="naive") as rt:
-        assert rt._loop.recorder._keep == int(facade.SERIES_KEEP_S)
+        assert rt._loop.recorder.keep_s == int(facade.SERIES_KEEP_S)

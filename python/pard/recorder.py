@@ -1,9 +1,11 @@
 """The run recorder: per-interval statistics in, a :class:`pard.report.Report` out (DESIGN §4).
 
-The simulator and the live runtime feed one :class:`RunRecorder` the same way: once per planner
+The simulator, the live runtime and Ray feed one :class:`RunRecorder` the same way: once per planner
 sync interval they hand it each stage's statistics for that interval, in the form
 ``pard._core.Simulator.take_stats()`` returns (``arrival_s``, ``qdelay_t_s``, ``qdelay_s``,
-``batch_start_s``, ``batch_duration_s``, ``batch_size``, ``batch_wait_s``), and the workers serving.
+``batch_start_s``, ``batch_duration_s``, ``batch_size``, ``batch_wait_s``), and the workers serving; the
+simulator does it inside ``Simulator.sync`` (:meth:`RunRecorder.native`). The counting is C++
+(``cpp/include/pard/sim_recorder.hpp``); this class reads it back into the run's series and Report.
 The recorder keeps counters and per-second bins only (not the samples), so its memory grows with
 the run's span in seconds, not with its requests.  At the end :meth:`RunRecorder.report` joins them
 with the per-request outcomes into a Report, with the goodput bound's capacity computed one way for
@@ -63,103 +65,49 @@ class RunRecorder:
         ns = len(spec.stages)
         self._spec = spec
         self.origin_s = float(origin_s)
-        self.submitted = np.zeros(ns, dtype=np.int64)
-        self.executed = np.zeros(ns, dtype=np.int64)
-        self.compute_s = np.zeros(ns)
-        self.nominal_s = np.zeros(ns)  # profiled d(b) of the executed batches, summed
         self.peak = np.array([peak_throughput(st.profile, st.max_batch) for st in spec.stages])
         self.exec_scale = np.ones(ns) if exec_scale is None else np.asarray(exec_scale, dtype=np.float64)
         self._initial = np.asarray(workers, dtype=np.float64)
-        self._qsum = np.zeros((ns, 0))
-        self._qcnt = np.zeros((ns, 0))
-        self._wsum = np.zeros((ns, 0))
-        self._wdt = np.zeros(0)
-        # The bins held are the absolute seconds [_base, _base + columns); _used is one past the last one
-        # written; _carry the workers in force before _base (the oldest trimmed second's).
-        self._keep = None if keep_s is None else int(math.ceil(keep_s))
-        self._base = 0
-        self._used = 0
-        self._carry = self._initial
         self._d_table = [np.zeros(0) for _ in range(ns)]  # per stage, d(b) at b = 0, 1, ... (s)
+        keep = 0 if keep_s is None else int(math.ceil(keep_s))
+        #: The seconds of bins kept at least (``keep_s`` rounded up; None: every second of the run).
+        self.keep_s: int | None = keep or None
+        self._core = _core.SimRecorder(self.origin_s, [self.duration_table(k).tolist() for k in range(ns)], keep)
+        self._fed_in_cpp = False  # Simulator.sync records without telling: read the C++ side every time
+        self._dirty = True
+        self._read()
 
     # ------------------------------------------------------------------ feeding
-    def _grow(self, end: int) -> None:
-        """Hold the absolute seconds up to ``end`` (exclusive)."""
-        self._used = max(self._used, end)
-        n = end - self._base
-        have = self._wdt.size
-        if n <= have:
-            return
-        cap = max(n, 2 * have, 64)
-        if self._keep is not None:  # never more than _trim lets be held
-            cap = max(n, min(cap, 2 * self._keep + 1))
-        for name in ("_qsum", "_qcnt", "_wsum"):
-            old = getattr(self, name)
-            new = np.zeros((old.shape[0], cap))
-            new[:, :have] = old
-            setattr(self, name, new)
-        wdt = np.zeros(cap)
-        wdt[:have] = self._wdt
-        self._wdt = wdt
-
-    def _trim(self) -> None:
-        """With ``keep_s``: once more than twice ``keep_s`` seconds are held, drop all but the last ``keep_s``
-        (amortised: one copy per ``keep_s`` seconds of run)."""
-        if self._keep is None or self._used - self._base <= 2 * self._keep:
-            return
-        cut = self._used - self._keep - self._base  # columns dropped
-        seen = np.flatnonzero(self._wdt[:cut] > 0)
-        if seen.size:  # the workers the oldest kept second inherits, as series() would have carried them
-            self._carry = self._wsum[:, seen[-1]] / self._wdt[seen[-1]]
-        for name in ("_qsum", "_qcnt", "_wsum"):
-            setattr(self, name, getattr(self, name)[:, cut:].copy())
-        self._wdt = self._wdt[cut:].copy()
-        self._base += cut
-
     def record(self, stats: Sequence[Mapping[str, Any]], serving: Sequence[float], t_prev: float, t: float) -> None:
-        """Add one interval ``(t_prev, t]``: each stage's statistics and the workers serving at ``t``."""
-        times, delays, rows = [], [], []
-        for k, s in enumerate(stats):
-            self.submitted[k] += len(s["arrival_s"])
-            bsz = np.asarray(s["batch_size"], dtype=np.int64)
-            if bsz.size:
-                self.executed[k] += int(bsz.sum())
-                self.compute_s[k] += float(np.asarray(s["batch_duration_s"], dtype=np.float64).sum())
-                self.nominal_s[k] += self._nominal(k, bsz)
-            tq = np.asarray(s["qdelay_t_s"], dtype=np.float64)
-            if tq.size:
-                times.append(tq)
-                delays.append(np.asarray(s["qdelay_s"], dtype=np.float64))
-                rows.append(np.full(tq.size, k, dtype=np.int64))
-        if times:  # per-second sums over the few seconds this interval touches, every stage in one bincount
-            idx = np.floor(np.concatenate(times) - self.origin_s).astype(np.int64) - self._base
-            q, row = np.concatenate(delays), np.concatenate(rows)
-            lo, hi = int(idx.min()), int(idx.max())
-            if lo < 0:  # before the origin, or before the seconds kept: not in any bin
-                ok = idx >= 0
-                idx, q, row = idx[ok], q[ok], row[ok]
-                lo = int(idx.min()) if idx.size else 0
-            if idx.size:
-                self._grow(self._base + hi + 1)
-                width = hi - lo + 1
-                cell = row * width + (idx - lo)  # each bin's samples stay in their order: the same sums
-                ns = self._qsum.shape[0]
-                self._qsum[:, lo:hi + 1] += np.bincount(cell, weights=q, minlength=ns * width).reshape(ns, width)
-                self._qcnt[:, lo:hi + 1] += np.bincount(cell, minlength=ns * width).reshape(ns, width)
-        b = int(math.floor(0.5 * (t_prev + t) - self.origin_s))
-        if b >= self._base:
-            self._grow(b + 1)
-            self._wsum[:, b - self._base] += np.asarray(serving, dtype=np.float64) * (t - t_prev)
-            self._wdt[b - self._base] += t - t_prev
-        self._trim()
+        """Add one interval ``(t_prev, t]``: each stage's statistics (float seconds, the keys of the module
+        doc) and the workers serving at ``t``."""
+        self._core.record_s([dict(s) for s in stats], [float(w) for w in serving], float(t_prev), float(t))
+        self._dirty = True
 
-    def _nominal(self, k: int, bsz: npt.NDArray[np.int64]) -> float:
-        """Stage ``k``'s profiled duration of batches of sizes ``bsz`` (s, >= 1), summed as count x d(b)
-        over the distinct sizes in ascending order (``np.add.accumulate`` adds in sequence, as ``sum`` would)."""
-        hist = np.bincount(bsz)
-        sizes = hist.nonzero()[0]
-        table = self.duration_table(k, int(sizes[-1]))
-        return float(np.add.accumulate(hist[sizes] * table[sizes])[-1])
+    def native(self) -> Any:
+        """The ``pard._core.SimRecorder`` this recorder reads: the simulator hands it to ``Simulator.sync``,
+        which records each interval without Python."""
+        self._fed_in_cpp = True
+        return self._core
+
+    def _read(self) -> None:
+        """The counters and bins as recorded so far (read from C++ when something was recorded since)."""
+        if not (self._dirty or self._fed_in_cpp):
+            return
+        self._dirty = False
+        tot = self._core.totals()
+        self._submitted = np.asarray(tot["submitted"], dtype=np.int64)
+        self._executed = np.asarray(tot["executed"], dtype=np.int64)
+        self._compute_s = np.asarray(tot["compute_s"], dtype=np.float64)
+        self._nominal_s = np.asarray(tot["nominal_s"], dtype=np.float64)
+        self._qsum = np.asarray(tot["qsum"], dtype=np.float64)
+        self._qcnt = np.asarray(tot["qcnt"], dtype=np.float64)
+        self._wsum = np.asarray(tot["wsum"], dtype=np.float64)
+        self._wdt = np.asarray(tot["wdt"], dtype=np.float64)
+        # The bins held are the absolute seconds [_base, _base + columns); _used is one past the last one
+        # written; _carry the workers in force before _base (the oldest trimmed second's).
+        self._base, self._used = int(tot["base"]), int(tot["used"])
+        self._carry = self._initial if tot["carry"] is None else np.asarray(tot["carry"], dtype=np.float64)
 
     def duration_table(self, k: int, largest: int = 0) -> F64:
         """Stage ``k``'s profiled ``d(b)`` (s) at every whole ``b`` from 0 to at least ``max(largest, max_batch)``
@@ -172,28 +120,44 @@ class RunRecorder:
                 dtype=np.float64)
         return table
 
-    def native(self) -> Any:
-        """A ``pard._core.SimRecorder`` for this recorder's pipeline and origin: the simulator records in C++
-        (``Simulator.sync``, the same sums as :meth:`record`) and hands its ``totals()`` to :meth:`absorb`."""
-        return _core.SimRecorder(self.origin_s, [self.duration_table(k).tolist() for k in range(self.submitted.size)])
-
-    def absorb(self, totals: Mapping[str, Any]) -> None:
-        """Take over what ``pard._core.SimRecorder`` recorded (its ``totals()``), for a recorder not fed itself
-        (:meth:`native`)."""
-        self.submitted = np.asarray(totals["submitted"], dtype=np.int64).copy()
-        self.executed = np.asarray(totals["executed"], dtype=np.int64).copy()
-        self.compute_s = np.asarray(totals["compute_s"], dtype=np.float64).copy()
-        self.nominal_s = np.asarray(totals["nominal_s"], dtype=np.float64).copy()
-        self._qsum = np.asarray(totals["qsum"], dtype=np.float64).copy()
-        self._qcnt = np.asarray(totals["qcnt"], dtype=np.float64).copy()
-        self._wsum = np.asarray(totals["wsum"], dtype=np.float64).copy()
-        self._wdt = np.asarray(totals["wdt"], dtype=np.float64).copy()
-        self._base, self._used, self._carry = 0, self._wdt.size, self._initial
-        self._trim()
-
     # ------------------------------------------------------------------ reading
+    @property
+    def held_s(self) -> int:
+        """Per-second bins held now (with ``keep_s``, at most ``2 keep_s + 1``)."""
+        return int(self._core.bins)
+
+    @property
+    def kept_from_s(self) -> int:
+        """The first second (from ``origin_s``) whose bins are still held (0 until ``keep_s`` trims any)."""
+        return int(self._core.base)
+
+    @property
+    def submitted(self) -> npt.NDArray[np.int64]:
+        """Requests that arrived at each stage, the whole run, shape ``(stages,)``."""
+        self._read()
+        return self._submitted
+
+    @property
+    def executed(self) -> npt.NDArray[np.int64]:
+        """Requests each stage executed (in batches), the whole run."""
+        self._read()
+        return self._executed
+
+    @property
+    def compute_s(self) -> F64:
+        """Measured batch seconds per stage, the whole run."""
+        self._read()
+        return self._compute_s
+
+    @property
+    def nominal_s(self) -> F64:
+        """Profiled ``d(b)`` of the executed batches per stage (s), the whole run."""
+        self._read()
+        return self._nominal_s
+
     def speedup(self) -> F64:
         """Per stage: profiled over measured duration of the executed batches (NaN before any ran)."""
+        self._read()
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(self.compute_s > 0, self.nominal_s / np.where(self.compute_s > 0, self.compute_s, 1.0),
                             np.nan)
@@ -215,6 +179,7 @@ class RunRecorder:
         no sync fell into takes the previous second's workers; a second before the origin the starting
         workers, and one before the seconds kept (``keep_s``) no samples and the oldest kept workers.
         """
+        self._read()
         off = int(round(t0_s - self.origin_s))
         base, held = self._base, self._used - self._base
         ns = self._initial.size
@@ -250,6 +215,7 @@ class RunRecorder:
         :meth:`stage_capacity` with that second's workers, or ``capacity_req_s`` when given.
         """
         qsum, qcnt, workers = self.series(t0_s, n_bins)
+        self._read()
         if capacity_req_s is None:
             capacity = self.stage_capacity(workers).min(axis=0)
         else:

@@ -378,7 +378,6 @@ def simulate(
                 break
     finally:
         bar.close()
-    recorder.absorb(core_recorder.totals())
     out = sim.outcomes()
     out["send_s"] = arr
     out["tier"] = tier
