@@ -405,3 +405,67 @@ def test_pard_serve_serves_http_and_grpc_together_and_drains_on_sigterm(tmp_path
         assert srv.wait(LIMIT_S) == 0
         rep = srv.report()
     assert rep["grpc"] == {"OK": 1} and rep["http"] == {"200": 1} and rep["outcomes"]["on_time"] == 2
+
+
+def test_http_and_grpc_at_once_under_10x_overload_answer_every_request_once(tmp_path: Path) -> None:
+    """``pard serve`` with both fronts, 2 s of Poisson arrivals at 5x the pipeline's capacity through HTTP
+    (64 keep-alive connections) and 5x through gRPC (4 tritonclient.grpc.aio clients) at once: every request
+    gets exactly one answer, /metrics' outcome counters equal what the clients of both fronts saw, and the
+    report counts the two fronts' answers apart, as the clients saw them."""
+    import random
+
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+    from test_serve_door import _burst
+
+    doc = config()
+    doc["server"]["grpc_port"] = 0
+    doc["server"]["max_loop_lag_s"] = 2.0  # the accounting is under test, not the lag guard of a busy machine
+    rate = 5 * _serve.CAPACITY_REQ_S
+
+    async def grpc_burst(url: str) -> collections.Counter[str]:
+        rng = random.Random(11)
+        clients = [tga.InferenceServerClient(url) for _ in range(4)]
+        x = np.ones(4, np.float32)
+
+        async def one(c: Any) -> str:
+            try:
+                await c.infer("duo", [_input(x)], client_timeout=LIMIT_S)
+            except InferenceServerException as exc:
+                return _code(exc)
+            return "OK"
+
+        loop = asyncio.get_running_loop()
+        t, end, calls = loop.time(), loop.time() + 2.0, []
+        try:
+            while t < end:
+                t += rng.expovariate(rate)
+                await asyncio.sleep(max(0.0, t - loop.time()))
+                calls.append(asyncio.ensure_future(one(clients[len(calls) % 4])))
+            return collections.Counter(await asyncio.gather(*calls))
+        finally:
+            for c in clients:
+                await c.close()
+
+    with ServerProcess(tmp_path, doc, args=["--grpc-port-file", str(tmp_path / "grpc_port")]) as srv:
+        url = f"127.0.0.1:{int((tmp_path / 'grpc_port').read_text())}"
+
+        async def both() -> tuple[Any, Any]:
+            return await asyncio.gather(_burst(srv.port, rate, 2.0, 64), grpc_burst(url))
+
+        http_seen, grpc_seen = asyncio.run(asyncio.wait_for(both(), LIMIT_S))
+        text = httpx.get(f"{srv.url}/metrics", timeout=LIMIT_S).text
+        counts = collections.Counter({s.labels["outcome"]: s.value for fam in text_string_to_metric_families(text)
+                                      for s in fam.samples if s.name == "pard_requests_total"})
+        srv.proc.send_signal(signal.SIGTERM)
+        assert srv.wait(LIMIT_S) == 0
+        rep = srv.report()
+    assert set(http_seen) <= {200, 429, 503} and set(grpc_seen) <= {"OK", "RESOURCE_EXHAUSTED", "UNAVAILABLE",
+                                                                      "DEADLINE_EXCEEDED"}
+    assert http_seen[200] > 0 and grpc_seen["OK"] > 0  # both fronts served
+    assert http_seen[429] + grpc_seen["RESOURCE_EXHAUSTED"] + http_seen[503] + grpc_seen["UNAVAILABLE"] > 0
+    assert counts["on_time"] + counts["late"] == http_seen[200] + grpc_seen["OK"]
+    assert counts["rejected"] == http_seen[429] + grpc_seen["RESOURCE_EXHAUSTED"]
+    assert counts["dropped"] == http_seen[503] + grpc_seen["UNAVAILABLE"] + grpc_seen["DEADLINE_EXCEEDED"]
+    assert sum(counts.values()) == sum(http_seen.values()) + sum(grpc_seen.values())
+    assert rep["grpc"] == dict(grpc_seen) and rep["http"] == {str(k): v for k, v in http_seen.items()}
