@@ -53,6 +53,8 @@ struct LiveFuture {
     py::object raw;
     std::vector<py::object> callbacks;
     py::object sync;  // the concurrent.futures protocol state, built on first use (pard/runtime/future.py)
+    py::object aio;   // the asyncio future awaiting the request, and the LoopSink that settles it
+    py::object sink;  // (live_loop_sink.hpp); both unset unless awaited through a sink
 
     [[nodiscard]] std::uint64_t request_id() const noexcept { return key >> live::kSlotBits; }
     py::object exception_object();
@@ -86,7 +88,7 @@ int future_traverse(PyObject* self_base, visitproc visit, void* arg) {
 #endif
     if (!py::detail::is_holder_constructed(self_base)) return 0;
     auto& f = py::cast<LiveFuture&>(py::handle(self_base));
-    for (const py::object* o : {&f.owner, &f.value, &f.raw, &f.sync}) Py_VISIT(o->ptr());
+    for (const py::object* o : {&f.owner, &f.value, &f.raw, &f.sync, &f.aio, &f.sink}) Py_VISIT(o->ptr());
     for (const py::object& cb : f.callbacks) Py_VISIT(cb.ptr());
     return 0;
 }
@@ -94,7 +96,7 @@ int future_traverse(PyObject* self_base, visitproc visit, void* arg) {
 int future_clear(PyObject* self_base) {
     if (!py::detail::is_holder_constructed(self_base)) return 0;
     auto& f = py::cast<LiveFuture&>(py::handle(self_base));
-    for (py::object* o : {&f.owner, &f.value, &f.raw, &f.sync}) *o = py::object();
+    for (py::object* o : {&f.owner, &f.value, &f.raw, &f.sync, &f.aio, &f.sink}) *o = py::object();
     f.callbacks.clear();
     return 0;
 }

@@ -1,6 +1,7 @@
 // LiveRuntime: the live pipeline (pard/live_pipeline.hpp) over Python payloads with LiveFuture
 // handles: it builds the pipeline from the Python side's stages, holds the Python hooks, resolves
-// the futures of ended requests, and builds a request's exception on first use.
+// the futures of ended requests (handing those awaited on an event loop to its LoopSink), and
+// builds a request's exception on first use.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "live_future.hpp"
+#include "live_loop_sink.hpp"
 #include "pard/live_pipeline.hpp"
 #include "pard/stage_scheduler.hpp"
 #include "seconds.hpp"
@@ -67,8 +69,10 @@ public:
 
     Pipe& pipe() { return *pipe_; }
 
-    // Resolves the futures of ended requests (GIL held, no core lock held).
+    // Resolves the futures of ended requests (GIL held, no core lock held). Those awaited on an event
+    // loop go into its LoopSink without Python; each loop is woken once, after the whole batch.
     void resolve(std::vector<Done>& done) {
+        std::vector<py::object> wake;  // the sinks a hand-off armed
         for (Done& d : done) {
             if (!d.handle) continue;
             py::object fo = std::move(d.handle);
@@ -94,9 +98,14 @@ public:
                 std::lock_guard<std::mutex> lock(w.mu);
                 w.cv.notify_all();
             }
+            if (f.sink) {
+                py::object sink = std::move(f.sink);
+                if (LoopSink::hand_off(sink, fo)) wake.push_back(std::move(sink));
+            }
             if (!f.callbacks.empty()) f.run_callbacks(fo);
         }
         done.clear();
+        for (const py::object& sink : wake) LoopSink::wake(sink);
     }
 
     py::object submit(py::object self, const py::object& payload, double slo_s, std::int32_t tier,

@@ -1,8 +1,9 @@
 // Bindings for the live runtime's hot path (pard/live_pipeline.hpp): the lists of LiveFuture's,
-// LiveWorker's and LivePipeline's methods. The future, its waiting and the runtime it belongs to
-// are in live_future.hpp and live_runtime.hpp, the fast-call submit in live_fast_submit.hpp; the
-// rules live in the core headers. The Python side is python/pard/runtime/ (workers.py runs the
-// executor, live.py builds the user's exceptions lazily).
+// LoopSink's, LiveWorker's and LivePipeline's methods. The future, its waiting and the runtime it
+// belongs to are in live_future.hpp and live_runtime.hpp, the hand-off of ended requests to event
+// loops in live_loop_sink.hpp, the fast-call submit in live_fast_submit.hpp; the rules live in the
+// core headers. The Python side is python/pard/runtime/ (workers.py runs the executor, live.py
+// builds the user's exceptions lazily).
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -14,6 +15,7 @@
 
 #include "live_fast_submit.hpp"
 #include "live_future.hpp"
+#include "live_loop_sink.hpp"
 #include "live_runtime.hpp"
 #include "register.hpp"
 #include "seconds.hpp"
@@ -89,6 +91,16 @@ void register_live(py::module_& m) {
             static const char* names[] = {"pending", "finished", "failed", "cancelled"};
             return "<RequestFuture request_id=" + std::to_string(f.request_id()) + " " + names[f.state.load()] + ">";
         });
+
+    py::class_<LoopSink>(m, "LoopSink", "Where ended requests wait for one event loop's next drain (live_loop_sink.hpp).",
+                         py::custom_type_setup(collectable<LoopSink>))
+        .def_property_readonly("waiting", [](const LoopSink& s) { return s.ready.size(); },
+                               "Ended requests waiting for the loop's next drain.");
+    m.def("loop_sink", &loop_sink, py::arg("loop"), "The LoopSink of event loop `loop` (made on first use).");
+    m.def("loop_sink_count", [] { return py::len(loop_sinks()); }, "How many event loops have a LoopSink now.");
+    py::class_<SinkWake>(m, "SinkWake", "One wake-up of a LoopSink's loop: calling it drains the sink.",
+                         py::custom_type_setup(collectable<SinkWake>))
+        .def("__call__", [](SinkWake& w) { w(); });
 
     py::class_<Pipe::Worker>(m, "LiveWorker", "One worker thread's batches (the running one, the one collected next).")
         .def_property_readonly("stage", [](const Pipe::Worker& w) { return w.stage; })
@@ -245,6 +257,9 @@ void register_live(py::module_& m) {
     py::object descr = py::reinterpret_steal<py::object>(
         PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(live_cls.ptr()), &fast_submit_def));
     if (!descr || PyObject_SetAttrString(live_cls.ptr(), "submit", descr.ptr()) != 0) throw py::error_already_set();
+    // watch: the fast-call function of live_loop_sink.hpp, a plain module function
+    py::object watch = py::reinterpret_steal<py::object>(PyCFunction_NewEx(&fast_watch_def, nullptr, m.attr("__name__").ptr()));
+    if (!watch || PyObject_SetAttrString(m.ptr(), "watch", watch.ptr()) != 0) throw py::error_already_set();
 }
 
 }  // namespace pard::bind

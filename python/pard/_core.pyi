@@ -1,6 +1,7 @@
 # Hand-written stubs for the compiled module pard._core (private; users import `pard`).
 # This file is the contract between the C++ bindings in src/ and the Python package:
 # keep it in sync with src/register_*.cpp.  Times are float seconds on this side.
+import asyncio
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -234,6 +235,24 @@ class LiveFuture(Future[Any]):  # Future is added to its bases by pard.runtime.f
     def set_result(self, result: Any) -> None: ...  # raises RuntimeError
     def set_exception(self, exception: BaseException | None) -> None: ...  # raises RuntimeError
     def set_running_or_notify_cancel(self) -> bool: ...  # raises RuntimeError
+
+
+# ---- live_loop_sink.hpp: ended requests reach the event loops awaiting them, one wake-up per batch ----
+# An asyncio future of the running loop, settled on the loop as the request of `future` ends (cancelling it
+# does not cancel the request).  RuntimeError without a running loop, or when `future` is pending and
+# already watched; TypeError for what is not a LiveFuture.
+def watch(future: LiveFuture) -> asyncio.Future[Any]: ...
+def loop_sink(loop: asyncio.AbstractEventLoop) -> LoopSink: ...  # the loop's sink, made on first use
+def loop_sink_count() -> int: ...  # event loops with a sink now (an entry leaves with its loop)
+
+
+class LoopSink:
+    @property
+    def waiting(self) -> int: ...  # ended requests waiting for the loop's next drain
+
+
+class SinkWake:  # what call_soon_threadsafe runs: drains its sink; dropped unrun, it empties it
+    def __call__(self) -> None: ...
 
 
 class LiveWorker:

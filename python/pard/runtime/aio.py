@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import Dropped, ExecutorError, PardError, Rejected
 from ..outcomes import STATES
-from .live import wrap_future
+from .live import watch, wrap_future
 
 if TYPE_CHECKING:  # pragma: no cover
     from .facade import Runtime
 
-__all__ = ["AsyncRuntimeMixin", "abandon", "completed_error", "retry_after_s", "DeadlineError"]
+__all__ = ["AsyncRuntimeMixin", "abandon", "completed_error", "waited_out", "retry_after_s", "DeadlineError"]
 
 class DeadlineError(PardError, ValueError):
     """``deadline`` is not a finite number of seconds on the runtime's clock."""
@@ -59,6 +59,15 @@ def abandon(fut: Any, on_orphan: Callable[[str], None] | None = None) -> None:
     to its end), pass its final state to ``on_orphan`` (see :meth:`AsyncRuntimeMixin.infer_outcome`)."""
     if not fut.cancel() and on_orphan is not None:
         fut.add_done_callback(lambda f: _report_orphan(f, on_orphan))
+
+
+def waited_out(rt: Runtime, fut: Any, e: BaseException, on_orphan: Callable[[str], None] | None = None) -> None:
+    """The wait for ``fut`` raised ``e``: a cancelled wait abandons the request (:func:`abandon`), a
+    request that ended badly gets its error filled in (:func:`completed_error`); anything else passes."""
+    if isinstance(e, asyncio.CancelledError):
+        abandon(fut, on_orphan)
+    elif isinstance(e, (Dropped, Rejected, ExecutorError)):
+        completed_error(rt, fut, e)
 
 
 def completed_error(rt: Runtime, fut: Any, e: BaseException) -> None:
@@ -135,7 +144,14 @@ class AsyncRuntimeMixin:
             ValueError / TypeError / RuntimeError: bad arguments or a closed runtime, as
                 :meth:`Runtime.submit` (counted nowhere); :class:`DeadlineError` for a bad ``deadline``.
         """
-        return (await self.infer_outcome(payload, slo, tier, deadline))[0]
+        # the body of infer_outcome, not a call to it: one coroutine per request, not two
+        rt: Runtime = self  # type: ignore[assignment]
+        fut = rt.submit(payload, slo=slo, tier=0 if tier is None else tier, deadline=deadline)
+        try:
+            return await watch(fut)
+        except BaseException as e:
+            waited_out(rt, fut, e)
+            raise
 
     async def infer_outcome(self, payload: Any, slo: float | None = None, tier: int | str | None = None,
                             deadline: float | None = None,
@@ -155,14 +171,11 @@ class AsyncRuntimeMixin:
         rt: Runtime = self  # type: ignore[assignment]
         fut = rt.submit(payload, slo=slo, tier=0 if tier is None else tier, deadline=deadline)
         try:
-            out = await wrap_future(fut)
-            return out, STATES[fut.outcome_state]
-        except asyncio.CancelledError:
-            abandon(fut, on_orphan)
+            out = await watch(fut)
+        except BaseException as e:
+            waited_out(rt, fut, e, on_orphan)
             raise
-        except (Dropped, Rejected, ExecutorError) as e:
-            completed_error(rt, fut, e)
-            raise
+        return out, STATES[fut.outcome_state]
 
     async def submit_async(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> Any:
         """``await``-able form of :meth:`submit`: returns the output or raises as ``future.result()``.

@@ -4,14 +4,12 @@ The C++ pipeline keeps every request in flight, its outcome, the counts and the 
 stages, and resolves each request's future (``pard._core.LiveFuture``, behind the
 :class:`~pard.runtime.future.RequestFuture` ``Runtime.submit`` returns) in C++.  What stays in
 Python is built here: the exception a dropped, rejected or failed request's future raises -- made only when someone asks for it
-(:func:`error_factory`) -- and the bridge of a future to asyncio (:func:`wrap_future`).
+(:func:`error_factory`) -- and the bridge of a future to asyncio (:func:`watch`, :func:`wrap_future`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,7 +17,7 @@ from .. import _core
 from ..errors import Dropped, ExecutorError, Rejected
 from ..outcomes import REASONS, REJECTED
 
-__all__ = ["error_factory", "wrap_future", "build", "KIND"]
+__all__ = ["error_factory", "watch", "wrap_future", "build", "KIND"]
 
 
 #: EndKind codes of pard/live/types.hpp (why a request ended)
@@ -72,78 +70,29 @@ def build(stages: Sequence[Any], entries: Sequence[int], exits: Sequence[int], h
         error_factory=error_factory(names, [int(st.max_queue) for st in stages]))
 
 
-class _LoopBridge:
-    """Hands finished futures from the runtime's threads to one event loop, in bulk: a thread appends
-    to a list and wakes the loop only when the list was empty, so a batch of requests finishing together
-    costs the loop one wake-up (a write to its self-pipe and a turn), not one per request."""
-
-    __slots__ = ("loop", "_lock", "_items")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self._lock = threading.Lock()
-        self._items: list[tuple[Callable[[Any], None], Any]] = []
-
-    def post(self, fn: Callable[[Any], None], arg: Any) -> None:
-        """Run ``fn(arg)`` on the loop soon (any thread).  RuntimeError once the loop has closed."""
-        with self._lock:
-            self._items.append((fn, arg))
-            if len(self._items) > 1:  # a wake-up is already on its way
-                return
-        try:
-            self.loop.call_soon_threadsafe(self._flush)
-        except RuntimeError:
-            with self._lock:
-                self._items.clear()
-            raise
-
-    def _flush(self) -> None:
-        with self._lock:
-            items, self._items = self._items, []
-        for fn, arg in items:
-            fn(arg)
-
-
-_BRIDGES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopBridge] = weakref.WeakKeyDictionary()
-
-
-def _bridge(loop: asyncio.AbstractEventLoop) -> _LoopBridge:
-    bridge = _BRIDGES.get(loop)
-    if bridge is None:
-        bridge = _BRIDGES[loop] = _LoopBridge(loop)
-    return bridge
+#: ``watch(fut)``: an asyncio future of the running loop that takes the outcome of ``fut`` (a
+#: :class:`~pard.runtime.future.RequestFuture` not yet watched) when its request ends.  The runtime
+#: hands ended requests to the loop's sink in C++ and wakes the loop once per batch of them
+#: (``src/live_loop_sink.hpp``), not once per request.  Cancelling the returned future does not
+#: cancel the request: the awaiting code does (:func:`~pard.runtime.aio.abandon`).  RuntimeError
+#: without a running loop or when ``fut`` is already watched; TypeError for what is not a RequestFuture.
+watch: Callable[[Any], asyncio.Future[Any]] = _core.watch
 
 
 def wrap_future(fut: Any) -> asyncio.Future[Any]:
     """An asyncio future of the running loop that follows ``fut`` (as :func:`asyncio.wrap_future`
     does for a ``concurrent.futures.Future``); cancelling it cancels ``fut``.  Futures that finish
-    together reach the loop together (:class:`_LoopBridge`)."""
-    loop = asyncio.get_running_loop()
-    out: asyncio.Future[Any] = loop.create_future()
-    bridge = _bridge(loop)
-
-    def copy(f: Any) -> None:
-        if out.done():
-            return
-        if f.cancelled():
-            out.cancel()
-            return
-        exc = f.exception(timeout=0)
-        if exc is not None:
-            out.set_exception(exc)
-        else:
-            out.set_result(f.result(timeout=0))
-
-    def done(f: Any) -> None:
-        try:
-            bridge.post(copy, f)
-        except RuntimeError:  # the loop has closed: nobody is waiting any more
-            pass
+    together reach the loop together (:func:`watch`); a future already watched is followed through
+    :func:`asyncio.wrap_future`."""
+    try:
+        out = watch(fut)
+    except RuntimeError:
+        asyncio.get_running_loop()  # no running loop: raise that
+        return asyncio.wrap_future(fut)
 
     def forward_cancel(a: asyncio.Future[Any]) -> None:
         if a.cancelled():
             fut.cancel()
 
     out.add_done_callback(forward_cancel)
-    fut.add_done_callback(done)
     return out

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import Dropped, ExecutorError, Rejected
 from ..outcomes import STATES
 from ..runtime.aio import abandon, completed_error
-from ..runtime.live import wrap_future
+from ..runtime.live import watch
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..runtime import Runtime
@@ -47,7 +47,7 @@ async def await_answer(rt: Runtime, fut: Any, lost: Lost | None, disconnected: C
 
     A timer handle and a callback on the connection, not a task each: the wait costs the event loop one
     future per request."""
-    out = wrap_future(fut)
+    out = watch(fut)
     why: list[type[Exception]] = []
 
     def stop(reason: type[Exception] = ClientClosed) -> None:
