@@ -5,8 +5,9 @@ Runtime's public methods (``submit``, ``start``, ``close``, ``queued``, ``now``,
 ``workers``) and on the futures ``submit`` returns, so it holds no state of its own and does not
 depend on how the runtime is laid out inside.  An event loop that serves requests (an HTTP front,
 :mod:`pard.serve`) never blocks in it: submitting is a sub-millisecond call under the runtime's
-lock, results arrive through :func:`pard.runtime.live.wrap_future` (a done-callback of the C++ future
-hands the outcome to the loop), and closing runs in a worker thread.
+lock, results arrive through :func:`pard.runtime.live.watch` (the C++ future hands the requests of a
+finished batch to the loop's sink and wakes the loop once for all of them), and closing runs in a
+worker thread.
 
 Cancellation.  Cancelling the task that awaits :meth:`AsyncRuntimeMixin.infer` cancels the
 request's future, which the runtime turns into a terminal *dropped* state with reason
