@@ -75,7 +75,8 @@ def build(stages: Sequence[Any], entries: Sequence[int], exits: Sequence[int], h
 #: hands ended requests to the loop's sink in C++ and wakes the loop once per batch of them
 #: (``src/live_loop_sink.hpp``), not once per request.  Cancelling the returned future does not
 #: cancel the request: the awaiting code does (:func:`~pard.runtime.aio.abandon`).  RuntimeError
-#: without a running loop or when ``fut`` is already watched; TypeError for what is not a RequestFuture.
+#: without a running loop or when ``fut`` is pending and already watched; TypeError for what is not a
+#: RequestFuture.
 watch: Callable[[Any], asyncio.Future[Any]] = _core.watch
 
 
