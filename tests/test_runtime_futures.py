@@ -207,3 +207,52 @@ def test_caught_exceptions_of_ended_requests_are_collected() -> None:
     assert counts["dropped"] + counts["rejected"] + counts["failed"] >= 500  # most of them ended in an exception
     gc.collect()
     assert alive() == 0
+
+
+@pytest.mark.parametrize("how", ["future", "asyncio"])
+def test_a_request_cancelled_while_its_batch_runs_ends_then_and_no_later_stage_runs_it(how: str) -> None:
+    """Cancelled while stage a runs it (the executor is held until the cancel is in): the running batch is not
+    interrupted, but when it ends the request ends dropped (reason cancelled, its future cancelled) and stage b
+    never executes it; a request submitted after it is served by both stages (the pipeline is not stuck)."""
+    spec = PipelineSpec(name="ab", slo=30.0, stages=[
+        StageSpec(name="a", profile={1: 0.01}, max_batch=1, workers=1, successors=["b"]),
+        StageSpec(name="b", profile={1: 0.01}, max_batch=1, workers=1)])
+    started, release = threading.Event(), threading.Event()
+    seen_b: list[Any] = []
+
+    def a(xs: list[Any]) -> list[Any]:
+        if xs == ["held"]:
+            started.set()
+            assert release.wait(20.0)
+        return xs
+
+    def b(xs: list[Any]) -> list[Any]:
+        seen_b.extend(xs)
+        return xs
+
+    with Runtime(spec, {"a": a, "b": b}, policy="naive") as rt:
+        if how == "future":
+            fut = rt.submit("held")
+            assert started.wait(20.0)
+            assert fut.cancel() is False  # its batch runs: it cannot end before that batch does
+            release.set()
+            with pytest.raises(cf.CancelledError):
+                fut.result(timeout=20.0)
+            assert fut.cancelled()
+        else:
+            async def main() -> None:
+                task = asyncio.ensure_future(rt.infer("held"))
+                while not started.is_set():
+                    await asyncio.sleep(0.005)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+                release.set()
+
+            asyncio.run(asyncio.wait_for(main(), 20.0))
+        assert rt.submit("after").result(timeout=20.0) == "after"
+        counts = rt.counts()
+        drops = rt.drop_counts()
+    assert seen_b == ["after"]
+    assert counts["dropped"] == 1 and counts["on_time"] + counts["late"] == 1
+    assert drops == {("a", "cancelled"): 1}

@@ -473,9 +473,9 @@ def test_a_client_that_disconnects_cancels_its_request_inside_the_pipeline() -> 
 
 
 def test_a_client_that_leaves_after_its_batch_was_collected_is_counted_dropped_not_served() -> None:
-    """The batch runs on (a collected request cannot be cancelled) and the runtime counts it on time, but
-    the answer went nowhere (499): the report and /metrics count it dropped, so that outcomes agree with
-    the HTTP answers (a fresh user's load run had 69 such requests counted on time)."""
+    """The running batch runs on (it cannot be interrupted), but the request ends there, cancelled: the next
+    stage never spends on it, the runtime counts it dropped at detect, and the report and /metrics count
+    it dropped with the 499, so that outcomes agree with the HTTP answers and the runtime."""
     gate, app = _gated_app("orphan")
 
     async def main() -> dict[str, Any]:
@@ -495,13 +495,15 @@ def test_a_client_that_leaves_after_its_batch_was_collected_is_counted_dropped_n
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
                 text = (await c.get("/metrics")).text
-            return {"answer": answer, "report": svc.report(), "metrics": _metrics(text)}
+            return {"answer": answer, "report": svc.report(), "metrics": _metrics(text),
+                    "drops": svc.runtime.drop_counts()}
 
     res = asyncio.run(main())
     rep = res["report"]
     assert res["answer"].status == 499
-    assert rep["runtime"]["on_time"] + rep["runtime"]["late"] == 1  # the pipeline did finish it
-    assert rep["server"]["closed_after_collected"] == 1
+    assert rep["runtime"]["on_time"] + rep["runtime"]["late"] == 0 and rep["runtime"]["dropped"] == 1
+    assert res["drops"] == {("detect", "cancelled"): 1}  # ended as detect's batch did; classify never ran it
+    assert rep["server"]["closed_after_collected"] == 0  # nothing finished for a client that had gone
     assert rep["outcomes"]["on_time"] + rep["outcomes"]["late"] == rep["http"].get("200", 0) == 0
     assert rep["outcomes"]["dropped"] == 1
     m = res["metrics"]

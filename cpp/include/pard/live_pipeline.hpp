@@ -233,6 +233,11 @@ public:
                 ledger_.finish_locked(st, s, Outcome::kFailed, k, -1, EndKind::kExecutor, end_ns, done, trash, err);
                 continue;
             }
+            if (sl->cancel_asked) {  // cancel() while this batch ran: no stage after it spends on the request
+                ledger_.finish_locked(st, s, Outcome::kDropped, k, static_cast<int>(Reason::kCancelled), EndKind::kCancel,
+                                      end_ns, done, trash, Payload{});
+                continue;
+            }
             router_.route_locked(cur.lock, st, s, k, outs[i], end_ns, done, trash, pushed);
         }
         cur.release();
@@ -242,13 +247,19 @@ public:
     }
 
     // ------------------------------------------------------------------ ending requests
-    // future.cancel(): ends request `rid` dropped (reason cancelled) unless it ended or its batch runs.
+    // future.cancel(): ends request `rid` dropped (reason cancelled) unless it ended or its batch runs. A
+    // running batch is not interrupted, but what runs on is no longer the client's: the request ends,
+    // cancelled, as that batch ends (complete()), and no stage after it spends on it.
     bool cancel(std::uint64_t key, std::vector<Done>& done) {
         auto& st = ledger_.stripe(key >> kSlotBits);
         std::vector<Payload> trash;
         std::lock_guard<std::mutex> lock(st.mu);
         auto* p = ledger_.pending_slot_locked(key);
-        if (p == nullptr || p->running) return false;
+        if (p == nullptr) return false;
+        if (p->running) {
+            p->cancel_asked = true;
+            return false;
+        }
         const std::uint32_t s = static_cast<std::uint32_t>(key & kSlotMask);
         ledger_.finish_locked(st, s, Outcome::kDropped, p->stage, static_cast<int>(Reason::kCancelled), EndKind::kCancel,
                               now_ns(), done, trash, Payload{});

@@ -497,8 +497,8 @@ class ServedPipeline:
         """Outcome counts: the runtime's (every request that reached it) plus the server's own.
 
         ``outcomes`` merges them (``rejected`` includes ``queue_full``; ``dropped`` includes the
-        runtime's ``cancelled`` drops of requests whose client disconnected, and those whose client
-        disconnected after their batch was collected, which the runtime counts on time or late:
+        runtime's ``cancelled`` drops of requests whose client disconnected, and those the pipeline finished
+        just as their client disconnected, which the runtime counts on time or late:
         ``server.closed_after_collected``); ``http`` counts the answers by status code.
         """
         rt = self.runtime.counts() if self.runtime is not None else {}

@@ -66,6 +66,7 @@ public:
         int stage = 0;              // the stage it was last handed to
         int sinks_left = 0;
         bool running = false;
+        bool cancel_asked = false;  // cancelled while its batch ran: it ends, cancelled, when the batch does
         Handle handle;
     };
     // kChunk slots and their payloads: per slot `stride_` payloads (one input per stage, then one
@@ -164,6 +165,7 @@ public:
         sl.deadline_ns = send_ns + slo_ns;
         sl.tier = tier;
         sl.running = false;
+        sl.cancel_asked = false;
         sl.stage = stage;
         sl.queued = 0;
         sl.sinks_left = sinks;
@@ -277,6 +279,7 @@ public:
         }
         sl.queued = 0;
         sl.running = false;
+        sl.cancel_asked = false;
         Payload* pay = payloads_of(s);
         for (std::size_t i = 0; i < stride_; ++i) to_trash(pay[i], trash);
         if (n_joins_ > 0) std::fill(parts_left_of(s), parts_left_of(s) + n_joins_, -1);
