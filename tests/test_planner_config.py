@@ -69,3 +69,17 @@ def test_serve_file_sets_the_planner_in_one_section() -> None:
         parse_serve_config({"pipeline": "tm", "sync_interval_s": 0.5}, source="s.yaml")
     with pytest.raises(ServeConfigError, match=r"s\.yaml: planner\.window_s"):
         parse_serve_config({"pipeline": "tm", "planner": {"window_s": -1}}, source="s.yaml")
+
+
+def test_serve_file_names_the_right_field_for_old_spellings_a_null_planner_and_a_bad_policy() -> None:
+    """A planner field at the top level says where it belongs; ``planner: null`` (a section whose lines are
+    all commented out) is the defaults; an unknown policy is named as ``policy``, not ``planner``."""
+    for name, value in (("lam", 0.3), ("samples", 10), ("window_s", 2.0)):
+        with pytest.raises(ServeConfigError, match=rf"s\.yaml: {name}: set it inside planner"):
+            parse_serve_config({"pipeline": "tm", name: value}, source="s.yaml")
+    with pytest.raises(ServeConfigError, match=r"s\.yaml: planner_options: the planner's settings are the planner"):
+        parse_serve_config({"pipeline": "tm", "planner_options": {}}, source="s.yaml")
+    assert PlannerConfig.of(parse_serve_config({"pipeline": "tm", "planner": None}, source="s.yaml").planner) \
+        == PlannerConfig()
+    with pytest.raises(ServeConfigError, match=r"^s\.yaml: policy: unknown policy 'pardd'"):
+        parse_serve_config({"pipeline": "tm", "policy": "pardd"}, source="s.yaml")

@@ -278,3 +278,21 @@ def test_the_reference_models_input_is_checked_against_max_body_bytes() -> None:
     doc = {"pipeline": "tm", "server": {"max_body_bytes": 100}}
     with pytest.raises(ServeConfigError, match=r"INPUT0.*\[32, 32, 3\] of FP32 is 1.23e\+04 bytes.*max_body_bytes 100"):
         ServedPipeline(parse_serve_config(doc, source="tiny.yaml")).prepare()
+
+
+def test_the_same_port_for_http_and_grpc_is_refused_before_starting(capsys: pytest.CaptureFixture[str]) -> None:
+    """--port P --grpc-port P: pard serve exits 2 with one line naming both options and the port, before
+    binding either (the gRPC front then failed to bind after HTTP started, and the server exited 0)."""
+    import socket
+
+    from pard.serve.cli import main
+
+    free = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    assert main([str(ROOT / "examples" / "tm.yaml"), "--host", "127.0.0.1", "--port", str(port),
+                 "--grpc-port", str(port)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"pard serve: error: the gRPC port (--grpc-port {port}) must differ from the HTTP port "
+                   f"(--port {port})"), err

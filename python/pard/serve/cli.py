@@ -85,6 +85,12 @@ def run(args: argparse.Namespace) -> int:
         check_port(host, config.server.port if args.port is None else args.port,
                    "--port" if args.port is not None else f"{args.config}: server.port")
         grpc_port = config.server.grpc_port if args.grpc_port is None else args.grpc_port
+        http_port = config.server.port if args.port is None else args.port
+        if grpc_port is not None and grpc_port != 0 and grpc_port == http_port:
+            print(f"pard serve: error: the gRPC port ({'--grpc-port' if args.grpc_port is not None else 'server.grpc_port'}"
+                  f" {grpc_port}) must differ from the HTTP port ({'--port' if args.port is not None else 'server.port'}"
+                  f" {http_port})", file=sys.stderr)
+            return 2
         if grpc_port is not None:
             for module in ("grpc", "tritonclient.grpc"):
                 require(module, "grpc", "pard serve's gRPC front")

@@ -35,6 +35,8 @@ value.
 
 from __future__ import annotations
 
+import dataclasses
+
 import importlib
 import inspect
 import math
@@ -246,7 +248,7 @@ class ServeConfig(_Strict):
 
     pipeline: str | dict[str, Any]
     policy: str = "pard"
-    planner: dict[str, Any] = {}
+    planner: dict[str, Any] | None = None
     workers: dict[str, int] | None = None
     stages: dict[str, ExecutorRef] | None = None
     model_options: ModelOptions | None = None
@@ -408,9 +410,15 @@ def parse_serve_config(data: Any, *, source: str = "<serve config>", base_dir: s
     """Validate a served-pipeline mapping; ServeConfigError naming ``source``, the field and the value."""
     if not isinstance(data, Mapping):
         raise ServeConfigError(f"{source}: expected a mapping of fields, got {type(data).__name__}")
-    if "sync_interval_s" in data:
-        raise ServeConfigError(f"{source}: sync_interval_s: set it inside planner (planner: {{sync_interval_s: "
-                               f"{data['sync_interval_s']!r}}}), with the planner's other settings")
+    from ..planner_config import PlannerConfig  # noqa: PLC0415 - light; the fields it names
+
+    for name in (f.name for f in dataclasses.fields(PlannerConfig)):
+        if name in data:
+            raise ServeConfigError(f"{source}: {name}: set it inside planner (planner: {{{name}: "
+                                   f"{data[name]!r}}}), with the planner's other settings")
+    if "planner_options" in data:
+        raise ServeConfigError(f"{source}: planner_options: the planner's settings are the planner section "
+                               f"(planner: {{...}}, pard.PlannerConfig's fields)")
     try:
         cfg = ServeConfig(**{**dict(data), "base_dir": base_dir, "source": source})
     except ValidationError as exc:
@@ -432,6 +440,12 @@ def _check_planner(cfg: ServeConfig, spec: Any, source: str) -> None:
     from ..planner_config import PlannerConfig
     from ..wiring import planner_stages
 
+    from ..policies import get_policy
+
+    try:
+        get_policy(cfg.policy)
+    except (PardError, ValueError, KeyError) as exc:
+        raise ServeConfigError(f"{source}: policy: {exc}") from None
     try:
         Planner(planner_stages(spec), policy=cfg.policy, **PlannerConfig.of(cfg.planner).planner_kwargs(0))
     except (PardError, ValueError, TypeError) as exc:

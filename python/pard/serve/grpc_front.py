@@ -279,8 +279,11 @@ async def start_grpc(service: ServedPipeline, host: str, port: int) -> tuple[Any
                                       ("grpc.so_reuseport", 0)])
     pb_grpc.add_GRPCInferenceServiceServicer_to_server(InferenceService(service), server)
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    bound = server.add_insecure_port(address)
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError as exc:
+        raise RuntimeError(f"the gRPC front cannot listen on {address} (is the port in use?): {exc}") from None
     if bound == 0:
-        raise RuntimeError(f"the gRPC front cannot listen on {address}")
+        raise RuntimeError(f"the gRPC front cannot listen on {address} (is the port in use?)")
     await server.start()
     return server, bound

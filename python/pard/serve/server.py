@@ -59,6 +59,7 @@ class DrainingServer(uvicorn.Server):
         self.grpc_port = grpc_port
         self.grpc_port_file = grpc_port_file
         self.grpc: Any = None  # the gRPC front's grpc.aio server, once started
+        self.grpc_failed = False  # the gRPC front could not start (its port): the server then stops, status 1
         self.signals: list[int] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._drain_task: asyncio.Task[None] | None = None
@@ -75,6 +76,7 @@ class DrainingServer(uvicorn.Server):
                 self.grpc, bound = await start_grpc(self.service, self.config.host, self.grpc_port)
             except RuntimeError as exc:
                 logging.getLogger("uvicorn.error").error("%s", exc)
+                self.grpc_failed = True
                 self.should_exit = True
                 return
             logging.getLogger("uvicorn.error").info("gRPC front on %s:%d", self.config.host, bound)
@@ -147,7 +149,7 @@ def serve(config: ServeConfig, *, host: str | None = None, port: int | None = No
           port_file: str | Path | None = None, report_file: str | Path | None = None,
           grpc_port: int | None = None, grpc_port_file: str | Path | None = None) -> int:
     """Serve ``config``'s pipeline until SIGTERM/SIGINT; returns the exit status (0 after a clean drain,
-    130 when a second signal forced the stop, 1 when the server did not start).
+    130 when a second signal forced the stop, 1 when the server or its gRPC front did not start).
 
     Args:
         host, port: override ``server.host`` / ``server.port`` (port 0: any free port).
@@ -187,6 +189,6 @@ def serve(config: ServeConfig, *, host: str | None = None, port: int | None = No
             sys.stdout.flush()
         else:
             Path(report_file).write_text(text)
-    if not server.started:
+    if not server.started or server.grpc_failed:
         return 1
     return 130 if len(server.signals) > 1 else 0  # a second signal forced the stop: not a clean drain
