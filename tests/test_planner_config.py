@@ -63,7 +63,8 @@ def test_runtime_takes_the_config() -> None:
 def test_serve_file_sets_the_planner_in_one_section() -> None:
     """planner: {sync_interval_s, lam} is accepted; a top-level sync_interval_s says where it belongs; a bad
     planner field is named with the file."""
-    ok = parse_serve_config({"pipeline": "tm", "planner": {"sync_interval_s": 0.5, "lam": 0.2}}, source="s.yaml")
+    ok = parse_serve_config({"pipeline": "tm", "policy": "pard-paper", "planner": {"sync_interval_s": 0.5, "lam": 0.2}},
+                            source="s.yaml")
     assert PlannerConfig.of(ok.planner) == PlannerConfig(sync_interval_s=0.5, lam=0.2)
     with pytest.raises(ServeConfigError, match=r"s\.yaml: sync_interval_s: set it inside planner"):
         parse_serve_config({"pipeline": "tm", "sync_interval_s": 0.5}, source="s.yaml")
@@ -83,3 +84,12 @@ def test_serve_file_names_the_right_field_for_old_spellings_a_null_planner_and_a
         == PlannerConfig()
     with pytest.raises(ServeConfigError, match=r"^s\.yaml: policy: unknown policy 'pardd'"):
         parse_serve_config({"pipeline": "tm", "policy": "pardd"}, source="s.yaml")
+
+
+def test_a_lambda_the_policy_does_not_read_is_said() -> None:
+    """lam under pard (downstream="busy": no quantile is drawn) warns that it has no effect, naming the policy;
+    under pard-paper (the paper's Monte Carlo) it is taken silently."""
+    arr = np.linspace(0.0, 2.0, 200)
+    with pytest.warns(pard.PardWarning, match=r"lam=0\.5 has no effect under policy 'pard'.*downstream='busy'"):
+        pard.simulate("tm", arr, "pard", planner={"lam": 0.5})
+    pard.simulate("tm", arr, "pard-paper", planner={"lam": 0.5})

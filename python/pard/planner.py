@@ -89,13 +89,14 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from . import _core
 from .duration_scale import HALF_LIFE_S, PRIOR_BATCHES, SCALE_MAX, SCALE_MIN, DriftWatch
-from .errors import PardValueError
+from .errors import PardValueError, PardWarning
 from .planner_config import MAX_SAMPLES
 from .planner_types import PlannerStage, StageTerms
 from .policies import PolicySpec, get_policy, paces
@@ -168,6 +169,10 @@ class Planner:
         if not stages:
             raise PardValueError("stages must hold at least one PlannerStage, got an empty sequence")
         pol = get_policy(policy)
+        if lam is not None and pol.downstream != "full":
+            warnings.warn(f"lam={lam!r} has no effect under policy {pol.name!r}: only downstream='full' (the paper's "
+                          f"Monte Carlo batch wait, e.g. pard-paper) reads a quantile; {pol.name!r} uses "
+                          f"downstream={pol.downstream!r}", PardWarning, stacklevel=3)
         if lam is None:
             lam = pol.lam if pol.lam is not None else 0.1
         if not (0.0 <= lam <= 1.0):
