@@ -349,6 +349,15 @@ def test_sync_interval_below_floor_or_too_many_syncs_is_refused() -> None:
     assert r.submitted == 50
 
 
+def test_a_run_whose_requests_take_past_max_syncs_to_finish_stops_with_an_error() -> None:
+    """SLO 1e9 s and d(1) = 1e8 s, four arrivals: the run would sync every second for about 4e8 s after the
+    last arrival (a fresh user's run printed nothing for half an hour); past max_syncs syncs after the last
+    arrival it stops with a PardValueError naming max_syncs and the sync interval."""
+    spec = config.PipelineSpec(name="slow", slo=1e9, stages=[config.StageSpec(name="a", profile={1: 1e8}, max_batch=1)])
+    with pytest.raises(pard.PardError, match=r"still in the pipeline 1000 s after the last arrival, past max_syncs=1000"):
+        simulate(spec, np.array([0.0, 1.0, 2.0, 3.0]), max_syncs=1000)
+
+
 def test_tiers_are_validated_against_the_spec() -> None:
     """Tier codes must be whole numbers within the spec's tiers (only 0 without tiers), of the right length, and real."""
     arr = np.linspace(0.0, 2.0, 20)

@@ -251,7 +251,9 @@ def simulate(
         max_visits: refuse runs whose requests x stages, or seconds spanned x stages, exceed this
             (default :data:`MAX_VISITS`), before building the simulator.
         max_syncs: refuse runs needing more than this many planner syncs over the arrivals' span
-            (``span / planner.sync_interval_s``; default :data:`MAX_SYNCS`), before building the simulator.
+            (``span / planner.sync_interval_s``; default :data:`MAX_SYNCS`), before building the simulator, and
+            stop with an error a run whose requests are still in the pipeline this many syncs after the last
+            arrival.
         on_sync: called after every sync with its time (s) and the terms the planner published to each
             stage (:class:`pard.planner.StageTerms`, stage order); not called for a policy that needs no
             planner (one whose stages read no published term, on fixed workers).
@@ -355,6 +357,7 @@ def simulate(
     names = [st.name for st in spec.stages]
     entry_idx = [names.index(e) for e in spec.entry_stages()]
     t = t0
+    drain_syncs = 0  # syncs after the last arrival: the requests still in the pipeline finishing
     try:
         while True:
             t_prev, t = t, t + sync
@@ -376,6 +379,14 @@ def simulate(
             bar.update(t - t0)
             if not more and t >= end_arrivals:
                 break
+            if t >= end_arrivals:
+                drain_syncs += 1
+                if drain_syncs > max_syncs:
+                    raise PardValueError(
+                        f"simulate: requests were still in the pipeline {t - end_arrivals:.6g} s after the last "
+                        f"arrival, past max_syncs={float(max_syncs):.6g} planner syncs of {show(sync)} s (the "
+                        f"profiles' durations or the SLOs are longer than a simulation can step through); use a "
+                        f"longer planner.sync_interval_s or raise max_syncs")
     finally:
         bar.close()
     out = sim.outcomes()
