@@ -118,6 +118,9 @@ def test_generators_and_subprocess(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out_json.read_text())
     assert set(doc["policies"]) == {"pard", "clipper++"}
+    # how the runs were made travels with them
+    assert doc["settings"] == {"requests": doc["policies"]["pard"]["submitted"], "span_s": 20.0, "seed": 0,
+                               "jitter_cv": 0.1, "autoscale": False, "slo_s": None, "duration_s": 20.0}
 
 
 def test_slo_option_overrides_pipeline_slo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

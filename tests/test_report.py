@@ -98,8 +98,8 @@ def test_json_schema_and_round_trip() -> None:
     keys = {"submitted", "on_time", "late", "dropped", "rejected", "failed", "goodput", "drop_rate",
             "invalid_rate", "drop_share_by_stage", "p99_latency", "goodput_bound", "weighted_goodput", "tiers"}
     assert set(r.to_dict()) == keys
-    doc = json.loads(json.dumps(comparison_dict({"p": r}, pipeline="x", trace="t", load=1.2)))
-    assert set(doc) == {"pipeline", "trace", "load", "policies"}
+    doc = json.loads(json.dumps(comparison_dict({"p": r}, pipeline="x", trace="t", load=1.2, settings={"seed": 3})))
+    assert set(doc) == {"pipeline", "trace", "load", "settings", "policies"} and doc["settings"] == {"seed": 3}
     assert doc["policies"]["p"]["on_time"] == 5
     assert doc["policies"]["p"]["goodput"] == pytest.approx(1.25)
     detail = json.loads(r.to_json(detail=True))

@@ -477,11 +477,13 @@ class Report:
 
 
 def comparison_dict(
-    reports: Mapping[str, Report], *, pipeline: str, trace: str, load: float | None, detail: bool = False
+    reports: Mapping[str, Report], *, pipeline: str, trace: str, load: float | None, detail: bool = False,
+    settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON of a comparison: ``{"pipeline", "trace", "load", "policies": {name: report}}``."""
+    """The JSON of a comparison: ``{"pipeline", "trace", "load", "settings", "policies": {name: report}}``;
+    ``settings``: how the runs were made (seed, jitter, autoscaling, ...), so that two files can be told apart."""
     return {
-        "pipeline": pipeline, "trace": trace, "load": load,
+        "pipeline": pipeline, "trace": trace, "load": load, "settings": dict(settings or {}),
         "policies": {name: r.to_dict(detail=detail) for name, r in reports.items()},
     }
 

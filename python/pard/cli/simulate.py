@@ -202,7 +202,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         # an exact replay's load is the one the header states: the actual rate over the capacity
         shown = load if not exact else (arrivals.size / span / capacity if span > 0 else None)
-        write_json(args.json, comparison_dict(reports, pipeline=spec.name, trace=label, load=shown))
+        settings = {"requests": int(arrivals.size), "span_s": span, "seed": args.seed, "jitter_cv": args.jitter,
+                    "autoscale": bool(args.autoscale), "slo_s": args.slo, "duration_s": args.duration}
+        write_json(args.json, comparison_dict(reports, pipeline=spec.name, trace=label, load=shown, settings=settings))
         if not is_stdout(args.json):
             err.print(f"wrote {escape(str(args.json))}")  # stderr: stdout holds the table
     if args.plot is not None:
