@@ -93,3 +93,4 @@ def test_a_lambda_the_policy_does_not_read_is_said() -> None:
     with pytest.warns(pard.PardWarning, match=r"lam=0\.5 has no effect under policy 'pard'.*downstream='busy'"):
         pard.simulate("tm", arr, "pard", planner={"lam": 0.5})
     pard.simulate("tm", arr, "pard-paper", planner={"lam": 0.5})
+

@@ -296,3 +296,13 @@ def test_the_same_port_for_http_and_grpc_is_refused_before_starting(capsys: pyte
     err = capsys.readouterr().err.strip()
     assert err == (f"pard serve: error: the gRPC port (--grpc-port {port}) must differ from the HTTP port "
                    f"(--port {port})"), err
+
+
+def test_an_empty_serve_file_says_so(tmp_path: Path) -> None:
+    """An empty YAML file is named as empty, with what it needs (it read "expected a mapping, got NoneType")."""
+    from pard.serve.config import ServeConfigError, load_serve_config
+
+    path = tmp_path / "s.yaml"
+    path.write_text("# nothing yet\n")
+    with pytest.raises(ServeConfigError, match=r"s\.yaml: the file is empty; it needs at least `pipeline:`"):
+        load_serve_config(path)

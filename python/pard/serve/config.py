@@ -475,6 +475,9 @@ def load_serve_config(path: str | Path) -> ServeConfig:
         data = parse(text, fmt, str(p))
     except ConfigError as exc:
         raise ServeConfigError(str(exc)) from None
+    if data is None:
+        raise ServeConfigError(f"{p}: the file is empty; it needs at least `pipeline:` (a built-in name, a spec "
+                               f"file or an inline spec)")
     return parse_serve_config(data, source=str(p), base_dir=str(p.parent))
 
 
