@@ -71,7 +71,7 @@ void register_scheduler(py::module_& m) {
     py::class_<Policy>(m, "Policy", "A policy value: order x drop rule x parameters (DESIGN 3.6).")
         .def(py::init([](const std::string& order, const std::string& drop, double thr_s, double alpha,
                          bool tiered, bool reactive, std::int64_t max_queue, bool max_queue_entry_only, bool shed,
-                         bool pace, const std::string& overload_below, bool coherent_rank, bool live_queues) {
+                         bool pace, const std::string& overload_below, bool coherent_rank, bool live_queues, bool virtual_queue) {
                  Policy p;
                  p.order = parse_order(order);
                  p.drop = parse_drop(drop);
@@ -82,6 +82,7 @@ void register_scheduler(py::module_& m) {
                  p.overload_below = parse_below(overload_below);
                  p.coherent_rank = coherent_rank;
                  p.live_queues = live_queues;
+                 p.virtual_queue = virtual_queue;
                  p.max_queue = max_queue;
                  p.max_queue_entry_only = max_queue_entry_only;
                  if (!std::isfinite(thr_s) || thr_s < 0.0) {
@@ -96,7 +97,7 @@ void register_scheduler(py::module_& m) {
              py::arg("dagor_alpha") = 0.4, py::arg("tiered") = false, py::arg("reactive") = false,
              py::arg("max_queue") = 0, py::arg("max_queue_entry_only") = false, py::arg("shed") = true,
              py::arg("pace") = false, py::arg("overload_below") = "none", py::arg("coherent_rank") = false,
-             py::arg("live_queues") = false)
+             py::arg("live_queues") = false, py::arg("virtual_queue") = false)
         .def_property_readonly("order", [](const Policy& p) { return std::string(order_name(p.order)); })
         .def_property_readonly("drop", [](const Policy& p) { return std::string(drop_name(p.drop)); })
         .def_property_readonly("dagor_threshold_s", [](const Policy& p) { return to_s(p.dagor_threshold_ns); })
@@ -108,13 +109,14 @@ void register_scheduler(py::module_& m) {
         .def_property_readonly("overload_below", [](const Policy& p) { return std::string(below_name(p.overload_below)); })
         .def_property_readonly("coherent_rank", [](const Policy& p) { return p.coherent_rank; })
         .def_property_readonly("live_queues", [](const Policy& p) { return p.live_queues; })
+        .def_property_readonly("virtual_queue", [](const Policy& p) { return p.virtual_queue; })
         .def_property_readonly("max_queue", [](const Policy& p) { return p.max_queue; })
         .def_property_readonly("max_queue_entry_only", [](const Policy& p) { return p.max_queue_entry_only; })
         .def("__eq__", [](const Policy& a, const Policy& b) {
             return a.order == b.order && a.drop == b.drop && a.dagor_threshold_ns == b.dagor_threshold_ns &&
                    a.dagor_alpha == b.dagor_alpha && a.tiered == b.tiered && a.reactive == b.reactive && a.shed == b.shed &&
                    a.pace == b.pace && a.overload_below == b.overload_below && a.coherent_rank == b.coherent_rank &&
-                   a.live_queues == b.live_queues &&
+                   a.live_queues == b.live_queues && a.virtual_queue == b.virtual_queue &&
                    a.max_queue == b.max_queue && a.max_queue_entry_only == b.max_queue_entry_only;
         })
         .def("__repr__", [](const Policy& p) {
@@ -124,7 +126,8 @@ void register_scheduler(py::module_& m) {
                    ", reactive=" + (p.reactive ? "True" : "False") + ", shed=" + (p.shed ? "True" : "False") +
                    ", pace=" + (p.pace ? "True" : "False") + ", overload_below='" + below_name(p.overload_below) +
                    "', coherent_rank=" + (p.coherent_rank ? "True" : "False") +
-                   ", live_queues=" + (p.live_queues ? "True" : "False") + ", max_queue=" + std::to_string(p.max_queue) +
+                   ", live_queues=" + (p.live_queues ? "True" : "False") +
+                   ", virtual_queue=" + (p.virtual_queue ? "True" : "False") + ", max_queue=" + std::to_string(p.max_queue) +
                    ", max_queue_entry_only=" + (p.max_queue_entry_only ? "True" : "False") + ")";
         });
 

@@ -19,6 +19,7 @@
 #include "pard/rules/queue_lag.hpp"
 #include "pard/rules/tier_admission.hpp"
 #include "pard/rules/tier_thresholds.hpp"
+#include "pard/rules/virtual_queue.hpp"
 
 #include "check.hpp"
 
@@ -191,6 +192,30 @@ void queue_lag_and_its_longest_path() {
     CHECK(!fork.planned());
 }
 
+void virtual_queue_counts_forwards_against_the_bottleneck_rate() {
+    rules::VirtualQueue v;
+    CHECK(v.backlog() == 0.0);
+    for (int i = 0; i < 30; ++i) v.forwarded();
+    CHECK(v.served_ns(0, 100.0) == 300 * kMs);  // 30 ahead at 100 req/s: served 0.3 s from now
+    v.drain(100 * kMs, 100.0);                  // 0.1 s at 100 req/s: 10 served
+    CHECK(v.backlog() > 19.999 && v.backlog() < 20.001);
+    v.drain(50 * kMs, 100.0);  // a clock that steps back drains nothing
+    CHECK(v.backlog() > 19.999 && v.backlog() < 20.001);
+    v.anchor(25, false);  // never below what the stages down to the bottleneck hold
+    CHECK(v.backlog() == 25.0);
+    v.anchor(5, false);  // above them while the bottleneck works: what it dropped still counts
+    CHECK(v.backlog() == 25.0);
+    v.anchor(0, true);  // an idle bottleneck with nothing on the way: nothing ahead
+    CHECK(v.backlog() == 0.0);
+    v.forwarded();
+    v.drain(10'000 * kMs, 100.0);  // never negative
+    CHECK(v.backlog() == 0.0);
+    // leaving at 20 ms, the backlog served at 300 ms, the bottleneck's batch 45 ms, 10 ms below it
+    CHECK(rules::virtual_queue_threshold(20 * kMs, 300 * kMs, 45 * kMs, 10 * kMs) == 355 * kMs);
+    // no backlog: the request starts at the bottleneck when it gets there
+    CHECK(rules::virtual_queue_threshold(20 * kMs, 5 * kMs, 45 * kMs, 0) == 65 * kMs);
+}
+
 void coherent_rank_is_shared_and_switches_with_overload() {
     CHECK(rules::coherent_rank(7) == rules::coherent_rank(7));
     CHECK(rules::coherent_rank(7) >= 0 && rules::coherent_rank(~0ULL) >= 0);
@@ -278,6 +303,7 @@ int main() {
     pacing_picks_the_smallest_batch_that_keeps_up();
     tier_terms();
     queue_lag_and_its_longest_path();
+    virtual_queue_counts_forwards_against_the_bottleneck_rate();
     coherent_rank_is_shared_and_switches_with_overload();
     tier_admission_sheds_the_lowest_tiers_first();
     baselines_judge_at_the_batch_start();

@@ -72,7 +72,7 @@ class Policy:
                  dagor_alpha: float = 0.4, tiered: bool = False, reactive: bool = False,
                  max_queue: int = 0, max_queue_entry_only: bool = False, shed: bool = True,
                  pace: bool = False, overload_below: str = "none", coherent_rank: bool = False,
-                 live_queues: bool = False) -> None: ...
+                 live_queues: bool = False, virtual_queue: bool = False) -> None: ...
     # order: "fcfs" | "lbf" | "hbf" | "adaptive"
     # drop: "none" | "pard" | "clipper" | "nexus" | "dagor" | "triton" | "ray-serve"
     # tiered: one heap per tier (served / shed by weight); reactive: the hot-path overload test;
@@ -80,6 +80,7 @@ class Policy:
     # overload_below: "none" | "overloaded" (what a stage reads of the stages below it)
     # coherent_rank: on a parallel DAG branch, in overload, serve / shed by a rank of the request id
     # live_queues: the pop rule also reads the queues below now, beyond their published queue delays (worst path)
+    # virtual_queue: an entry stage sheds what the slowest stage below would drop behind what it has forwarded
     @property
     def order(self) -> str: ...
     @property
@@ -102,6 +103,8 @@ class Policy:
     def coherent_rank(self) -> bool: ...
     @property
     def live_queues(self) -> bool: ...
+    @property
+    def virtual_queue(self) -> bool: ...
     @property
     def max_queue(self) -> int: ...
     @property

@@ -162,6 +162,13 @@ class PolicySpec:
             the larger of that and the published (or overload) term (stage_scheduler.hpp, step 4;
             ``StageScheduler.queue_lag_s``). A backlog at a stage below is seen at the next batch, not a
             sync later (``pard``). Read per batch in C++ from the stages of the same process (on Ray, as off).
+        virtual_queue: at an entry stage whose slowest stage below (the bottleneck: the least published service
+            rate, at full batches) is slower than itself, keep a fluid backlog of that stage -- +1 per request
+            forwarded, drained at its service rate, never below what the stages down to it hold now -- and shed
+            (reason ``shed``), before any compute, a request whose deadline falls before the backlog ahead of
+            it is served plus the bottleneck's batch and downstream term: the request it would drop
+            (rules/virtual_queue.hpp; DESIGN §3.7). Read per batch in C++ from the stages of the same process
+            (on Ray, as off).
         prior_terms: before the planner's first interval, publish the terms of an idle interval (the
             profile's durations, no queueing, the stages' service rates), so that a run or a burst that
             starts before the first sync is not served without any downstream estimate or overload test.
@@ -201,6 +208,7 @@ class PolicySpec:
     overload_below: BelowSignal = "none"
     coherent_rank: bool = False
     live_queues: bool = False
+    virtual_queue: bool = False
     max_queue: int = 0
     max_queue_entry_only: bool = False
     lam: float | None = None
@@ -253,6 +261,7 @@ class PolicySpec:
             overload_below=self.overload_below,
             coherent_rank=self.coherent_rank,
             live_queues=self.live_queues,
+            virtual_queue=self.virtual_queue,
             max_queue=self.max_queue,
             max_queue_entry_only=self.max_queue_entry_only,
         )

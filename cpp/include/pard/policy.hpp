@@ -126,6 +126,9 @@ struct Policy {
     // it, summed along the worst path below, and takes the larger of that estimate and the published one
     // (stage_scheduler.hpp, step 4): a backlog piling up below is seen at once, not a sync later.
     bool live_queues = false;
+    // At an entry stage: a virtual queue of the slowest stage below (rules/virtual_queue.hpp) sheds, before
+    // any compute, a request that stage would drop behind what the entry has already forwarded.
+    bool virtual_queue = false;
     // On a parallel DAG branch (StageScheduler::set_parallel), in overload (HBF published, or the stage's
     // own overload test fired since the last calm publish), serve and shed by a rank every branch computes
     // alike from the request's id, so that overloaded sibling branches keep the same requests
