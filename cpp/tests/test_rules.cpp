@@ -210,6 +210,12 @@ void virtual_queue_counts_forwards_against_the_bottleneck_rate() {
     v.forwarded();
     v.drain(10'000 * kMs, 100.0);  // never negative
     CHECK(v.backlog() == 0.0);
+    rules::InFlight flight;  // taken into batches, less those seen to end
+    flight.taken(8);
+    flight.finished(3);
+    CHECK(flight.count() == 5);
+    flight.finished(9);  // more ended than taken (a batch observed by hand): none, never wrapped
+    CHECK(flight.count() == 0);
     // leaving at 20 ms, the backlog served at 300 ms, the bottleneck's batch 45 ms, 10 ms below it
     CHECK(rules::virtual_queue_threshold(20 * kMs, 300 * kMs, 45 * kMs, 10 * kMs) == 355 * kMs);
     // no backlog: the request starts at the bottleneck when it gets there

@@ -130,20 +130,13 @@ public:
     // measured and profiled sums (own_duration_scale). Lock-free: two relaxed additions per batch.
     void observe_batch(std::int64_t b, std::int64_t measured_ns) noexcept {
         if (b < 1 || measured_ns < 0) return;
-        finished_.fetch_add(static_cast<std::uint64_t>(b), std::memory_order_relaxed);
+        vq_.flight.finished(b);
         if (b > cfg_.max_batch) b = cfg_.max_batch;
         measured_sum_ns_.fetch_add(measured_ns, std::memory_order_relaxed);
         profiled_sum_ns_.fetch_add(cfg_.profile.duration_ns(b), std::memory_order_relaxed);
     }
 
-    // Requests taken into batches that observe_batch has not yet seen end (Policy::virtual_queue reads the
-    // stages down to the bottleneck). Any thread; best effort (relaxed).
-    [[nodiscard]] std::size_t in_flight() const noexcept {
-        const std::uint64_t taken = taken_.load(std::memory_order_relaxed);
-        const std::uint64_t done = finished_.load(std::memory_order_relaxed);
-        return taken > done ? static_cast<std::size_t>(taken - done) : 0;
-    }
-
+    friend class rules::VirtualQueueGate;  // reads the stages below: their below_ and in-flight counts
     // rules::own_duration_scale over every batch this stage has run. The two sums are read one after the
     // other: a batch observed in between shifts the ratio by at most that one batch.
     [[nodiscard]] double own_duration_scale() const noexcept {
@@ -250,7 +243,7 @@ public:
                      [rule, t_e_ns, f](const Request& r) { return rules::baseline_verdict(rule, r, t_e_ns, f); });
         }
         queue_.end_run();
-        taken_.fetch_add(out.batch.size(), std::memory_order_relaxed);
+        vq_.flight.taken(out.batch.size());
         if (!out.batch.empty() && t_e_ns + out.expected_duration_ns > busy_until_ns_.load(std::memory_order_relaxed)) {
             busy_until_ns_.store(t_e_ns + out.expected_duration_ns, std::memory_order_relaxed);  // under mu_
         }
@@ -304,18 +297,7 @@ private:
         const bool raise = (overloaded || rules::below_signals(cfg_.policy.overload_below, below_)) && raise_fits(t, t_e_ns, d);
         const std::int64_t down = rules::pop_downstream_ns(t, raise);
         const std::int64_t transit = t_e_ns - now_ns + d;
-        const bool vq = vq_begin(t, now_ns);
-        const std::int64_t vq_leave = t_e_ns + d;
-        // Policy::virtual_queue: a request the pard rule keeps is shed (from the low end, as the pops run)
-        // when the bottleneck below would drop it behind what this entry has already forwarded.
-        auto keep = [this, vq, vq_leave, now_ns](const Request& r) {
-            if (!vq) return -1;
-            const std::int64_t thr =
-                rules::virtual_queue_threshold(vq_leave, vq_.served_ns(now_ns, vq_rate_), vq_d_ns_, vq_below_ns_);
-            if (r.deadline_ns < thr) return static_cast<int>(Reason::kShed);
-            vq_.forwarded();
-            return -1;
-        };
+        vq_.begin(cfg_.policy.virtual_queue && cfg_.entry, t.service_rate, below_, now_ns);  // rules/virtual_queue.hpp
         if (cfg_.policy.live_queues && tiers_ > 1) {
             for (std::size_t k = 0; k < tier_thr_.size(); ++k) {
                 const std::int64_t pub = rules::tier_downstream_ns(t, outranks(k));
@@ -323,8 +305,8 @@ private:
                 const std::int64_t base = outranks(k) ? pub : down;  // an outranking tier: no busy or overload term
                 tier_thr_[k] = pard_threshold(t_e_ns, d, live > base ? live : base);
             }
-            pop_loop(out, pop_max, is_cancelled, [this, &keep](const Request& r) {
-                return pard_drops(r, tier_thr_[heap().index(r.tier)]) ? static_cast<int>(Reason::kInfeasible) : keep(r);
+            pop_loop(out, pop_max, is_cancelled, [&](const Request& r) {
+                return vq_.verdict(pard_drops(r, tier_thr_[heap().index(r.tier)]), r, t_e_ns + d, now_ns);
             }, limit);
             return;
         }
@@ -334,38 +316,9 @@ private:
             best = live > best ? live : best;
         }
         const std::int64_t thr = pard_threshold(t_e_ns, d, best);
-        pop_loop(out, pop_max, is_cancelled, [thr, &keep](const Request& r) {
-            return pard_drops(r, thr) ? static_cast<int>(Reason::kInfeasible) : keep(r);
+        pop_loop(out, pop_max, is_cancelled, [&](const Request& r) {
+            return vq_.verdict(pard_drops(r, thr), r, t_e_ns + d, now_ns);
         }, limit);
-    }
-
-    // Policy::virtual_queue (mu_ held): at an entry stage whose slowest stage below (the least published
-    // service rate) is slower than itself, drains and anchors the virtual queue and fixes the bottleneck's
-    // terms for this batch's pops; false where the rule does not apply.
-    bool vq_begin(const PublishedTerms& t, std::int64_t now_ns) {
-        if (!cfg_.policy.virtual_queue || !cfg_.entry || below_.empty() || !(t.service_rate > 0.0)) return false;
-        const StageScheduler* bn = nullptr;
-        double rate = 0.0;
-        for (const StageScheduler* s : below_) {
-            const double r = s->effective_terms().service_rate;
-            if (r > 0.0 && (bn == nullptr || r < rate)) {
-                bn = s;
-                rate = r;
-            }
-        }
-        if (bn == nullptr || !(rate < t.service_rate)) return false;
-        vq_.drain(now_ns, rate);
-        std::size_t held = in_flight();  // forwarded, not yet finished at the bottleneck
-        for (const StageScheduler* s : below_) {
-            if (s == bn || std::find(s->below_.begin(), s->below_.end(), bn) != s->below_.end()) {
-                held += s->queued() + s->in_flight();
-            }
-        }
-        vq_.anchor(held, bn->queued() == 0 && bn->in_flight() == 0);
-        vq_rate_ = rate;
-        vq_d_ns_ = bn->expected_duration_ns(bn->config().max_batch);
-        vq_below_ns_ = bn->effective_terms().downstream_ns;
-        return true;
     }
 
     template <class IsCancelled>
@@ -493,12 +446,7 @@ private:
     std::atomic<std::uint64_t> calm_publishes_{0};  // publishes that left the order other than HBF
     std::vector<const StageScheduler*> below_;      // set_below: the stages below
     rules::LongestLagPath lag_paths_;               // below_lag_ns's plan over below_ (mu_)
-    rules::VirtualQueue vq_;                        // Policy::virtual_queue: the bottleneck's backlog (mu_)
-    double vq_rate_ = 0.0;                          // ... its service rate (req/s), this batch
-    std::int64_t vq_d_ns_ = 0;                      // ... its d(B) and its downstream term (ns), this batch
-    std::int64_t vq_below_ns_ = 0;
-    std::atomic<std::uint64_t> taken_{0};           // requests taken into batches, ever (in_flight)
-    std::atomic<std::uint64_t> finished_{0};        // ... and in batches observe_batch saw end
+    rules::VirtualQueueGate vq_;                    // Policy::virtual_queue at an entry (mu_); in_flight
     std::atomic<std::int64_t> measured_sum_ns_{0};  // observe_batch: measured batch ns, ever
     std::atomic<std::int64_t> profiled_sum_ns_{0};  // ... and the profile's d_k(b) for the same batches
     std::atomic<Order> order_;

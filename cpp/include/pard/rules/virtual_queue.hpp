@@ -5,8 +5,15 @@
 // forwards against what the bottleneck can finish shows the excess at the entry, where shedding costs nothing.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
+
+#include "pard/policy.hpp"
+#include "pard/request.hpp"
+#include "pard/snapshot.hpp"
 
 namespace pard::rules {
 
@@ -57,5 +64,80 @@ private:
                                                              std::int64_t below_bottleneck_ns) noexcept {
     return (served_ns > leave_ns ? served_ns : leave_ns) + bottleneck_d_ns + below_bottleneck_ns;
 }
+
+// Requests a stage has taken into batches and not yet seen end (observe_batch): what a virtual queue's
+// anchor counts of the stages down to the bottleneck. Any thread; relaxed.
+class InFlight {
+public:
+    void taken(std::size_t n) noexcept { taken_.fetch_add(n, std::memory_order_relaxed); }
+    void finished(std::int64_t b) noexcept { done_.fetch_add(static_cast<std::uint64_t>(b), std::memory_order_relaxed); }
+    [[nodiscard]] std::size_t count() const noexcept {
+        const std::uint64_t t = taken_.load(std::memory_order_relaxed), d = done_.load(std::memory_order_relaxed);
+        return t > d ? static_cast<std::size_t>(t - d) : 0;
+    }
+
+private:
+    std::atomic<std::uint64_t> taken_{0}, done_{0};
+};
+
+// One entry stage's virtual queue over the stages below it (Stage: StageScheduler, read through
+// effective_terms, queued, expected_duration_ns, config, and as a friend its below_ and vq_.flight). Under
+// the batch-forming lock.
+class VirtualQueueGate {
+public:
+    // At an entry whose slowest stage below (the least published service rate) is slower than itself
+    // (own_rate): drains and anchors the backlog and fixes the bottleneck's terms for this batch's pops.
+    // on: the policy asks for it at this stage; off, every verdict forwards.
+    template <class Stage>
+    void begin(bool on, double own_rate, const std::vector<const Stage*>& below, std::int64_t now_ns) {
+        active_ = on && pick(own_rate, below, now_ns);
+    }
+
+    // The pop's verdict on r once the pard rule has judged it (infeasible: it drops r): -1 to forward r from
+    // a batch ending at leave_ns (counted in the backlog), else the Reason code (kInfeasible, kShed).
+    [[nodiscard]] int verdict(bool infeasible, const Request& r, std::int64_t leave_ns, std::int64_t now_ns) noexcept {
+        if (infeasible) return static_cast<int>(Reason::kInfeasible);
+        if (!active_) return -1;
+        if (r.deadline_ns < virtual_queue_threshold(leave_ns, vq_.served_ns(now_ns, rate_), d_ns_, below_ns_)) {
+            return static_cast<int>(Reason::kShed);
+        }
+        vq_.forwarded();
+        return -1;
+    }
+
+    InFlight flight;  // this stage's own requests in batches not yet ended
+
+private:
+    template <class Stage>
+    bool pick(double own_rate, const std::vector<const Stage*>& below, std::int64_t now_ns) {
+        const Stage* bn = nullptr;
+        double rate = 0.0;
+        for (const Stage* s : below) {
+            const double r = s->effective_terms().service_rate;
+            if (r > 0.0 && (bn == nullptr || r < rate)) {
+                bn = s;
+                rate = r;
+            }
+        }
+        if (bn == nullptr || !(own_rate > 0.0) || !(rate < own_rate)) return false;
+        vq_.drain(now_ns, rate);
+        std::size_t held = flight.count();  // forwarded, not yet finished at the bottleneck
+        for (const Stage* s : below) {
+            const auto& under = s->below_;
+            if (s == bn || std::find(under.begin(), under.end(), bn) != under.end()) held += s->queued() + s->vq_.flight.count();
+        }
+        vq_.anchor(held, bn->queued() == 0 && bn->vq_.flight.count() == 0);
+        rate_ = rate;
+        d_ns_ = bn->expected_duration_ns(bn->config().max_batch);
+        below_ns_ = bn->effective_terms().downstream_ns;
+        return true;
+    }
+
+    VirtualQueue vq_;
+    double rate_ = 0.0;           // the bottleneck's service rate (req/s), this batch
+    std::int64_t d_ns_ = 0;       // its d(B) (ns), this batch
+    std::int64_t below_ns_ = 0;   // its downstream term (ns), this batch
+    bool active_ = false;         // begin found a bottleneck slower than this stage
+};
 
 }  // namespace pard::rules
