@@ -80,6 +80,11 @@ private:
     std::atomic<std::uint64_t> taken_{0}, done_{0};
 };
 
+// How much slower than the entry a stage below must be to be its bottleneck: a stage as fast as the entry
+// within the measured duration ratios' noise is paced by the entry's own queue and drops already, and a
+// backlog counted against it sheds what the entry would have served (the grid's tied lv and da entries).
+inline constexpr double kSlower = 0.95;
+
 // One entry stage's virtual queue over the stages below it (Stage: StageScheduler, read through
 // effective_terms, queued, expected_duration_ns, config, and as a friend its below_ and vq_.flight). Under
 // the batch-forming lock.
@@ -119,7 +124,7 @@ private:
                 rate = r;
             }
         }
-        if (bn == nullptr || !(own_rate > 0.0) || !(rate < own_rate)) return false;
+        if (bn == nullptr || !(own_rate > 0.0) || !(rate < kSlower * own_rate)) return false;
         vq_.drain(now_ns, rate);
         std::size_t held = flight.count();  // forwarded, not yet finished at the bottleneck
         for (const Stage* s : below) {
