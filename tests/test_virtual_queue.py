@@ -1,0 +1,68 @@
+"""PolicySpec.virtual_queue: an entry stage counts what it forwards against the slowest stage below it and
+sheds, before any compute, what that stage would drop (rules/virtual_queue.hpp; the rule alone is tested in
+cpp/tests/test_rules.cpp). Here, through the simulator, on issue 37's chain whose last stage is the steady
+bottleneck: with the rule the drops move to the entry and the waste goes; without it (pard today, and every
+other policy, where the field is off) nearly every drop happens at the last stage."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import pard
+from pard import _core
+from pard import workloads as wl
+from pard.config import PipelineSpec
+from pard.errors import PardTypeError
+from pard.policies import POLICIES, get_policy
+
+CHAIN = PipelineSpec.model_validate({
+    "name": "slowlast", "slo": 0.25, "tiers": {},
+    "stages": [
+        {"name": "decode", "profile": {1: 0.004, 8: 0.010}, "max_batch": 8, "workers": 1, "successors": ["detect"]},
+        {"name": "detect", "profile": {1: 0.006, 8: 0.016}, "max_batch": 8, "workers": 1, "successors": ["embed"]},
+        {"name": "embed", "profile": {1: 0.003, 8: 0.008}, "max_batch": 8, "workers": 1, "successors": ["rank"]},
+        {"name": "rank", "profile": {1: 0.012, 8: 0.045}, "max_batch": 8, "workers": 1, "successors": []},
+    ],
+})
+
+
+def _run(virtual_queue: bool) -> pard.Report:
+    arrivals = wl.poisson(1.2 * CHAIN.capacity().pipeline, 30.0, seed=1)
+    pol = dataclasses.replace(get_policy("pard"), virtual_queue=virtual_queue)
+    return pard.simulate(CHAIN, arrivals, pol, jitter_cv=0.1)
+
+
+def test_the_entry_sheds_what_the_last_stage_would_drop() -> None:
+    off, on = _run(False), _run(True)
+    drops_off = off.dropped + off.rejected
+    drops_on = on.dropped + on.rejected
+    assert off.stages[-1].dropped > 0.8 * drops_off  # without it the last stage drops, after three stages spent
+    assert on.stages[0].dropped >= 0.8 * drops_on  # with it the entry does, before any compute
+    assert on.stages[0].dropped_by_reason.get("shed", 0) > 0
+    assert on.stages[1].dropped == 0 and on.stages[2].dropped == 0
+    assert on.invalid_rate <= 0.02 < off.invalid_rate
+    assert on.goodput_ratio >= 0.97
+
+
+def test_off_in_every_named_policy_and_passed_to_the_core() -> None:
+    assert not any(spec.virtual_queue for spec in POLICIES.values())
+    on = dataclasses.replace(get_policy("pard"), virtual_queue=True)
+    assert on.core().virtual_queue and not get_policy("pard").core().virtual_queue
+    assert on.core() != get_policy("pard").core()
+    assert "virtual_queue=True" in repr(on.core())
+    with pytest.raises(PardTypeError, match="virtual_queue"):
+        dataclasses.replace(get_policy("pard"), virtual_queue=1)
+
+
+def test_a_stage_as_fast_as_the_entry_is_no_bottleneck() -> None:
+    """Every stage at the entry's rate: the rule finds no stage below under 0.95 of it and changes nothing."""
+    flat = CHAIN.model_copy(update={"stages": [
+        s.model_copy(update={"profile": CHAIN.stages[0].profile}) for s in CHAIN.stages]})
+    arrivals = wl.poisson(1.2 * flat.capacity().pipeline, 10.0, seed=2)
+    base = pard.simulate(flat, arrivals, "pard", jitter_cv=0.0)
+    vq = pard.simulate(flat, arrivals, dataclasses.replace(get_policy("pard"), virtual_queue=True), jitter_cv=0.0)
+    assert (vq.on_time, vq.dropped, vq.late) == (base.on_time, base.dropped, base.late)
+    assert vq.stages[0].dropped_by_reason == base.stages[0].dropped_by_reason
+    assert _core.Policy(order="adaptive", drop="pard").virtual_queue is False
