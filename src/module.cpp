@@ -15,4 +15,5 @@ PYBIND11_MODULE(_core, m) {
     pard::bind::register_planner(m);
     pard::bind::register_sim_sync(m);
     pard::bind::register_live(m);
+    pard::bind::register_compute_split(m);
 }

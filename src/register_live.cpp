@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "compute_split_dict.hpp"
 #include "live_fast_submit.hpp"
 #include "live_future.hpp"
 #include "live_loop_sink.hpp"
@@ -202,6 +203,9 @@ void register_live(py::module_& m) {
         .def("counts", [](LiveRuntime& r) { return r.pipe().counts(); },
              "(submitted, pending, on_time, late, dropped, rejected, failed) at one moment.")
         .def("drop_counts", [](LiveRuntime& r) { return r.pipe().drop_counts(); })
+        .def("compute_split", [](LiveRuntime& r) { return split_dict(r.pipe().compute_split()); },
+             "Where the compute went, every request ever (pard/compute_split.hpp): {useful_s, wasted_s, "
+             "unresolved_s (per stage, s), shed, shed_before_compute}.")
         .def("in_flight", [](LiveRuntime& r) { return r.pipe().in_flight(); })
         .def("outcomes", [](LiveRuntime& r) {
             auto o = r.pipe().outcomes();

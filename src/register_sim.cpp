@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "compute_split_dict.hpp"
 #include "pard/simulator.hpp"
 #include "register.hpp"
 #include "seconds.hpp"
@@ -227,6 +228,9 @@ void register_sim(py::module_& m) {
             d["compute_s"] = compute;
             return d;
         })
+        .def("compute_split", [](const Simulator& s) { return split_dict(s.compute_split()); },
+             "Where the compute went (pard/compute_split.hpp): {useful_s, wasted_s, unresolved_s (per stage, s), "
+             "shed, shed_before_compute}.")
         .def("batches", [](const Simulator& s) {
             const BatchLog& b = s.batches();
             py::dict d;

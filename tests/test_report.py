@@ -93,11 +93,17 @@ def test_pending_and_bad_shapes_raise() -> None:
 
 def test_json_schema_and_round_trip() -> None:
     """to_dict carries exactly the issue's keys (issue 4, plus issue 9's weighted goodput and per-tier
-    results); the comparison JSON parses back to the same numbers."""
+    results, and issue 37's compute split: per stage only when the run gave one); the comparison JSON
+    parses back to the same numbers."""
     r = make([1, 1, 2, 3, 1, 3, 1, 1])
     keys = {"submitted", "on_time", "late", "dropped", "rejected", "failed", "goodput", "drop_rate",
-            "invalid_rate", "drop_share_by_stage", "p99_latency", "goodput_bound", "weighted_goodput", "tiers"}
+            "invalid_rate", "drop_share_by_stage", "p99_latency", "goodput_bound", "weighted_goodput", "tiers",
+            "wasted_compute_share", "drops_before_compute"}
     assert set(r.to_dict()) == keys
+    assert r.to_dict()["wasted_compute_share"] is None  # no split given: unknown, not 0
+    split = {"useful_s": [0.5, 1.5], "wasted_s": [0.5, 0.5], "unresolved_s": [0.0, 0.0], "shed": 2,
+             "shed_before_compute": 1}
+    assert set(make([1, 1, 2, 3, 1, 3, 1, 1], compute_split=split).to_dict()) == keys | {"compute_by_stage"}
     doc = json.loads(json.dumps(comparison_dict({"p": r}, pipeline="x", trace="t", load=1.2, settings={"seed": 3})))
     assert set(doc) == {"pipeline", "trace", "load", "settings", "policies"} and doc["settings"] == {"seed": 3}
     assert doc["policies"]["p"]["on_time"] == 5

@@ -206,13 +206,15 @@ class RunRecorder:
         return cut(self._qsum), cut(self._qcnt), w
 
     def report(self, *, policy: str, outcomes: Mapping[str, Any], t0_s: float, n_bins: int,
-               slo_s: Any, capacity_req_s: float | None = None, duration_s: float | None = None) -> Report:
+               slo_s: Any, capacity_req_s: float | None = None, duration_s: float | None = None,
+               compute_split: Mapping[str, Any] | None = None) -> Report:
         """The run's Report from ``outcomes`` (the ``Simulator.outcomes()`` form: ``send_s``, ``state``,
         ``finish_s``, ``drop_stage``, ``reason``, ``compute_s``; optional ``tier``, per-request tier codes,
         default 0) and what was recorded.
 
         The goodput bound's capacity per second is the minimum over stages of
         :meth:`stage_capacity` with that second's workers, or ``capacity_req_s`` when given.
+        ``compute_split``: the engine's ``compute_split()`` (:mod:`pard.compute_split`), or None.
         """
         qsum, qcnt, workers = self.series(t0_s, n_bins)
         self._read()
@@ -229,4 +231,5 @@ class RunRecorder:
             stage_compute_s=self.compute_s, t0_s=t0_s, qdelay_sum_s=qsum, qdelay_count=qcnt,
             workers=workers, capacity=capacity, slo_s=slo_s, duration_s=duration_s, tier=outcomes.get("tier"),
             tier_names=list(spec.tiers), tier_weights=[float(w) for w in spec.tiers.values()],
+            compute_split=compute_split,
         )

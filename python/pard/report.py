@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._extras import require
+from .compute_split import ComputeSplit
 from .errors import PardValueError
 from .fluid_bound import fluid_bound_share, fluid_goodput_bound
 from .outcomes import DROPPED as _DROPPED
@@ -120,6 +121,9 @@ class StageReport:
         drop_share: this stage's share of all drops (0 when nothing dropped).
         compute_s: execution time spent at this stage (s, batch durations summed).
         mean_queue_delay_s: mean queueing delay of the requests taken into batches here (s).
+        useful_compute_s, wasted_compute_s, unresolved_compute_s: this stage's compute spent on requests
+            that finished on time, that ended otherwise (late, dropped, rejected, failed), and that were
+            still in flight (s; :mod:`pard.compute_split`; NaN when the run gave no split).
     """
 
     name: str
@@ -132,6 +136,9 @@ class StageReport:
     drop_share: float
     compute_s: float
     mean_queue_delay_s: float
+    useful_compute_s: float = math.nan
+    wasted_compute_s: float = math.nan
+    unresolved_compute_s: float = math.nan
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form: every field but ``name`` (the key it is filed under)."""
@@ -166,6 +173,9 @@ class Report:
             §4 without carry-over, which a policy can exceed slightly when work queued in one second
             finishes in the next.
         duration_s: the span goodput is per (s); default the number of one-second bins.
+        compute_split: where the compute went, per stage (:class:`pard.compute_split.ComputeSplit`, or the
+            engines' ``compute_split()`` dict); it covers every request of the run, like
+            ``stage_compute_s``.  None: the compute figures that need it are NaN.
 
     Attribute ``window``: None when the report covers every request of the run (a simulation, a closed
     runtime within its ``history``); otherwise set by ``Runtime.report()`` to what it covers:
@@ -175,7 +185,8 @@ class Report:
     window, not of the whole run.
 
     Raises:
-        ValueError: shapes disagree, a request is still pending, or conservation fails.
+        ValueError: shapes disagree, a request is still pending, conservation fails, or ``compute_split``
+            is malformed.
     """
 
     def __init__(
@@ -204,6 +215,7 @@ class Report:
         tier: npt.ArrayLike | None = None,
         tier_names: Sequence[str] = (),
         tier_weights: Sequence[float] = (),
+        compute_split: ComputeSplit | Mapping[str, Any] | None = None,
     ) -> None:
         self.policy = policy
         self.pipeline = pipeline
@@ -264,6 +276,13 @@ class Report:
         comp = np.asarray(stage_compute_s, dtype=np.float64)
         qsum = self.qdelay_sum_s.sum(axis=1)
         qn = self.qdelay_count.sum(axis=1)
+        split = compute_split if compute_split is None or isinstance(compute_split, ComputeSplit) else \
+            ComputeSplit.from_mapping(compute_split, ns)
+        if split is not None and split.useful_s.shape != (ns,):
+            raise PardValueError(f"compute_split must have one entry per stage ({ns}), got {split.useful_s.shape}")
+        self.compute_split = split
+        nan = np.full(ns, math.nan)
+        use = (nan, nan, nan) if split is None else (split.useful_s, split.wasted_s, split.unresolved_s)
         self.stages: list[StageReport] = []
         for k, name in enumerate(self.stage_names):
             here = rs[ds == k]
@@ -276,6 +295,8 @@ class Report:
                 failed=int(np.count_nonzero((self.state == _FAILED) & (self.drop_stage == k))),
                 drop_share=float(by_stage[k] / self.dropped) if self.dropped else 0.0,
                 compute_s=float(comp[k]), mean_queue_delay_s=float(qsum[k] / qn[k]) if qn[k] else 0.0,
+                useful_compute_s=float(use[0][k]), wasted_compute_s=float(use[1][k]),
+                unresolved_compute_s=float(use[2][k]),
             ))
 
         # ---- per-second series (requests binned by send time)
@@ -338,6 +359,21 @@ class Report:
         total = float(self.compute_s.sum())
         wasted = float(self.compute_s[self.state != _ON_TIME].sum())
         return wasted / total if total > 0 else 0.0
+
+    @property
+    def wasted_compute_share(self) -> float:
+        """Compute spent on requests that did not finish on time over all compute, every stage and every request
+        of the run, from the engine's split (:mod:`pard.compute_split`; NaN without one).  It differs from
+        :attr:`invalid_rate` where the report covers part of a live run (``window``), where requests are
+        still in flight (their compute is unresolved, in neither part) and by the compute of requests that
+        ended while their batch ran, which the split counts and the per-request ``compute_s`` does not."""
+        return math.nan if self.compute_split is None else self.compute_split.wasted_share
+
+    @property
+    def drops_before_compute(self) -> float:
+        """Of the requests shed (dropped or rejected), the share no stage had spent compute on when they were
+        (:mod:`pard.compute_split`; every request of the run; NaN when none was shed or without a split)."""
+        return math.nan if self.compute_split is None else self.compute_split.drops_before_compute
 
     @property
     def drop_share_by_stage(self) -> dict[str, float]:
@@ -419,7 +455,9 @@ class Report:
         Keys: submitted, on_time, late, dropped, rejected, failed, goodput (req/s), drop_rate,
         invalid_rate, drop_share_by_stage {stage: share}, p99_latency (s, None when nothing finished on
         time), goodput_bound (req/s), weighted_goodput (summed tier weight of on-time requests per
-        second), tiers {tier: {weight, submitted, on_time, late, dropped, rejected, failed}}; window
+        second), tiers {tier: {weight, submitted, on_time, late, dropped, rejected, failed}},
+        wasted_compute_share, drops_before_compute (None when undefined), compute_by_stage {stage: {useful_s,
+        wasted_s, unresolved_s}} (absent without a split); window
         (only when the report covers part of a live run: see the class docstring).  With ``detail``: per-stage figures, drops by reason, transient
         drop rates, latency percentiles and the per-second series.
         """
@@ -432,7 +470,10 @@ class Report:
             "goodput_bound": self.goodput_bound,
             "weighted_goodput": self.weighted_goodput,
             "tiers": {t.name: {k: v for k, v in t.to_dict().items() if k != "name"} for t in self.tiers},
+            "wasted_compute_share": self.wasted_compute_share, "drops_before_compute": self.drops_before_compute,
         }
+        if self.compute_split is not None:
+            out["compute_by_stage"] = self.compute_split.to_dict(self.stage_names)
         if self.window is not None:  # a live report of part of the run: say which part
             out["window"] = self.window
         if detail:
@@ -489,18 +530,22 @@ def comparison_dict(
 
 
 def comparison_table(reports: Mapping[str, Report], *, title: str | None = None) -> Any:
-    """A rich Table, one row per policy: goodput, its ratio to the bound, drop / invalid rates, p99, drops by stage."""
+    """A rich Table, one row per policy: goodput, its ratio to the bound, drop / invalid rates, the wasted share of
+    compute and the share of drops before any compute, p99, drops by stage."""
     table = require("rich.table", "cli", "comparison tables").Table(title=title)
     for col in ["policy", "goodput\nreq/s", "of\nbound", "on\ntime", "drop rate\n(incl. late)", "invalid\nrate",
-                "worst 1 s\n(incl. late)", "p99 ms\n(on time)", "drops by stage"]:
+                "compute\nwasted", "before compute\n(of drops)", "worst 1 s\n(incl. late)", "p99 ms\n(on time)",
+                "drops by stage"]:
         table.add_column(col, justify="left" if col in ("policy", "drops by stage") else "right",
                          no_wrap=col != "drops by stage")
     for name, r in reports.items():
         p99 = r.latency_percentiles()["p99"]
         shares = ", ".join(f"{s.name} {s.drop_share:.0%}" for s in r.stages if s.drop_share >= 0.005) or "-"
+        wasted, before = r.wasted_compute_share, r.drops_before_compute
         table.add_row(
             name, f"{r.goodput:.1f}", f"{r.goodput_ratio:.1%}", f"{r.goodput_normalised:.1%}",
-            f"{r.drop_rate:.2%}", f"{r.invalid_rate:.2%}", f"{r.transient_drop_rate(1):.0%}",
+            f"{r.drop_rate:.2%}", f"{r.invalid_rate:.2%}", "-" if math.isnan(wasted) else f"{wasted:.2%}",
+            "-" if math.isnan(before) else f"{before:.0%}", f"{r.transient_drop_rate(1):.0%}",
             "-" if math.isnan(p99) else f"{p99 * 1e3:.0f}", shares,
         )
     return table

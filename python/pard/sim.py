@@ -392,7 +392,8 @@ def simulate(
     out = sim.outcomes()
     out["send_s"] = arr
     out["tier"] = tier
-    return recorder.report(policy=pol.name, outcomes=out, t0_s=t0, n_bins=nb, slo_s=slo_s)
+    return recorder.report(policy=pol.name, outcomes=out, t0_s=t0, n_bins=nb, slo_s=slo_s,
+                           compute_split=sim.compute_split())
 
 
 def compare(

@@ -6,8 +6,9 @@
 // own, and the statistics the planner takes), the router (pard/live/router.hpp: queues, routing,
 // joins, exits) and the batcher (pard/live/batcher.hpp: the workers' batches). Python enters once
 // per batch: a worker calls next_batch (waits, forms, marks the batch running, collects the next
-// batch as this one starts, DESIGN §3.1) and complete (charges compute, routes every output to its
-// successors, joins, finishes exits); a client calls submit once per request.
+// batch as this one starts, DESIGN §3.1) and complete (charges compute by pard/compute_split.hpp's
+// rule, routes every output to its successors, joins, finishes exits); a client calls submit once
+// per request.
 //
 // Concurrency. See the parts: a request's slot and row are guarded by its stripe's mutex, stage
 // counters are atomics and a stage's mutex guards its condition variable and statistics logs. Lock
@@ -35,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "pard/compute_split.hpp"
 #include "pard/door.hpp"
 #include "pard/live/batcher.hpp"
 #include "pard/live/ledger.hpp"
@@ -225,10 +227,15 @@ public:
             const std::uint64_t key = w.running[i].key;
             auto& st = cur.at(ledger_.stripe(key >> kSlotBits));
             auto* sl = ledger_.pending_slot_locked(key);
-            if (sl == nullptr) continue;
+            const std::int64_t split_share = batch_share(end_ns - start_ns, n, i);
+            if (sl == nullptr) {  // ended while its batch ran (a sibling branch dropped it): not on time
+                st.split.charge_ended(static_cast<std::size_t>(k), split_share, Outcome::kDropped);
+                continue;
+            }
             sl->running = false;
             ledger_.charge_locked(st, sl->rid, share);
             const std::uint32_t s = static_cast<std::uint32_t>(key & kSlotMask);
+            st.split.charge_pending(static_cast<std::size_t>(k), split_share, ledger_.tally_of(s));
             if (failed) {
                 ledger_.finish_locked(st, s, Outcome::kFailed, k, -1, EndKind::kExecutor, end_ns, done, trash, err);
                 continue;
@@ -323,6 +330,14 @@ public:
     [[nodiscard]] std::vector<std::int64_t> drop_counts() { return ledger_.drop_counts(); }
     // The held rows (the most recent `history` submitted requests) in id order.
     [[nodiscard]] OutcomeRows outcomes() { return ledger_.outcomes(); }
+    // Where the compute went (pard/compute_split.hpp), every request ever, at one moment.
+    [[nodiscard]] ComputeSplit compute_split() {
+        ComputeSplit total(n_stages());
+        ledger_.lock_all([&] {
+            for (const auto& st : ledger_.stripes()) total.add(st.split);
+        });
+        return total;
+    }
 
     // Live requests queued at stage k (what max_queue bounds); exact once quiet.
     [[nodiscard]] std::int64_t queued_live(int k) const noexcept { return stages_.queued_live(k); }

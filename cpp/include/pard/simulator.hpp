@@ -64,6 +64,7 @@
 #include <utility>
 #include <vector>
 
+#include "pard/compute_split.hpp"
 #include "pard/event_queue.hpp"
 #include "pard/outcome.hpp"
 #include "pard/policy.hpp"
@@ -207,6 +208,8 @@ public:
     [[nodiscard]] const std::vector<std::int32_t>& drop_stage() const noexcept { return out_.drop_stage(); }
     [[nodiscard]] const std::vector<std::int32_t>& drop_reason() const noexcept { return out_.drop_reason(); }
     [[nodiscard]] const std::vector<double>& compute_ns() const noexcept { return out_.compute_ns(); }
+    // Where the compute went, per stage (pard/compute_split.hpp).
+    [[nodiscard]] const ComputeSplit& compute_split() const noexcept { return out_.compute_split(); }
     [[nodiscard]] const BatchLog& batches() const noexcept { return log_; }
 
 private:
@@ -272,7 +275,7 @@ private:
             if (s.n_pred == 0) entries_.push_back(static_cast<std::size_t>(&s - stages_.data()));
             if (s.n_pred > 1) s.join_index = joins++;
         }
-        out_.reset(cfg_.arrivals_ns.size(), n_sinks_, static_cast<std::size_t>(joins));
+        out_.reset(cfg_.arrivals_ns.size(), n_sinks_, static_cast<std::size_t>(joins), k);
     }
 
     void handle_drops(std::size_t stage, const std::vector<Drop>& drops) {
@@ -374,6 +377,9 @@ private:
                      static_cast<std::uint32_t>(wi));
         const double share = static_cast<double>(dur) / static_cast<double>(size);
         for (const Request& r : w.running) out_.charge(r.id, share);
+        for (std::size_t i = 0; i < w.running.size(); ++i) {
+            out_.charge_split(w.running[i].id, stage, batch_share(dur, w.running.size(), i));
+        }
         s.stats.batch_start.push_back(now_);
         s.stats.batch_size.push_back(size);
         s.stats.batch_wait.push_back(now_ - w.next_collected);

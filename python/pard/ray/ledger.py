@@ -8,7 +8,9 @@ lock.  :meth:`Ledger.finish` is the only way a request leaves ``pending``: the f
 the outcome is recorded, the request leaves the live set and its future is resolved (or, for
 ``future.cancel()``, left to be cancelled by the future itself).  Every request therefore ends in
 exactly one terminal state (:mod:`pard.outcomes`), and ``submitted = pending + on_time + late +
-dropped + rejected + failed`` holds at any moment.
+dropped + rejected + failed`` holds at any moment.  Where the compute went (:mod:`pard.compute_split`)
+is kept, under the same lock, by a ``pard._core.ComputeBook``: the C++ rule the local runtime applies,
+told of each request's opening, batches (:meth:`Ledger.charge_batch`) and end.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _core
 from ..outcomes import DROPPED, FAILED, LATE, ON_TIME, PENDING, REJECTED, STATES, reason_code
 
 __all__ = ["Request", "RequestFuture", "OutcomeTable", "Ledger"]
@@ -151,6 +154,8 @@ class Ledger:
         #: called (outside the lock) with the stages whose queue still held a request when it ended
         self.on_unqueued: Callable[[tuple[int, ...]], None] | None = None
         self.inflight = 0
+        #: where the compute went (pard/compute_split.hpp's rule), every request ever
+        self.compute = _core.ComputeBook(n_stages)
         self._n_stages = n_stages
         self._n_sinks = n_sinks
 
@@ -161,6 +166,7 @@ class Ledger:
         req = Request(rid, send_s, send_s + slo_s, tier, self._n_stages, self._n_sinks)
         req.future = RequestFuture(self, req)
         self.live[rid] = req
+        self.compute.open(rid)
         self.inflight += 1
         self.counts[PENDING] += 1
         return req
@@ -172,6 +178,7 @@ class Ledger:
         out again and the request is counted nowhere.
         """
         self.live.pop(r.id, None)
+        self.compute.forget(r.id)
         self.inflight -= 1
         self.counts[PENDING] -= 1
         self.out.n -= 1
@@ -204,6 +211,7 @@ class Ledger:
                 if state in (DROPPED, REJECTED):
                     o.reason[row] = reason
             self.live.pop(r.id, None)
+            self.compute.settle(r.id, state)
             self.gone[r.id % CANCEL_SLOTS] = 1
             unqueued = tuple(r.queued)
             self.counts[PENDING] -= 1
@@ -232,6 +240,22 @@ class Ledger:
         except InvalidStateError:  # pragma: no cover - cancelled concurrently
             pass
         return True
+
+    def charge_batch(self, stage: int, ids: list[int], duration_s: float) -> None:
+        """Stage ``stage`` ran the batch ``ids`` (batch order) for ``duration_s``: each request's equal share
+        to its row's ``compute_s`` (rows still held) and to :attr:`compute`.  The driver may hear of a
+        batch after the end of a request in it (another stage's event came first): that share counts by
+        the request's outcome, or as wasted once its row is no longer held."""
+        share = duration_s / len(ids) if ids else 0.0
+        with self.lock:
+            o = self.out
+            states = []
+            for rid in ids:
+                held = o.holds(rid)
+                if held:
+                    o.compute_s[rid % o.history] += share
+                states.append(PENDING if rid in self.live else int(o.state[rid % o.history]) if held else DROPPED)
+            self.compute.charge_batch(stage, ids, duration_s, states)
 
     def cancel(self, r: Request) -> bool:
         """``future.cancel()``: ``r`` ends dropped with reason ``cancelled`` at the stage it is at,

@@ -28,6 +28,7 @@ import numpy as np
 
 import ray
 
+from ..compute_split import ComputeSplit
 from ..errors import Dropped, ExecutorError, PardValueError, Rejected, RuntimeStateError
 from ..outcomes import DROPPED, FAILED, LATE, ON_TIME, PENDING, REASONS, REJECTED, STATES, reason_code
 from ..recorder import RunRecorder
@@ -202,11 +203,7 @@ class RayPipeline:
         for ev in events:
             kind = ev[0]
             if kind == "batch":
-                with led.lock:
-                    o = led.out
-                    for rid in ev[1]:
-                        if o.holds(rid):
-                            o.compute_s[rid % o.history] += ev[2]
+                led.charge_batch(k, list(ev[1]), ev[2])
                 continue
             r = led.live.get(ev[1])
             if r is None:  # ended already (a sibling branch, a cancel): first event won
@@ -419,7 +416,17 @@ class RayPipeline:
         send = out["send_s"]
         t0, nb = report_bins(send, t0_s, duration_s)
         return rec.report(policy=self.policy, outcomes=out, t0_s=t0, n_bins=nb, slo_s=out["slo_s"],
-                          capacity_req_s=capacity_req_s, duration_s=duration_s)
+                          capacity_req_s=capacity_req_s, duration_s=duration_s,
+                          compute_split=self._ledger_split())
+
+    def compute_split(self) -> ComputeSplit:
+        """Where the compute went so far, per stage, every request ever: as :meth:`pard.Runtime.compute_split`
+        (the same C++ rule).  Batches count once the driver has heard of them."""
+        return ComputeSplit.from_mapping(self._ledger_split(), len(self._spec.stages))
+
+    def _ledger_split(self) -> dict[str, Any]:
+        with self._ledger.lock:
+            return self._ledger.compute.split()
 
     def clock_skew(self, probes: int = 8) -> dict[str, Any]:
         """Measure every actor's clock offset again (:class:`pard.ray.clock.Offset` per actor name)."""

@@ -415,7 +415,7 @@ class StageActor:
         self._lead_s = min(_MAX_LEAD_S, max(_MIN_LEAD_S, 0.8 * self._lead_s + 0.2 * lag))
         size = len(b.ids)
         self._log.batches.append((start, end - start, size, start - b.t_b))
-        self._emit(("batch", b.ids, (end - start) / size))
+        self._emit(("batch", b.ids, end - start))
         per_succ: list[list[tuple[int, float, float, int, float, int, int]]] = [[] for _ in self._succ]
         for pos, rid in enumerate(b.ids):
             r = self._reqs.pop(rid, None)

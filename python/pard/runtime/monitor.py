@@ -4,7 +4,7 @@
 order), most recent queueing delays (kept by the C++ pipeline, a bounded window) and the planner loop's
 published terms (:mod:`~pard.runtime.planner_loop`) -- without locks.  :class:`MonitorMixin` puts it on the :class:`~pard.runtime.facade.Runtime`
 façade as ``Runtime.stage_stats()``, with ``Runtime.drop_counts()`` (monotonic counters of every
-dropped request) and ``Runtime.observe_stages()`` (an observer told of every batch as it happens,
+dropped request), ``Runtime.compute_split()`` (where the compute of every request went) and ``Runtime.observe_stages()`` (an observer told of every batch as it happens,
 so a monitor can keep cumulative histograms without rescanning bounded windows).
 """
 
@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..compute_split import ComputeSplit
 from ..outcomes import REASONS
 
 __all__ = ["stage_snapshot", "StageObserver", "MonitorMixin"]
@@ -79,6 +80,13 @@ class MonitorMixin:
         names = [st.name for st in rt._stages]
         nr = len(REASONS)
         return {(names[i // nr], REASONS[i % nr]): int(n) for i, n in enumerate(flat) if n}
+
+    def compute_split(self) -> ComputeSplit:
+        """Where the compute went so far, per stage (:mod:`pard.compute_split`), over every request ever (not only
+        the last ``history``), at one moment: useful and wasted seconds only grow; unresolved is what requests in
+        flight hold.  Lock-free for the caller's other calls; it holds each stripe's lock briefly."""
+        rt: Any = self
+        return ComputeSplit.from_mapping(rt._live.compute_split(), len(rt._stages))
 
     def observe_stages(self, observer: StageObserver | None) -> None:
         """Have ``observer`` told of every batch at every stage from now on (None: stop).

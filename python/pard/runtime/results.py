@@ -52,7 +52,7 @@ def report(live: Any, loop: PlannerLoop, policy: str, *, t0_s: float | None, dur
     # rates per second of the real time the sends took, not per whole one-second bin
     per_s = duration_s if duration_s is not None else sending_time_s(np.sort(send))
     rep = loop.recorder.report(policy=policy, outcomes=out, t0_s=t0, n_bins=nb, slo_s=out["slo_s"],
-                               capacity_req_s=capacity_req_s, duration_s=per_s)
+                               capacity_req_s=capacity_req_s, duration_s=per_s, compute_split=live.compute_split())
     submitted = totals.pop("submitted")
     if n < submitted:  # part of the run only: say which part, and give the totals from the counters
         rep.window = {"requests": n, "submitted": submitted, "not_held": max(0, submitted - held),

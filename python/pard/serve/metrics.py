@@ -24,6 +24,13 @@ pard_requests_total                 counter    {pipeline, outcome}: on_time, lat
 pard_tier_requests_total            counter    {pipeline, tier, outcome}: the decoded requests of each tier
                                                (``"default"`` without tiers) by outcome
 pard_drops_total                    counter    {pipeline, stage, reason}
+pard_compute_seconds_total          counter    {pipeline, stage, use}: batch durations by use, useful
+                                               (on requests that finished on time) or wasted (on
+                                               requests that ended otherwise), every request ever
+                                               (``Runtime.compute_split()``, pard.compute_split)
+pard_compute_unresolved_seconds     gauge      {pipeline, stage}: the compute requests in flight hold
+pard_shed_total                     counter    {pipeline}: requests the runtime dropped or rejected
+pard_drops_before_compute_total     counter    {pipeline}: of those, the ones no stage had spent on
 pard_request_duration_seconds       histogram  {pipeline}: submit to the answer, served requests
 pard_queue_duration_seconds         histogram  {pipeline, stage}: arrival at a stage to its batch
 pard_batch_size                     histogram  {pipeline, stage}: executed batch sizes
@@ -150,13 +157,15 @@ class PipelineCollector(Collector):
         for (stage, reason), n in rt.drop_counts().items():
             drops.add_metric([p, stage, reason], float(n))
         yield drops
+        stats = rt.stage_stats()
+        yield from _compute(rt.compute_split(), [s["stage"] for s in stats], p)
         mu = GaugeMetricFamily("pard_stage_load_factor", "The planner's load factor mu (input rate / "
                                "throughput; NaN before its first update).", labels=["pipeline", "stage"])
         order = GaugeMetricFamily("pard_stage_order", "1 for the stage's current queue order.",
                                   labels=["pipeline", "stage", "order"])
         queued = GaugeMetricFamily("pard_stage_queued", "Requests waiting at the stage now.",
                                    labels=["pipeline", "stage"])
-        for s in rt.stage_stats():
+        for s in stats:
             mu.add_metric([p, s["stage"]], float(s["mu"]))
             queued.add_metric([p, s["stage"]], float(s["queued"]))
             for o in _ORDERS:
@@ -167,6 +176,25 @@ class PipelineCollector(Collector):
                                  f"last {snap['window_s']:g} s.", labels=["pipeline"])
         good.add_metric([p], float(snap["goodput_recent"]))
         yield good
+
+
+def _compute(split: Any, names: Sequence[str], p: str) -> Iterator[Metric]:
+    """The counters and gauge of a :class:`pard.compute_split.ComputeSplit` (see the module docstring)."""
+    used = CounterMetricFamily("pard_compute_seconds", "Compute (batch durations, s) by stage and use: useful "
+                               "(spent on requests that finished on time) or wasted (on requests that ended "
+                               "otherwise).", labels=["pipeline", "stage", "use"])
+    held = GaugeMetricFamily("pard_compute_unresolved_seconds", "Compute (s) held by requests still in flight.",
+                             labels=["pipeline", "stage"])
+    for k, name in enumerate(names):
+        used.add_metric([p, name, "useful"], float(split.useful_s[k]))
+        used.add_metric([p, name, "wasted"], float(split.wasted_s[k]))
+        held.add_metric([p, name], float(split.unresolved_s[k]))
+    shed = CounterMetricFamily("pard_shed", "Requests the runtime dropped or rejected.", labels=["pipeline"])
+    shed.add_metric([p], float(split.shed))
+    before = CounterMetricFamily("pard_drops_before_compute", "Requests dropped or rejected before any stage "
+                                 "spent compute on them.", labels=["pipeline"])
+    before.add_metric([p], float(split.shed_before_compute))
+    yield from (used, held, shed, before)
 
 
 def make_registry(service: ServedPipeline) -> CollectorRegistry:

@@ -4,8 +4,10 @@
 //
 // What it holds. Per request in flight a slot (keys, state, the stages whose queues hold it, its
 // completion handle) and, beside it in the slot's chunk, its payloads: one input per stage, one
-// part per (join, predecessor stage), one output per exit when there are several. Per stripe, the
-// arrival times per stage since the planner's last take.
+// part per (join, predecessor stage), one output per exit when there are several; and its compute
+// per stage so far (its tally, pard/compute_split.hpp: zero while the slot is free, as settle() zeroes
+// it at the terminal transition and an undone submit was charged nothing). Per stripe, the arrival
+// times per stage since the planner's last take, and where the compute of its requests went.
 //
 // Concurrency. Slots and outcome rows are split into kStripes stripes by request id, in blocks of
 // up to 16 consecutive ids per stripe; every access to a request's slot or row holds its stripe's
@@ -40,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "pard/compute_split.hpp"
 #include "pard/live/types.hpp"
 #include "pard/outcome.hpp"
 #include "pard/policy.hpp"
@@ -70,12 +73,13 @@ public:
         Handle handle;
     };
     // kChunk slots and their payloads: per slot `stride_` payloads (one input per stage, then one
-    // part per (join, predecessor stage), then one output per exit when there are several) and one
-    // parts-left count per join (-1: not started).
+    // part per (join, predecessor stage), then one output per exit when there are several), one
+    // parts-left count per join (-1: not started) and one tally entry per stage (ns).
     struct Chunk {
         std::unique_ptr<Slot[]> slots;
         std::unique_ptr<Payload[]> payloads;
         std::unique_ptr<int[]> parts_left;
+        std::unique_ptr<std::int64_t[]> tally;
     };
     struct alignas(64) Stripe {
         // what every request touches first, in two cache lines
@@ -90,6 +94,7 @@ public:
         std::array<Chunk*, kMaxChunks> chunks{};
         std::array<std::atomic<Slot*>, kMaxChunks> chunk_ptr{};  // lock-free reads (form_batch)
         std::vector<std::unique_ptr<Chunk>> owned;
+        ComputeSplit split;  // the compute charged under this stripe's lock
     };
     // Holds one stripe's lock across consecutive requests of the same stripe (a batch's ids are
     // mostly consecutive, so mostly one block): one lock per stripe run instead of one per request.
@@ -131,6 +136,7 @@ public:
         rows_v_.assign(rows_, Row{kNoRid, 0, 0.0, 0, kFreeRow, -1, -1, -1, 0.0});
         for (auto& s : stripes_) s.arrivals.resize(n_stages_);
         for (auto& s : stripes_) s.drops.assign(n_stages_ * kNumReasons, 0);
+        for (auto& s : stripes_) s.split = ComputeSplit(n_stages_);
     }
     Ledger(const Ledger&) = delete;
     Ledger& operator=(const Ledger&) = delete;
@@ -186,23 +192,16 @@ public:
         const std::size_t local = s / kStripes;
         return st.chunks[local / kChunk]->slots[local % kChunk];
     }
-    // Slot s's payloads (stride_ of them, laid out as Chunk says) and its per-join parts-left counts.
-    Payload* payloads_of(std::uint32_t s) noexcept {
-        Stripe& st = stripes_[s % kStripes];
-        const std::size_t local = s / kStripes;
-        return &st.chunks[local / kChunk]->payloads[(local % kChunk) * stride_];
-    }
+    // Slot s's payloads (stride_, laid out as Chunk says), per-join parts-left counts and tally (ns per stage).
+    Payload* payloads_of(std::uint32_t s) noexcept { return of_slot(s, &Chunk::payloads, stride_); }
+    int* parts_left_of(std::uint32_t s) noexcept { return of_slot(s, &Chunk::parts_left, static_cast<std::size_t>(n_joins_)); }
+    std::int64_t* tally_of(std::uint32_t s) noexcept { return of_slot(s, &Chunk::tally, n_stages_); }
     Payload& input_ref(std::uint32_t s, int k) noexcept { return payloads_of(s)[static_cast<std::size_t>(k)]; }
     Payload& part_ref(std::uint32_t s, std::size_t j, int k) noexcept {
         return payloads_of(s)[n_stages_ * (1 + j) + static_cast<std::size_t>(k)];
     }
     Payload& output_ref(std::uint32_t s, std::size_t e) noexcept {
         return payloads_of(s)[n_stages_ * (1 + static_cast<std::size_t>(n_joins_)) + e];
-    }
-    int* parts_left_of(std::uint32_t s) noexcept {
-        Stripe& st = stripes_[s % kStripes];
-        const std::size_t local = s / kStripes;
-        return &st.chunks[local / kChunk]->parts_left[(local % kChunk) * static_cast<std::size_t>(n_joins_)];
     }
 
     // The slot of the pending request with scheduler key `key` (caller holds its stripe lock), or null.
@@ -273,6 +272,7 @@ public:
         }
         st.counts[0] -= 1;
         st.counts[static_cast<std::size_t>(state)] += 1;
+        st.split.settle(state, tally_of(s));
         if (state == Outcome::kDropped) st.drops[static_cast<std::size_t>(stage) * kNumReasons + static_cast<std::size_t>(reason)] += 1;
         for (std::uint64_t q = sl.queued; q != 0; q &= q - 1) {  // its place in those queues is free at once
             stale_[static_cast<std::size_t>(lowest_bit(q))]->fetch_add(1);
@@ -393,6 +393,14 @@ private:
 
     Row& row_ref(Stripe&, std::uint64_t rid) noexcept { return rows_v_[rid % rows_]; }
 
+    // Slot s's `width` entries of its chunk's array `arr`.
+    template <class T>
+    T* of_slot(std::uint32_t s, std::unique_ptr<T[]> Chunk::*arr, std::size_t width) noexcept {
+        Stripe& st = stripes_[s % kStripes];
+        const std::size_t local = s / kStripes;
+        return &(st.chunks[local / kChunk]->*arr)[(local % kChunk) * width];
+    }
+
     Slot* slot_ptr_lockfree(std::uint32_t s) noexcept {
         Stripe& st = stripes_[s % kStripes];
         const std::size_t local = s / kStripes;
@@ -410,6 +418,7 @@ private:
             chunk->payloads = std::make_unique<Payload[]>(kChunk * stride_);
             const std::size_t nj = kChunk * static_cast<std::size_t>(n_joins_);
             chunk->parts_left = std::make_unique<int[]>(nj);
+            chunk->tally = std::make_unique<std::int64_t[]>(kChunk * n_stages_);  // zeroed
             std::fill(chunk->parts_left.get(), chunk->parts_left.get() + nj, -1);
             const std::size_t c = st.n_chunks++;
             st.chunks[c] = chunk.get();

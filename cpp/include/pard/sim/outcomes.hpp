@@ -1,12 +1,15 @@
 // pard/sim/outcomes.hpp — SimOutcomes: the simulator's per-request accounting. Each request's
 // terminal state is set once (a drop, a rejection, or its last sink finishing it), with its stage,
 // reason and time; its compute is the sum of its shares of the batches it ran in; a join stage
-// receives it once all its predecessors have delivered it.
+// receives it once all its predecessors have delivered it. Where that compute went (useful, wasted,
+// unresolved per stage) is kept by a ComputeSplit (pard/compute_split.hpp), from each request's
+// per-stage tally.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "pard/compute_split.hpp"
 #include "pard/outcome.hpp"
 #include "pard/policy.hpp"
 #include "pard/request.hpp"
@@ -15,9 +18,12 @@ namespace pard::sim {
 
 class SimOutcomes {
 public:
-    // n requests, each finished by `n_sinks` sink stages, through `n_joins` join stages.
-    void reset(std::size_t n, std::size_t n_sinks, std::size_t n_joins) {
+    // n requests, each finished by `n_sinks` sink stages, through `n_joins` join stages, of `n_stages`.
+    void reset(std::size_t n, std::size_t n_sinks, std::size_t n_joins, std::size_t n_stages) {
         n_joins_ = n_joins;
+        n_stages_ = n_stages;
+        split_ = ComputeSplit(n_stages);
+        tally_.assign(n * n_stages, 0);
         state_.assign(n, Outcome::kPending);
         finish_.assign(n, -1);
         drop_stage_.assign(n, -1);
@@ -36,6 +42,7 @@ public:
         drop_stage_[r.id] = stage;
         reason_[r.id] = static_cast<std::int32_t>(why);
         finish_[r.id] = now;
+        split_.settle(o, tally(r.id));
     }
 
     // A sink stage finished request r at `now`: its state once the last sink has (on time or late),
@@ -44,6 +51,7 @@ public:
         if (--sinks_left_[r.id] != 0) return Outcome::kPending;
         state_[r.id] = now <= r.deadline_ns ? Outcome::kOnTime : Outcome::kLate;
         finish_[r.id] = now;
+        split_.settle(state_[r.id], tally(r.id));
         return state_[r.id];
     }
 
@@ -56,14 +64,29 @@ public:
 
     void charge(std::uint64_t id, double share) { compute_[id] += share; }
 
+    // `ns` of stage k's batch charged to request id (pard/compute_split.hpp's rule).
+    void charge_split(std::uint64_t id, std::size_t k, std::int64_t ns) noexcept {
+        if (pending(id)) {
+            split_.charge_pending(k, ns, tally(id));
+        } else {
+            split_.charge_ended(k, ns, state_[id]);
+        }
+    }
+
     [[nodiscard]] const std::vector<Outcome>& states() const noexcept { return state_; }
     [[nodiscard]] const std::vector<std::int64_t>& finish_ns() const noexcept { return finish_; }
     [[nodiscard]] const std::vector<std::int32_t>& drop_stage() const noexcept { return drop_stage_; }
     [[nodiscard]] const std::vector<std::int32_t>& drop_reason() const noexcept { return reason_; }
     [[nodiscard]] const std::vector<double>& compute_ns() const noexcept { return compute_; }
+    [[nodiscard]] const ComputeSplit& compute_split() const noexcept { return split_; }
 
 private:
+    std::int64_t* tally(std::uint64_t id) noexcept { return tally_.data() + id * n_stages_; }
+
     std::size_t n_joins_ = 0;
+    std::size_t n_stages_ = 0;
+    ComputeSplit split_;
+    std::vector<std::int64_t> tally_;  // per request, its compute per stage while pending (ns)
     std::vector<Outcome> state_;
     std::vector<std::int64_t> finish_;
     std::vector<std::int32_t> drop_stage_;
