@@ -105,6 +105,11 @@ def test_exact_csv_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert f"load {doc['load']:.3g})" in " ".join(err.split())
     assert doc["policies"]["naive"]["submitted"] == 300
     assert doc["policies"]["naive"]["on_time"] == 300  # 60 req/s on a 774 req/s pipeline
+    # every second of compute was useful, split by stage; nothing shed, so no share of drops to give
+    naive = doc["policies"]["naive"]
+    assert naive["wasted_compute_share"] == 0.0 and naive["drops_before_compute"] is None
+    assert set(naive["compute_by_stage"]) == {st.name for st in pard.config.builtin("tm").stages}
+    assert all(v["useful_s"] > 0 and v["wasted_s"] == v["unresolved_s"] == 0 for v in naive["compute_by_stage"].values())
 
 
 def test_generators_and_subprocess(tmp_path: Path) -> None:

@@ -549,6 +549,14 @@ def test_metrics_parse_and_agree_with_the_report() -> None:
         orders = [m[("pard_stage_order", (("order", o), ("pipeline", "duo"), ("stage", st)))] for o in ("lbf", "hbf", "fcfs")]
         assert sorted(orders) == [0.0, 0.0, 1.0]
     assert ("pard_goodput", (("pipeline", "duo"),)) in m
+    # the 5 ms budgets the entry stage drops were never computed; served requests' batch time is useful
+    shed = m[("pard_shed_total", (("pipeline", "duo"),))]
+    assert shed == rep["runtime"]["dropped"] + rep["runtime"]["rejected"]
+    assert 1 <= m[("pard_drops_before_compute_total", (("pipeline", "duo"),))] <= shed
+    for st in ("detect", "classify"):
+        useful = m[("pard_compute_seconds_total", (("pipeline", "duo"), ("stage", st), ("use", "useful")))]
+        assert useful > 0 and ("pard_compute_seconds_total", (("pipeline", "duo"), ("stage", st), ("use", "wasted"))) in m
+        assert m[("pard_compute_unresolved_seconds", (("pipeline", "duo"), ("stage", st)))] >= 0
 
 
 def test_metrics_stay_monotonic_and_complete_past_the_runtime_history(monkeypatch: pytest.MonkeyPatch) -> None:

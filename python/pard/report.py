@@ -5,7 +5,9 @@ stage and reason of a drop, the compute charged to the request) plus a few per-s
 recorded (queueing delay per stage, workers serving per stage, pipeline capacity).  It checks the
 conservation identity ``submitted = on_time + late + dropped + rejected + failed`` when it is built and
 derives everything else from those arrays: goodput, drop rate, invalid rate, drop shares per stage,
-transient drop rates, latency percentiles and the goodput bound.
+transient drop rates, latency percentiles and the goodput bound.  Where the compute went per stage (useful,
+wasted, unresolved) and the share of drops before any compute come from the engine that ran
+(:mod:`pard.compute_split`), which counts them as the requests run.
 
 Several reports (one per policy, same pipeline and arrivals) form a comparison: :func:`comparison_dict`
 gives the JSON of ``pard simulate --json``, :func:`comparison_table` a rich table, and
@@ -371,8 +373,9 @@ class Report:
 
     @property
     def drops_before_compute(self) -> float:
-        """Of the requests shed (dropped or rejected), the share no stage had spent compute on when they were
-        (:mod:`pard.compute_split`; every request of the run; NaN when none was shed or without a split)."""
+        """Of the requests shed (dropped or rejected), the share that no stage had spent compute on by the time
+        they were shed (:mod:`pard.compute_split`; every request of the run; NaN when none was shed or without a
+        split)."""
         return math.nan if self.compute_split is None else self.compute_split.drops_before_compute
 
     @property

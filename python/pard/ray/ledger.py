@@ -245,7 +245,8 @@ class Ledger:
         """Stage ``stage`` ran the batch ``ids`` (batch order) for ``duration_s``: each request's equal share
         to its row's ``compute_s`` (rows still held) and to :attr:`compute`.  The driver may hear of a
         batch after the end of a request in it (another stage's event came first): that share counts by
-        the request's outcome, or as wasted once its row is no longer held."""
+        the request's outcome, or as wasted once its row is no longer held; a drop heard of before every
+        batch of its request counts as made before compute."""
         share = duration_s / len(ids) if ids else 0.0
         with self.lock:
             o = self.out
