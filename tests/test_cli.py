@@ -76,7 +76,8 @@ def test_simulate_end_to_end_json(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert doc["pipeline"] == "tm" and doc["load"] == 1.2 and "azure-conv" in doc["trace"]
     assert list(doc["policies"]) == ["pard", "nexus", "naive"]
     keys = {"submitted", "on_time", "late", "dropped", "rejected", "failed", "goodput", "drop_rate",
-            "invalid_rate", "drop_share_by_stage", "p99_latency", "goodput_bound", "weighted_goodput", "tiers"}
+            "invalid_rate", "drop_share_by_stage", "p99_latency", "goodput_bound", "weighted_goodput", "tiers",
+            "wasted_compute_share", "drops_before_compute", "compute_by_stage"}
     for name, p in doc["policies"].items():
         assert set(p) == keys
         assert p["submitted"] == p["on_time"] + p["late"] + p["dropped"] + p["rejected"] + p["failed"]
