@@ -13,6 +13,7 @@
 #include <array>
 #include <chrono>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -191,6 +192,19 @@ int main(int argc, char** argv) {
     for (std::uint64_t rid = 0; rid < n; ++rid) CHECK(oracle.seen[rid].load() == 1);
     const auto out = pipe.outcomes();
     CHECK(out.rid.size() == 1000);  // the bounded window of the most recent requests
+    // where the compute went (pard/compute_split.hpp): nothing unresolved once quiet, every shed request
+    // counted once, and per stage useful + wasted = the batch time the statistics logged
+    const pard::ComputeSplit split = pipe.compute_split();
+    CHECK(split.shed() == c[4] + c[5]);
+    for (int k = 0; k < 4; ++k) {
+        const auto ku = static_cast<std::size_t>(k);
+        CHECK(split.unresolved_ns()[ku] == 0);
+        const auto st = pipe.take_stats(k);
+        double logged = 0.0;
+        for (double d : st.batch_duration_s) logged += d;
+        const double used = static_cast<double>(split.useful_ns()[ku] + split.wasted_ns()[ku]) * 1e-9;
+        CHECK(std::fabs(used - logged) <= 1e-12 * (1.0 + static_cast<double>(st.batch_duration_s.size())));
+    }
     std::printf("test_live_stress: %llu requests: %lld finished, %lld cancelled, %lld refused\n",
                 static_cast<unsigned long long>(n), static_cast<long long>(oracle.finished.load()),
                 static_cast<long long>(oracle.cancelled.load()), static_cast<long long>(oracle.refused.load()));
