@@ -232,7 +232,7 @@ def test_live_runtime_applies_the_same_rule() -> None:
     spec = PipelineSpec(name="chain", slo=0.03, stages=[
         StageSpec(name="a", profile={1: 0.002, 4: 0.004}, max_batch=4, workers=1, successors=["b"]),
         StageSpec(name="b", profile={1: 0.004, 4: 0.010}, max_batch=4, workers=1)])
-    rt = Runtime(spec, {"a": _sleeper(0.002), "b": _sleeper(0.008)}, policy="pard-paper", sync_interval_s=0.2)
+    rt = Runtime(spec, {"a": _sleeper(0.002), "b": _sleeper(0.008)}, policy="pard-paper", planner={"sync_interval_s": 0.2})
     rt.start()
     for i in range(400):
         rt.submit(i)
@@ -264,7 +264,7 @@ def test_live_compute_is_unresolved_while_its_request_is_in_flight() -> None:
     spec = PipelineSpec(name="chain", slo=10.0, stages=[
         StageSpec(name="a", profile={1: 0.001}, max_batch=1, workers=1, successors=["b"]),
         StageSpec(name="b", profile={1: 0.001}, max_batch=1, workers=1)])
-    rt = Runtime(spec, {"a": _sleeper(0.005), "b": b}, policy="pard", sync_interval_s=0.2)
+    rt = Runtime(spec, {"a": _sleeper(0.005), "b": b}, policy="pard", planner={"sync_interval_s": 0.2})
     rt.start()
     f = rt.submit(1)
     for _ in range(1000):
