@@ -4,7 +4,7 @@
 // the same rule in Python (python/pard/ray/ledger.py; tests/test_compute_split.py holds them equal).
 //
 // The rule. A batch's compute is its measured duration (ns, one worker), as the run recorder counts
-// it. It is shared equally among the requests in the batch (batch_share: whole nanoseconds, the
+// it. It is shared equally among the requests in the batch (BatchShares: whole nanoseconds, the
 // remainder one each to the first requests, so that the shares add up to the duration exactly).
 //   * A share charged to a request still pending is held as *unresolved* at that stage, and in the
 //     request's own tally (one int64 per stage, kept by the engine beside the request).
@@ -41,13 +41,18 @@
 
 namespace pard {
 
-// Request i's share (ns) of a batch of `size` requests that ran `duration_ns`: the shares of
-// i = 0 .. size - 1 add up to duration_ns exactly.
-[[nodiscard]] constexpr std::int64_t batch_share(std::int64_t duration_ns, std::size_t size, std::size_t i) noexcept {
-    const auto n = static_cast<std::int64_t>(size);
-    const std::int64_t base = duration_ns / n;
-    return base + (static_cast<std::int64_t>(i) < duration_ns % n ? 1 : 0);
-}
+// The shares (ns) of a batch of `size` requests that ran `duration_ns`: share(i) for i = 0 .. size - 1
+// add up to duration_ns exactly (whole nanoseconds, the remainder one each to the first requests).
+// One division per batch, not per request.
+struct BatchShares {
+    BatchShares(std::int64_t duration_ns, std::size_t size) noexcept
+        : base(size ? duration_ns / static_cast<std::int64_t>(size) : 0),
+          rem(size ? duration_ns % static_cast<std::int64_t>(size) : 0) {}
+    [[nodiscard]] std::int64_t operator()(std::size_t i) const noexcept {
+        return base + (static_cast<std::int64_t>(i) < rem ? 1 : 0);
+    }
+    std::int64_t base, rem;
+};
 
 // Whether compute spent on a request that ended in state `o` was useful (it finished on time).
 [[nodiscard]] constexpr bool compute_useful(Outcome o) noexcept { return o == Outcome::kOnTime; }
@@ -128,7 +133,7 @@ public:
     // Request `id` leaves without an outcome (its submit was undone): forgotten, counted nowhere.
     void forget(std::uint64_t id) { tallies_.erase(id); }
 
-    // Stage k ran the batch `ids` (in batch order) for `duration_ns`: each one's share (batch_share),
+    // Stage k ran the batch `ids` (in batch order) for `duration_ns`: each one's share (BatchShares),
     // pending or, where not open, already ended in state ended[i].
     void charge_batch(std::size_t k, const std::vector<std::uint64_t>& ids, std::int64_t duration_ns,
                       const std::vector<Outcome>& ended) {
@@ -137,8 +142,9 @@ public:
                                         std::to_string(split_.n_stages()) + ", " + std::to_string(ids.size()) +
                                         " ids and " + std::to_string(ended.size()) + " states");
         }
+        const BatchShares share_of(duration_ns, ids.size());
         for (std::size_t i = 0; i < ids.size(); ++i) {
-            const std::int64_t share = batch_share(duration_ns, ids.size(), i);
+            const std::int64_t share = share_of(i);
             auto it = tallies_.find(ids[i]);
             if (it != tallies_.end()) {
                 split_.charge_pending(k, share, it->second.data());

@@ -219,6 +219,7 @@ public:
         }
         spec(k).sched->observe_batch(static_cast<std::int64_t>(n), end_ns - start_ns);
         const double share = n ? live::to_s(end_ns - start_ns) / static_cast<double>(n) : 0.0;
+        const BatchShares shares(end_ns - start_ns, n);  // pard/compute_split.hpp's whole-ns shares
         if (spec(k).successors.empty()) done.reserve(done.size() + n);  // an exit: most of them end here
         std::vector<Payload> trash;
         live::Pushed pushed;
@@ -227,7 +228,7 @@ public:
             const std::uint64_t key = w.running[i].key;
             auto& st = cur.at(ledger_.stripe(key >> kSlotBits));
             auto* sl = ledger_.pending_slot_locked(key);
-            const std::int64_t split_share = batch_share(end_ns - start_ns, n, i);
+            const std::int64_t split_share = shares(i);
             if (sl == nullptr) {  // ended while its batch ran (a sibling branch dropped it): not on time
                 st.split.charge_ended(static_cast<std::size_t>(k), split_share, Outcome::kDropped);
                 continue;

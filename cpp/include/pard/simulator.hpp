@@ -375,11 +375,7 @@ private:
         w.run_ns = dur;
         events_.push(now_ + dur, kPrioBatchEnd, kBatchEnd, static_cast<std::uint32_t>(stage),
                      static_cast<std::uint32_t>(wi));
-        const double share = static_cast<double>(dur) / static_cast<double>(size);
-        for (const Request& r : w.running) out_.charge(r.id, share);
-        for (std::size_t i = 0; i < w.running.size(); ++i) {
-            out_.charge_split(w.running[i].id, stage, batch_share(dur, w.running.size(), i));
-        }
+        out_.charge_batch(w.running, stage, dur);
         s.stats.batch_start.push_back(now_);
         s.stats.batch_size.push_back(size);
         s.stats.batch_wait.push_back(now_ - w.next_collected);

@@ -67,14 +67,20 @@ public:
         return ++c >= n_pred;
     }
 
-    void charge(std::uint64_t id, double share) { compute_[id] += share; }
-
-    // `ns` of stage k's batch charged to request id (pard/compute_split.hpp's rule).
-    void charge_split(std::uint64_t id, std::size_t k, std::int64_t ns) {
-        if (pending(id)) {
-            split_.charge_pending(k, ns, tally(id));
-        } else {
-            split_.charge_ended(k, ns, state_[id]);
+    // Stage k started `batch`, which runs `duration_ns`: each request's equal share, as a double
+    // (compute_ns) and in whole ns by pard/compute_split.hpp's rule (to a request already ended, a
+    // cancelled copy, by its outcome).
+    void charge_batch(const std::vector<Request>& batch, std::size_t k, std::int64_t duration_ns) {
+        const double share = static_cast<double>(duration_ns) / static_cast<double>(batch.size());
+        const BatchShares split(duration_ns, batch.size());
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            const std::uint64_t id = batch[i].id;
+            compute_[id] += share;
+            if (pending(id)) {
+                split_.charge_pending(k, split(i), tally(id));
+            } else {
+                split_.charge_ended(k, split(i), state_[id]);
+            }
         }
     }
 
