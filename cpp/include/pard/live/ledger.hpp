@@ -187,11 +187,7 @@ public:
     }
 
     // slot index s: stripe = s % kStripes, local = s / kStripes, chunk = local / kChunk
-    Slot& slot_ref(std::uint32_t s) noexcept {
-        Stripe& st = stripes_[s % kStripes];
-        const std::size_t local = s / kStripes;
-        return st.chunks[local / kChunk]->slots[local % kChunk];
-    }
+    Slot& slot_ref(std::uint32_t s) noexcept { return *of_slot(s, &Chunk::slots, 1); }
     // Slot s's payloads (stride_, laid out as Chunk says), per-join parts-left counts and tally (ns per stage).
     Payload* payloads_of(std::uint32_t s) noexcept { return of_slot(s, &Chunk::payloads, stride_); }
     int* parts_left_of(std::uint32_t s) noexcept { return of_slot(s, &Chunk::parts_left, static_cast<std::size_t>(n_joins_)); }
