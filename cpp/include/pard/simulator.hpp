@@ -1,6 +1,6 @@
 // pard/simulator.hpp — Simulator: a deterministic discrete-event simulation of a pipeline of stages
 // on a virtual clock, driving the same StageScheduler objects the live runtime uses (DESIGN §3.1,
-// §5a). Pure C++: the Python planner advances it one sync interval at a time (run_until), reads the
+// §5a). Pure C++: the driver (pard.sim) advances it one sync interval at a time (run_until), reads the
 // statistics gathered meanwhile, and publishes new terms; there is no Python call per request.
 //
 // Model.

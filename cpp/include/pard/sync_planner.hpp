@@ -52,7 +52,7 @@ inline double window_for_cv(double cv) {
 }
 
 struct SyncPlannerConfig {
-    // per stage (planner.py's names)
+    // per stage
     std::vector<std::vector<std::vector<int>>> paths;  // downstream paths, stage indices
     std::vector<std::vector<int>> parallel;            // coherent_branches' siblings ([] when off)
     std::vector<std::vector<int>> below;               // coherent_paths' downstream stages ([] when off)
@@ -76,7 +76,7 @@ struct SyncPlannerConfig {
     std::int64_t min_cv_intervals = 10;
     double scale_min = 0.001, scale_max = 1000.0;
     double precollected_wait = 0.1;  // pard.utilisation.PRECOLLECTED_WAIT
-    // pard.duration_scale.DurationScale (correct_durations) and PolicySpec.idle_batch
+    // the duration ratio (correct_durations; pard.duration_scale's constants) and PolicySpec.idle_batch
     double half_life_s = 2.5, prior_batches = 8.0;
     bool idle_batch = false;
     // PolicySpec.overload_upper: also publish pard-upper's max over paths of (sum q + 2 sum d)
@@ -94,7 +94,7 @@ struct SyncTerms {
            floor_downstream_s = 0, outrank_downstream_s = 0, batch_size = 1, wait_quantile_s = 0;
 };
 
-// planner.py's path_rate: the least of `rates` over the stages `among` lists (0 when none: the policy
+// path_rate: the least of `rates` over the stages `among` lists (0 when none: the policy
 // does not pace that stage).
 inline double least_rate(const std::vector<int>& among, const std::vector<double>& rates) {
     double r = 0.0;
@@ -129,7 +129,7 @@ inline void planner_stats(const StageStats& s, PlannerStats& out) {
     out.batch_size = s.batch_size;
 }
 
-// pard.duration_scale.DurationScale.update transcribed: per stage, decayed sums of the measured and
+// The measured / profiled duration ratio (pard.duration_scale's doc): per stage, decayed sums of the measured and
 // profiled batch seconds and batch counts, the pooled ratio with prior_batches of weight, clipped; the
 // same operations in NumPy's order. count: batches ever seen per stage (its warning reads them).
 struct SyncDurationScale {
@@ -196,17 +196,17 @@ public:
     [[nodiscard]] double window_s() const noexcept { return window_; }
     [[nodiscard]] std::size_t num_stages() const noexcept { return n_; }
     [[nodiscard]] const std::vector<SyncTerms>& terms() const noexcept { return out_; }
-    // DurationScale's batches ever seen per stage (its warning reads them).
+    // Batches ever seen per stage by the duration ratio (pard.duration_scale.DriftWatch's warning reads them).
     [[nodiscard]] const std::vector<std::int64_t>& batch_counts() const noexcept { return ds_.count; }
 
-    // Planner.start(now_s): the clock reading at which the first interval begins (else 0).
+    // The clock reading at which the first interval begins (else 0).
     void start(double now_s) {
         if (has_prev_) throw std::invalid_argument("SyncPlanner.start: called after the first update");
         has_prev_ = true;
         prev_ = now_s;
     }
 
-    // Planner.update(now_s, stats, workers), stats as the simulator keeps them.
+    // One sync on the simulator's statistics (int64 ns), converted to seconds as the planner reads them.
     const std::vector<SyncTerms>& update(double now_s, const std::vector<StageStats>& stats, const std::vector<int>& workers) {
         in_.resize(stats.size());
         for (std::size_t k = 0; k < stats.size(); ++k) planner_stats(stats[k], in_[k]);
@@ -320,7 +320,7 @@ private:
         return npo::numpy_sum(scratch_);
     }
 
-    double duration(std::size_t k, double b) {  // Planner._duration
+    double duration(std::size_t k, double b) {  // d_k(b), recomputed only when b changes
         if (b != memo_b_[k]) {
             const std::vector<double>& bs = c_.pts_b[k];
             const std::vector<double>& ds = c_.pts_d[k];
@@ -391,7 +391,7 @@ private:
             service_[k] = w * c_.max_batch[k] / d_full;
             if (c_.mu_at_capacity && (c_.mu_at_capacity_entry || !c_.entry[k])) mu_[k] = service_[k] > 0 ? rate_[k] / service_[k] : (rate_[k] > 0 ? inf : 0.0);
             if (c_.mode == DownstreamMode::kBusy) rho_[k] = utilisation(k, w, wdts);
-            backlog_[k] = false;  // planner.py: m_wait.sum(axis=-1) > 0 (the counts are >= 0)
+            backlog_[k] = false;  // a request in the window waited for another batch (the counts are >= 0)
             for (const auto& row : rows_) backlog_[k] = backlog_[k] || row[k * kCols + 7] > 0;
         }
     }
@@ -428,7 +428,7 @@ private:
         }
     }
 
-    // Planner._quantile: the round(lam * (M - 1))-th smallest (Python's round: half to even).
+    // The lambda-quantile: the round(lam * (M - 1))-th smallest (Python's round: half to even).
     double quantile(const std::vector<double>& x) {
         const double pos = lam_ * static_cast<double>(x.size() - 1);
         auto k = static_cast<std::size_t>(std::nearbyint(pos));
@@ -438,7 +438,7 @@ private:
         return sel_[k];
     }
 
-    const std::vector<double>& path_total(const std::vector<int>& path) {  // Planner._path_total: right fold
+    const std::vector<double>& path_total(const std::vector<int>& path) {  // each path's summed draws, a right fold sharing suffixes
         std::size_t start = 0;
         std::vector<int> key;
         while (start < path.size()) {
@@ -504,7 +504,7 @@ private:
                         best_w = wq;
                     }
                     if (c_.overload_upper && sq + 2.0 * sd > hi) hi = sq + 2.0 * sd;
-                    if (c_.mode == DownstreamMode::kBusy) {  // planner.py's floor and a tier served first's term
+                    if (c_.mode == DownstreamMode::kBusy) {  // the floor and a tier served first's term
                         if (sq + sd > lo) lo = sq + sd;
                         const double m = npo::numpy_sum(gm) + sd;
                         if (m > lm) lm = m;
@@ -521,7 +521,7 @@ private:
             t.queue_delay_s = q_[k];
             t.admit_fraction = 1.0;
             t.service_rate = service_[k];
-            t.duration_scale = unmeasured ? 0.0 : scale_[k];  // planner.py: no batch anywhere yet -> 0
+            t.duration_scale = unmeasured ? 0.0 : scale_[k];  // no batch anywhere yet: 0, "none measured yet"
             t.in_rate = rate_[k];
             t.path_rate = least_rate(c_.pace_below[k], service_);
             t.demand_rate = rate_[k];
@@ -531,7 +531,7 @@ private:
             t.batch_size = b_[k];
             t.wait_quantile_s = best_w;
         }
-        // planner.py's paced demand: a stage below a paced one is sized for what that one would forward
+        // paced demand: a stage below a paced one is sized for what that one would forward
         // unpaced, min(its input, its service rate), not for the paced flow it receives
         for (std::size_t k = 0; k < n_; ++k) {
             if (c_.pace_below[k].empty()) continue;
