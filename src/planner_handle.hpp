@@ -68,14 +68,24 @@ inline StageStats stats_from_ns(const pybind11::dict& d) {
     return s;
 }
 
+// d[key] as a float64 array (forcecast), or null when the key is absent; invalid_argument naming the key
+// when it is not an array of numbers.
+inline pybind11::array_t<double, pybind11::array::c_style | pybind11::array::forcecast>
+seconds_array(const pybind11::dict& d, const char* key) {
+    using Arr = pybind11::array_t<double, pybind11::array::c_style | pybind11::array::forcecast>;
+    if (!d.contains(key)) return Arr();
+    auto a = Arr::ensure(d[key]);
+    if (!a) throw std::invalid_argument(std::string("statistics: ") + key + " must be an array of float seconds");
+    return a;
+}
+
 // What the planner reads of one stage's statistics, from a dict of float-second arrays as the live
 // runtime and Ray take them (keys arrival_s, qdelay_s, batch_duration_s, batch_wait_s; batch_size ints).
 inline PlannerStats planner_stats_from_seconds(const pybind11::dict& d) {
     PlannerStats s;
     auto get = [&](const char* key, std::vector<double>& out) {
-        if (!d.contains(key)) return;
-        auto a = pybind11::array_t<double, pybind11::array::c_style | pybind11::array::forcecast>::ensure(d[key]);
-        if (!a) throw std::invalid_argument(std::string("statistics: ") + key + " must be an array of float seconds");
+        auto a = seconds_array(d, key);
+        if (!a) return;
         out.assign(a.data(), a.data() + a.size());
         for (double x : out) {
             if (!std::isfinite(x)) throw std::invalid_argument(std::string("statistics: ") + key + " holds a non-finite value");
@@ -95,9 +105,8 @@ inline PlannerStats planner_stats_from_seconds(const pybind11::dict& d) {
 inline StageStats recorder_stats_from_seconds(const pybind11::dict& d) {
     StageStats s;
     auto get = [&](const char* key, std::vector<std::int64_t>& out) {
-        if (!d.contains(key)) return;
-        auto a = pybind11::array_t<double, pybind11::array::c_style | pybind11::array::forcecast>::ensure(d[key]);
-        if (!a) throw std::invalid_argument(std::string("statistics: ") + key + " must be an array of float seconds");
+        auto a = seconds_array(d, key);
+        if (!a) return;
         out.resize(static_cast<std::size_t>(a.size()));
         const double* p = a.data();
         for (std::size_t i = 0; i < out.size(); ++i) out[i] = to_ns(p[i], key);

@@ -13,9 +13,6 @@ import numpy.typing as npt
 
 from pard import profile as _profile
 from pard.errors import PardValueError
-from pard.outcomes import REASONS
-from pard.profile import peak_throughput
-from pard.report import Report
 
 if TYPE_CHECKING:  # pragma: no cover
     from pard.config import PipelineSpec
@@ -57,8 +54,6 @@ class RunRecorder:
         self.executed = np.zeros(ns, dtype=np.int64)
         self.compute_s = np.zeros(ns)
         self.nominal_s = np.zeros(ns)  # profiled d(b) of the executed batches, summed
-        self.peak = np.array([peak_throughput(st.profile, st.max_batch) for st in spec.stages])
-        self.exec_scale = np.ones(ns) if exec_scale is None else np.asarray(exec_scale, dtype=np.float64)
         self._initial = np.asarray(workers, dtype=np.float64)
         self._qsum = np.zeros((ns, 0))
         self._qcnt = np.zeros((ns, 0))
@@ -162,37 +157,6 @@ class RunRecorder:
                 dtype=np.float64)
         return table
 
-    def absorb(self, totals: Mapping[str, Any]) -> None:
-        """Take over what ``pard._core.SimRecorder`` recorded (its ``totals()``), for a recorder not fed itself
-        (:meth:`native`)."""
-        self.submitted = np.asarray(totals["submitted"], dtype=np.int64).copy()
-        self.executed = np.asarray(totals["executed"], dtype=np.int64).copy()
-        self.compute_s = np.asarray(totals["compute_s"], dtype=np.float64).copy()
-        self.nominal_s = np.asarray(totals["nominal_s"], dtype=np.float64).copy()
-        self._qsum = np.asarray(totals["qsum"], dtype=np.float64).copy()
-        self._qcnt = np.asarray(totals["qcnt"], dtype=np.float64).copy()
-        self._wsum = np.asarray(totals["wsum"], dtype=np.float64).copy()
-        self._wdt = np.asarray(totals["wdt"], dtype=np.float64).copy()
-        self._base, self._used, self._carry = 0, self._wdt.size, self._initial
-        self._trim()
-
-    # ------------------------------------------------------------------ reading
-    def speedup(self) -> F64:
-        """Per stage: profiled over measured duration of the executed batches (NaN before any ran)."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(self.compute_s > 0, self.nominal_s / np.where(self.compute_s > 0, self.compute_s, 1.0),
-                            np.nan)
-
-    def stage_capacity(self, workers: F64) -> F64:
-        """Per stage (req/s): ``workers * peak / s * max(1, speed-up * s)``, ``s`` the known ``exec_scale``;
-        ``workers`` shape ``(ns,)`` or ``(ns, nb)``.
-
-        Batches slower than the known speed do not lower it: a bound must hold whatever the machine did.
-        """
-        known = self.peak / self.exec_scale
-        up = np.maximum(np.nan_to_num(self.speedup() * self.exec_scale, nan=1.0), 1.0) * known
-        return np.asarray(workers, dtype=np.float64) * (up if np.ndim(workers) == 1 else up[:, None])
-
     def series(self, t0_s: float, n_bins: int) -> tuple[F64, F64, F64]:
         """Queueing-delay sums, counts and workers per stage for ``n_bins`` seconds from ``t0_s``.
 
@@ -224,28 +188,3 @@ class RunRecorder:
         after = max(min(base + held, off + n_bins) - off, before)  # seconds after the last one written
         w[:, after:] = last[:, None]
         return cut(self._qsum), cut(self._qcnt), w
-
-    def report(self, *, policy: str, outcomes: Mapping[str, Any], t0_s: float, n_bins: int,
-               slo_s: Any, capacity_req_s: float | None = None, duration_s: float | None = None) -> Report:
-        """The run's Report from ``outcomes`` (the ``Simulator.outcomes()`` form: ``send_s``, ``state``,
-        ``finish_s``, ``drop_stage``, ``reason``, ``compute_s``; optional ``tier``, per-request tier codes,
-        default 0) and what was recorded.
-
-        The goodput bound's capacity per second is the minimum over stages of
-        :meth:`stage_capacity` with that second's workers, or ``capacity_req_s`` when given.
-        """
-        qsum, qcnt, workers = self.series(t0_s, n_bins)
-        if capacity_req_s is None:
-            capacity = self.stage_capacity(workers).min(axis=0)
-        else:
-            capacity = np.full(n_bins, float(capacity_req_s))
-        spec = self._spec
-        return Report(
-            policy=policy, pipeline=spec.name, stage_names=[st.name for st in spec.stages],
-            send_s=outcomes["send_s"], state=outcomes["state"], finish_s=outcomes["finish_s"],
-            drop_stage=outcomes["drop_stage"], reason=outcomes["reason"], compute_s=outcomes["compute_s"],
-            reasons=list(REASONS), stage_submitted=self.submitted, stage_executed=self.executed,
-            stage_compute_s=self.compute_s, t0_s=t0_s, qdelay_sum_s=qsum, qdelay_count=qcnt,
-            workers=workers, capacity=capacity, slo_s=slo_s, duration_s=duration_s, tier=outcomes.get("tier"),
-            tier_names=list(spec.tiers), tier_weights=[float(w) for w in spec.tiers.values()],
-        )
