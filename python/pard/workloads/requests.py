@@ -1,11 +1,14 @@
-"""Per-request attributes beside the arrival times: a per-request SLO and a service tier.
+"""Per-request attributes beside the arrival times: a per-request SLO, a service tier and token counts.
 
 Every loader and generator in :mod:`pard.workloads` returns a plain sorted ``float64`` array of
 arrival times.  When requests also carry their own SLO or tier (DESIGN §3.7: per-request SLOs,
 service tiers with weights), they travel together in a :class:`Workload`: from a CSV with such
 columns (:func:`pard.workloads.csv_requests`) or by drawing tiers for an array of arrivals
 (:func:`assign_tiers`).  Tier *names* match the keys of :attr:`pard.config.PipelineSpec.tiers`,
-which give their weights.
+which give their weights.  Requests bound for an LLM stage also carry token counts: their input
+tokens, their true output length (what a simulated engine generates before its end of sequence), and
+optionally the client's output-length hint (``max_tokens``); :func:`draw_tokens` samples real pairs
+from the bundled Azure LLM trace for arrivals that come from a generator.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy.typing as npt
 from ..errors import PardTypeError, PardValueError
 from ._common import F64, as_arrivals, check_positive, rng, show
 
-__all__ = ["Workload", "assign_tiers"]
+__all__ = ["Workload", "assign_tiers", "draw_tokens"]
 
 I32 = npt.NDArray[np.int32]
 
@@ -51,16 +54,25 @@ class Workload:
             the pipeline's SLO.
         tier: shape (n,), int32 codes into ``tier_names``; or None: one untiered class.
         tier_names: the tier names, code ``i`` is ``tier_names[i]``.
+        in_tokens: shape (n,), int32 >= 0, each request's input (prompt) tokens (0 = unknown); or None.
+        out_tokens: shape (n,), int32 >= 1, each request's true output length in tokens: a simulated
+            LLM stage generates exactly this many (capped by the stage's ``max_output_tokens`` and the
+            hint); no drop rule reads it.  Or None.
+        max_tokens: shape (n,), int32 >= 0, the client's output-length hint (0 = none); or None.
 
     Raises:
-        ValueError: mismatched lengths, an SLO that is not finite and > 0, or a tier code outside
-            ``range(len(tier_names))``.
+        ValueError: mismatched lengths, an SLO that is not finite and > 0, a tier code outside
+            ``range(len(tier_names))``, or a token count out of its range (the message names the
+            field and the first bad index).
     """
 
     arrivals_s: F64
     slo_s: F64 | None = None
     tier: I32 | None = None
     tier_names: tuple[str, ...] = field(default_factory=tuple)
+    in_tokens: I32 | None = None
+    out_tokens: I32 | None = None
+    max_tokens: I32 | None = None
 
     def __post_init__(self) -> None:
         # a list (or anything array-like) is taken as an array; a string or a mapping is refused by name
@@ -87,6 +99,15 @@ class Workload:
                     f"tier codes must lie in [0, {len(self.tier_names)}) (tier_names "
                     f"{self.tier_names}), got range [{self.tier.min()}, {self.tier.max()}]"
                 )
+        for name, low in (("in_tokens", 0), ("out_tokens", 1), ("max_tokens", 0)):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _tokens(name, value, n, low))
+
+    @property
+    def has_tokens(self) -> bool:
+        """Whether every request carries its input and output token counts (what an LLM stage needs)."""
+        return self.in_tokens is not None and self.out_tokens is not None
 
     def __len__(self) -> int:
         return int(self.arrivals_s.shape[0])
@@ -106,6 +127,41 @@ class Workload:
             raise PardValueError(f"the workload's tier(s) {unknown} are not tiers of the pipeline "
                                  f"(its tiers: {list(tiers)})")
         return np.array([index[name] for name in self.tier_names], dtype=np.int32)[self.tier]
+
+
+def _tokens(name: str, value: object, n: int, low: int) -> I32:
+    """``value`` as an int32 array of shape (n,) with every entry in [low, 2**31 - 1], or PardValueError
+    naming the Workload field ``name``, the first bad index and its value."""
+    a = _array(name, value, "token counts (integers)", kinds="iu")
+    if a.shape != (n,):
+        raise PardValueError(f"{name} has shape {a.shape}, expected ({n},) like arrivals_s")
+    bad = (a < low) | (a > np.iinfo(np.int32).max)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise PardValueError(f"{name}[{i}] = {show(a[i])} must be an integer in [{low}, 2147483647] tokens")
+    return np.ascontiguousarray(a, dtype=np.int32)
+
+
+def draw_tokens(n: int, *, seed: int | np.random.Generator = 0) -> tuple[I32, I32]:
+    """``n`` (input tokens, output tokens) pairs drawn with replacement from the bundled Azure LLM
+    conversation trace (:func:`pard.workloads.azure_llm_conv`), each pair kept together, seeded.
+
+    For arrivals from a generator or a rescaled trace, which no longer line up one-to-one with the
+    trace's requests.  Source: Azure Public Dataset, CC-BY 4.0; Patel et al., "Splitwise", ISCA 2024.
+
+    Returns:
+        ``(in_tokens, out_tokens)``, each shape (n,), int32.
+    Raises:
+        PardValueError: ``n`` is not an integer >= 0.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise PardValueError(f"n must be an integer >= 0, got {n!r}")
+    from .traces import azure_llm_conv  # the trace module reads this one's Workload
+
+    trace = azure_llm_conv(tokens=True)
+    assert trace.in_tokens is not None and trace.out_tokens is not None
+    pick = rng(seed).integers(0, len(trace), size=int(n))
+    return trace.in_tokens[pick].copy(), trace.out_tokens[pick].copy()
 
 
 def assign_tiers(

@@ -16,7 +16,7 @@ import csv
 import re
 import warnings
 from importlib import resources
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal, overload
 
 import numpy as np
 
@@ -162,8 +162,16 @@ def _check_nonneg_ints(p: object, df: pd.DataFrame, columns: list[str], line_off
             )
 
 
-def azure_llm(path: PathLike) -> F64:
-    """Arrival times from an Azure LLM inference trace 2023 CSV file.
+@overload
+def azure_llm(path: PathLike, *, tokens: Literal[False] = False) -> F64: ...
+@overload
+def azure_llm(path: PathLike, *, tokens: Literal[True]) -> Workload: ...
+
+
+def azure_llm(path: PathLike, *, tokens: bool = False) -> F64 | Workload:
+    """Arrival times from an Azure LLM inference trace 2023 CSV file; with ``tokens=True``, a
+    :class:`Workload` that also carries each request's real token counts (``in_tokens`` =
+    ``ContextTokens``, ``out_tokens`` = ``GeneratedTokens``, aligned with the sorted arrivals).
 
     Format: header ``TIMESTAMP,ContextTokens,GeneratedTokens``; one request per line, timestamps
     like ``2023-11-16 18:15:46.6805900`` (ISO 8601).  Source: the Azure Public Dataset
@@ -171,7 +179,8 @@ def azure_llm(path: PathLike) -> F64:
     generative LLM inference using phase splitting", ISCA 2024.  Blank lines are skipped.
 
     Returns:
-        shape (n,), float64, sorted seconds from the first request.
+        shape (n,), float64, sorted seconds from the first request; or that as ``arrivals_s`` of a
+        Workload with ``in_tokens`` and ``out_tokens`` (shape (n,), int32).
 
     Raises:
         TraceError: missing file, empty file, wrong or missing columns, a malformed row (too many
@@ -189,10 +198,26 @@ def azure_llm(path: PathLike) -> F64:
     if miss is not None:
         raise TraceError(f"{p}, line {miss[0] + 2}, column {miss[1]!r}: missing value (malformed row)")
     _check_nonneg_ints(p, df, ["ContextTokens", "GeneratedTokens"], 2)
-    return finish(_times_from_column(p, df, "TIMESTAMP", "datetime", 2), str(p))
+    raw = _times_from_column(p, df, "TIMESTAMP", "datetime", 2)
+    if not tokens:
+        return finish(raw, str(p))
+    order = sort_order(raw, str(p))
+    arrivals = finish(raw if order is None else raw[order], str(p))
+    ctx = df["ContextTokens"].astype(np.int64).to_numpy()
+    gen = df["GeneratedTokens"].astype(np.int64).to_numpy()
+    if order is not None:
+        ctx, gen = ctx[order], gen[order]
+    # a request that generated nothing still ends with one step (its end-of-sequence token)
+    return Workload(arrivals_s=arrivals, in_tokens=ctx, out_tokens=np.maximum(gen, 1))
 
 
-def azure_llm_conv() -> F64:
+@overload
+def azure_llm_conv(*, tokens: Literal[False] = False) -> F64: ...
+@overload
+def azure_llm_conv(*, tokens: Literal[True]) -> Workload: ...
+
+
+def azure_llm_conv(*, tokens: bool = False) -> F64 | Workload:
     """The bundled Azure LLM inference trace 2023, "conversation" service (no network needed).
 
     19 366 requests over 3 502 s (58 min) on 2023-11-16: mean 5.53 req/s, coefficient of
@@ -202,12 +227,16 @@ def azure_llm_conv() -> F64:
     Goiri, Maleki, Bianchini, "Splitwise: Efficient generative LLM inference using phase
     splitting", ISCA 2024.  See ``pard/data/NOTICE.md``.  The CLI calls it ``azure-conv``.
 
+    With ``tokens=True``: a :class:`Workload` with the requests' real input and output token counts
+    (:func:`azure_llm`); input tokens: median 1 020, mean 1 155, max 14 050; output tokens: median
+    129, mean 211, max 1 000.
+
     Returns:
-        shape (19366,), float64, sorted seconds from the first request.
+        shape (19366,), float64, sorted seconds from the first request (or that Workload).
     """
     res = resources.files("pard").joinpath("data", "azure_llm_2023_conv.csv")
     with resources.as_file(res) as path:
-        return azure_llm(path)
+        return azure_llm(path, tokens=True) if tokens else azure_llm(path)
 
 
 #: Traces shipped with pard, by the name the CLI uses -> a loader taking no arguments.
