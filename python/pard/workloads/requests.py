@@ -7,8 +7,8 @@ columns (:func:`pard.workloads.csv_requests`) or by drawing tiers for an array o
 (:func:`assign_tiers`).  Tier *names* match the keys of :attr:`pard.config.PipelineSpec.tiers`,
 which give their weights.  Requests bound for an LLM stage also carry token counts: their input
 tokens, their true output length (what a simulated engine generates before its end of sequence), and
-optionally the client's output-length hint (``max_tokens``); :func:`draw_tokens` samples real pairs
-from the bundled Azure LLM trace for arrivals that come from a generator.
+optionally the client's output-length hint (``max_tokens``); :func:`pard.workloads.draw_tokens` samples
+real pairs from the bundled Azure LLM trace for arrivals that come from a generator.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy.typing as npt
 from ..errors import PardTypeError, PardValueError
 from ._common import F64, as_arrivals, check_positive, rng, show
 
-__all__ = ["Workload", "assign_tiers", "draw_tokens"]
+__all__ = ["Workload", "assign_tiers"]
 
 I32 = npt.NDArray[np.int32]
 
@@ -140,28 +140,6 @@ def _tokens(name: str, value: object, n: int, low: int) -> I32:
         i = int(np.argmax(bad))
         raise PardValueError(f"{name}[{i}] = {show(a[i])} must be an integer in [{low}, 2147483647] tokens")
     return np.ascontiguousarray(a, dtype=np.int32)
-
-
-def draw_tokens(n: int, *, seed: int | np.random.Generator = 0) -> tuple[I32, I32]:
-    """``n`` (input tokens, output tokens) pairs drawn with replacement from the bundled Azure LLM
-    conversation trace (:func:`pard.workloads.azure_llm_conv`), each pair kept together, seeded.
-
-    For arrivals from a generator or a rescaled trace, which no longer line up one-to-one with the
-    trace's requests.  Source: Azure Public Dataset, CC-BY 4.0; Patel et al., "Splitwise", ISCA 2024.
-
-    Returns:
-        ``(in_tokens, out_tokens)``, each shape (n,), int32.
-    Raises:
-        PardValueError: ``n`` is not an integer >= 0.
-    """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise PardValueError(f"n must be an integer >= 0, got {n!r}")
-    from .traces import azure_llm_conv  # the trace module reads this one's Workload
-
-    trace = azure_llm_conv(tokens=True)
-    assert trace.in_tokens is not None and trace.out_tokens is not None
-    pick = rng(seed).integers(0, len(trace), size=int(n))
-    return trace.in_tokens[pick].copy(), trace.out_tokens[pick].copy()
 
 
 def assign_tiers(

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "azure_llm",
     "azure_llm_conv",
+    "draw_tokens",
     "azure_functions",
     "per_second_counts",
     "csv_timestamps",
@@ -237,6 +238,26 @@ def azure_llm_conv(*, tokens: bool = False) -> F64 | Workload:
     res = resources.files("pard").joinpath("data", "azure_llm_2023_conv.csv")
     with resources.as_file(res) as path:
         return azure_llm(path, tokens=True) if tokens else azure_llm(path)
+
+
+def draw_tokens(n: int, *, seed: int | np.random.Generator = 0) -> tuple[I32, I32]:
+    """``n`` (input tokens, output tokens) pairs drawn with replacement from the bundled Azure LLM
+    conversation trace (:func:`pard.workloads.azure_llm_conv`), each pair kept together, seeded.
+
+    For arrivals from a generator or a rescaled trace, which no longer line up one-to-one with the
+    trace's requests.  Source: Azure Public Dataset, CC-BY 4.0; Patel et al., "Splitwise", ISCA 2024.
+
+    Returns:
+        ``(in_tokens, out_tokens)``, each shape (n,), int32.
+    Raises:
+        PardValueError: ``n`` is not an integer >= 0.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise PardValueError(f"n must be an integer >= 0, got {n!r}")
+    trace = azure_llm_conv(tokens=True)
+    assert trace.in_tokens is not None and trace.out_tokens is not None
+    pick = rng(seed).integers(0, len(trace), size=int(n))
+    return trace.in_tokens[pick].copy(), trace.out_tokens[pick].copy()
 
 
 #: Traces shipped with pard, by the name the CLI uses -> a loader taking no arguments.
