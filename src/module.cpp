@@ -16,4 +16,5 @@ PYBIND11_MODULE(_core, m) {
     pard::bind::register_sim_sync(m);
     pard::bind::register_live(m);
     pard::bind::register_compute_split(m);
+    pard::bind::register_output_length(m);
 }

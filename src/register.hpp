@@ -12,4 +12,5 @@ void register_planner(pybind11::module_& m);
 void register_sim_sync(pybind11::module_& m);  // after register_sim and register_planner: adds Simulator.sync
 void register_live(pybind11::module_& m);
 void register_compute_split(pybind11::module_& m);
+void register_output_length(pybind11::module_& m);
 }  // namespace pard::bind
