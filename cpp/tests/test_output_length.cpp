@@ -61,11 +61,11 @@ std::size_t bin_of(const OutputLengthPredictor& p, std::int32_t len) {
 void test_bin_edges() {
     OutputLengthPredictor p(flat(1024));
     const auto& e = p.bin_edges();
-    const std::vector<std::int32_t> head{1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 13, 16, 19, 23, 27, 32};
+    const std::vector<std::int32_t> head{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17, 19, 21, 23, 25};
     for (std::size_t i = 0; i < head.size(); ++i) CHECK(e[i] == head[i]);
     CHECK(e.back() == 1025);
     for (std::size_t i = 1; i < e.size(); ++i) CHECK(e[i] > e[i - 1]);
-    CHECK(e.size() < 50);  // quarter octaves: about 4 per doubling
+    CHECK(e.size() == 64);  // eighth octaves: 8 per doubling once a step exceeds a token
     OutputLengthPredictor one(flat(1));
     CHECK(one.bin_edges().size() == 2 && one.bin_edges()[1] == 2);
 }

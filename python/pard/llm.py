@@ -5,7 +5,7 @@ rules read a quantile of the output-length distribution learned from the request
 :class:`OutputLengthPredictor` is ``cpp/include/pard/llm/output_length.hpp``'s predictor (the one the
 simulator and the live runtime run), with keyword-only options, :class:`pard.PardError` subclasses for
 bad input and a ``__repr__``.  The idea of scheduling on online output-length quantiles follows SCORPIO
-and SageSched; the histogram (log2 input buckets x tiers, quarter-octave length bins, exponential decay)
+and SageSched; the histogram (log2 input buckets x tiers, eighth-octave length bins, exponential decay)
 is pard's own.
 """
 
@@ -32,8 +32,8 @@ class OutputLengthPredictor(_core.OutputLengthPredictor):
     global pool.  A sample's weight halves every ``half_life`` samples observed, so the predictor follows
     drift.  :meth:`quantile` answers from the first of cell, pool, global whose mass above the tokens
     already generated is that of ``min_samples`` fresh samples; before the predictor holds that much it
-    returns the prior, the cap.  Answers are exact to within one bin (bins are one token wide up to 7,
-    then a quarter octave, about 19 % of the length).  Not thread-safe.
+    returns the prior, the cap.  Answers are exact to within one bin (bins are one token wide up to 13,
+    then an eighth octave, about 9 % of the length).  Not thread-safe.
 
     Args:
         max_output_tokens: the stage's output cap (tokens, >= 1); longer samples count at the cap.
