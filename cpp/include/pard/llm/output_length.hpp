@@ -7,15 +7,20 @@
 //
 // Algorithm. Each finished request adds one sample to three histograms: its condition cell (log2
 // bucket of its input length x its tier), the pool of its input bucket (every tier) and the global
-// pool. Bins are log-spaced (one per token up to 13, then eighth octaves: a bin is about 9 % of its
-// lower edge wide), so the relative resolution is the same for a 20-token and a 900-token answer,
-// and the number of bins grows with log(max_output_tokens). Eighth rather than quarter octaves: real
-// traces have spikes of one length (a conversation trace's outputs cluster at 388-414 tokens), and
-// spreading a spike evenly over a wide bin biases its quantiles by up to half the bin. A quantile reads one histogram: the first
-// of cell, input pool, global pool whose mass above the tokens already generated is at least that of
-// `min_samples` fresh samples (a sparse cell borrows its neighbours' data rather than answer from a few samples),
-// the global pool with any such mass once it holds that much in all, the prior otherwise. Inside a bin
-// the mass is spread evenly over its integer lengths, so an answer is exact to within its bin.
+// pool. A cell falls back to its input bucket's pool first because the input length says more about
+// the output than the tier, which is a priority, not a kind of prompt.
+//
+// Bins are log-spaced: one per token up to 13, then eighth octaves (a bin is about 9 % of its lower
+// edge wide), so the relative resolution is the same for a 20-token and a 900-token answer and the
+// number of bins grows with log(max_output_tokens). Eighth rather than quarter octaves because real
+// outputs have spikes at one length (a conversation trace's cluster at 388-414 tokens), and a spike
+// spread evenly over a wide bin biases the quantiles near it by up to half the bin. Inside a bin the
+// mass is spread evenly over its integer lengths, so an answer is exact to within its bin.
+//
+// A quantile reads one histogram: the first of cell, input pool, global pool whose mass above the
+// tokens already generated is at least that of `min_samples` fresh samples (a sparse cell borrows its
+// neighbours' data rather than answer from a few samples); else the global pool if it has any such
+// mass and holds that much in all; else the prior, the cap.
 //
 // Drift: the weight of a sample halves every `half_life` samples observed (by the whole predictor, so
 // a cell nobody asks about grows stale and its pool takes over). It is done without touching old bins:
@@ -28,9 +33,9 @@
 // quantile: observe() does not need the hint.
 //
 // Contract: not thread-safe (one stage's batch-forming lock serialises it); observe() and quantile()
-// allocate nothing (storage is fixed at construction: at most 16 x 16 cells + 17 pools of bins, ~60
-// bins each at max_output_tokens = 1024); bad
-// config or arguments throw std::invalid_argument naming the field and the value.
+// allocate nothing (storage is fixed at construction: at most 16 x 16 cells + 17 pools, 63 bins each
+// at max_output_tokens = 1024); bad config or arguments throw std::invalid_argument naming the field
+// and the value.
 #pragma once
 
 #include <algorithm>
