@@ -238,8 +238,10 @@ private:
         increment_ = 1.0;
     }
 
-    // Stored mass of `row` at lengths > g; the bin holding g + 1 counts its share above g.
+    // Stored mass of `row` at lengths > g; the bin holding g + 1 counts its share above g. At admission
+    // (g = 0) that is the row's total, kept by observe(), so choosing a level costs no scan.
     double mass_above(std::size_t row, std::int32_t g) const noexcept {
+        if (g == 0) return totals_[row];
         const double* w = &bins_[row * n_bins_];
         const std::size_t first = bin_of(g + 1);
         double m = w[first] * share_from(first, g + 1);
@@ -255,12 +257,14 @@ private:
     // The smallest length x > g whose mass in (g, x] reaches `target` (stored units).
     std::int32_t read_quantile(std::size_t row, std::int32_t g, double target) const noexcept {
         const double* w = &bins_[row * n_bins_];
+        const std::size_t first = bin_of(g + 1);
         double cum = 0.0;
-        for (std::size_t i = bin_of(g + 1); i < n_bins_; ++i) {
-            const std::int32_t lo = std::max(edges_[i], g + 1), hi = edges_[i + 1];
-            const double per_token = w[i] / static_cast<double>(edges_[i + 1] - edges_[i]);
-            const double m = per_token * static_cast<double>(hi - lo);
+        for (std::size_t i = first; i < n_bins_; ++i) {
+            // The same masses as mass_above() sums, so the target it scaled is met inside the row.
+            const double m = i == first ? w[i] * share_from(i, g + 1) : w[i];
             if (m > 0.0 && cum + m >= target) {
+                const std::int32_t lo = std::max(edges_[i], g + 1), hi = edges_[i + 1];
+                const double per_token = w[i] / static_cast<double>(edges_[i + 1] - edges_[i]);
                 const double k = std::ceil((target - cum) / per_token);  // tokens of this bin needed
                 const auto need = static_cast<std::int32_t>(std::clamp(k, 1.0, static_cast<double>(hi - lo)));
                 return lo + need - 1;
