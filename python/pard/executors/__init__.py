@@ -16,6 +16,9 @@ Executors shipped (pard decides every batch's members and drops; the executor on
 * :class:`TritonExecutor` (:mod:`.triton`, extra ``pard[triton]``) -- a model on a Triton Inference
   Server over gRPC, the batch's remaining budget as the client timeout, shared-memory input when
   the server is local.
+* :class:`LlamaCppEngine` (:mod:`.llama_cpp`, extra ``pard[llm]``) -- an LLM stage's engine, not a
+  batch executor: llama.cpp stepped by the stage's worker, one batched decode per step, sequences
+  joining and leaving (or stopped) at step boundaries.
 
 The engine-backed ones load their engine only when used, so ``import pard`` stays light.
 """
@@ -36,12 +39,14 @@ __all__ = [
     "CallableExecutor",
     "OnnxExecutor",
     "TritonExecutor",
+    "LlamaCppEngine",
     "as_executor",
     "gpu_available",
 ]
 
 # name -> submodule defining it, imported on first use (the engines are optional dependencies)
-_LAZY = {"OnnxExecutor": "pard.executors.onnx", "TritonExecutor": "pard.executors.triton"}
+_LAZY = {"OnnxExecutor": "pard.executors.onnx", "TritonExecutor": "pard.executors.triton",
+         "LlamaCppEngine": "pard.executors.llama_cpp"}
 
 _ = _shape_arg  # re-exported for pard.runtime (payload_shape validation)
 

@@ -6,7 +6,9 @@ feature maps channels-last, a join stage fed :func:`join_inputs` of its predeces
 * :mod:`.reference` -- NumPy/CuPy networks written as array code (``pard run --models numpy``);
 * :mod:`.onnx` -- small convolutional ONNX graphs of the stage's kind (detector backbone, classifier,
   recogniser), built with the ``onnx`` helper API, run by ONNX Runtime (``pard run`` by default;
-  extra ``pard[onnx]``).
+  extra ``pard[onnx]``);
+* :mod:`.tiny_llama` -- a small llama written as a GGUF file for the LLM stage's llama.cpp engine
+  (:func:`write_tiny_llama`; extra ``pard[llm]``), outside this interface: it decodes token by token.
 
 Weights are random (seeded): no weights can be downloaded, and pard measures cost, not accuracy.
 """
@@ -35,10 +37,11 @@ __all__ = [
     "stage_set",
     "engine_description",
     "onnx_installed",
+    "write_tiny_llama",
 ]
 
 _LAZY = {"OnnxStageModel": "pard.models.onnx", "onnx_models": "pard.models.onnx",
-         "ONNX_INPUT_SHAPE": "pard.models.onnx"}
+         "ONNX_INPUT_SHAPE": "pard.models.onnx", "write_tiny_llama": "pard.models.tiny_llama"}
 
 #: The model sets ``pard run --models`` accepts.
 MODEL_KINDS = ("onnx", "numpy")
