@@ -23,7 +23,7 @@ else:
     llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'pard[llm]')")
 
 from pard.errors import (  # noqa: E402
-    ConfigError, MissingExtraError, PardError, PardTypeError, PardValueError, RuntimeStateError)
+    ConfigError, ExecutorError, MissingExtraError, PardError, PardTypeError, PardValueError, RuntimeStateError)
 from pard.executors.llama_cpp import LlamaCppEngine, StepResult  # noqa: E402
 from pard.models.tiny_llama import write_tiny_llama  # noqa: E402
 
@@ -263,3 +263,16 @@ def test_llama_cpp_log_goes_to_pard_logger(model: Path, caplog: pytest.LogCaptur
     assert all(r.levelname == "ERROR" for r in quiet)
     assert any("llama" in r.getMessage() for r in loud) and len(loud) > 10
     LlamaCppEngine(model, max_seqs=1, context=64).close()  # back to errors only for the other tests
+
+
+def test_a_failed_decode_admits_no_joiner(engine: LlamaCppEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When llama_decode fails the step raises ExecutorError; the joiners are not running and hold no KV."""
+    engine.step([(1, 6, 10)])
+    real = llama_cpp.llama_decode
+    monkeypatch.setattr(llama_cpp, "llama_decode", lambda ctx, batch: 1)
+    with pytest.raises(ExecutorError, match="llama_decode returned 1 for a step of 5 tokens"):
+        engine.step([(2, 4, 3)])
+    monkeypatch.setattr(llama_cpp, "llama_decode", real)
+    assert engine.running() == [1] and engine.kv_tokens_reserved() == 16
+    out = engine.step([(2, 4, 3)])                  # the joiner's llama.cpp sequence was left clean
+    assert [(r.request_id, r.tokens_generated) for r in out] == [(1, 2), (2, 1)]

@@ -155,8 +155,9 @@ class _Memory:
         self._rm = getattr(lib, f"{prefix}_seq_rm")
         self._pos_max = getattr(lib, f"{prefix}_seq_pos_max")
 
-    def remove(self, slot: int) -> None:
-        self._rm(self._handle, slot, -1, -1)   # a whole sequence: never fails
+    def remove(self, slot: int, start: int = -1) -> None:
+        """Drop the sequence's cells from position ``start`` on (-1: all of them, which never fails)."""
+        self._rm(self._handle, slot, start, -1)
 
     def tokens(self, slot: int) -> int:
         """Cells the sequence holds: positions are contiguous from 0, so the highest one plus 1."""
@@ -321,8 +322,8 @@ class LlamaCppEngine:
                 in the KV cache next to the running ones.  Nothing changes then.
             pard.errors.PardTypeError: an id, count or token that is not an int.
             pard.errors.RuntimeStateError: the engine is closed.
-            pard.ExecutorError: llama.cpp's decode failed (the joiners are not admitted; the
-                stops stand).
+            pard.ExecutorError: llama.cpp's decode failed (the joiners are not admitted, the running
+                sequences are as before the step; the stops stand).
         """
         self._check_open()
         stop_ids = self._check_stops(stops)
@@ -358,6 +359,10 @@ class LlamaCppEngine:
         if rc != 0:
             for seq in new:
                 self._release(seq)
+            # a fatal or aborted decode keeps the ubatches it finished: cut the running sequences back
+            # to the cells the engine counts, so the next step's positions continue them
+            for seq in self._running.values():
+                self._memory.remove(seq.slot, seq.n_past)
             raise ExecutorError(f"LlamaCppEngine: llama_decode returned {rc} for a step of {n} tokens "
                                 f"({len(self._running)} running, {len(new)} joining)")
         for seq in new:
