@@ -66,22 +66,50 @@ SimStageConfig parse_stage(const py::handle& h, std::size_t i) {
     if (!py::isinstance<py::dict>(h)) throw py::type_error(where + " must be a dict");
     const auto d = py::reinterpret_borrow<py::dict>(h);
     static const std::set<std::string> known{"name", "profile", "max_batch", "workers", "successors",
-                                             "budget_fraction", "exec_scale"};
+                                             "budget_fraction", "exec_scale", "kind", "prefill_base_s",
+                                             "prefill_per_token_s", "decode", "max_seqs", "kv_tokens",
+                                             "max_output_tokens"};
     for (const auto& kv : d) {
         const auto key = py::str(kv.first).cast<std::string>();
         if (known.count(key) == 0) {
             throw std::invalid_argument(where + " has unknown key '" + key +
-                                        "' (expected name, profile, max_batch, workers, successors, budget_fraction, exec_scale)");
+                                        "' (expected name, profile, max_batch, workers, successors, budget_fraction, exec_scale; "
+                                        "for kind 'llm': prefill_base_s, prefill_per_token_s, decode, max_seqs, kv_tokens, "
+                                        "max_output_tokens)");
         }
     }
-    for (const char* req : {"profile", "max_batch", "workers"}) {
+    const std::string kind = d.contains("kind") ? py::str(d["kind"]).cast<std::string>() : "dnn";
+    if (kind != "dnn" && kind != "llm") throw std::invalid_argument(where + ".kind='" + kind + "' is not 'dnn' or 'llm'");
+    SimStageConfig c;
+    c.llm = kind == "llm";
+    const std::vector<const char*> need =
+        c.llm ? std::vector<const char*>{"prefill_base_s", "prefill_per_token_s", "decode", "max_seqs", "kv_tokens",
+                                         "max_output_tokens", "workers"}
+              : std::vector<const char*>{"profile", "max_batch", "workers"};
+    for (const char* req : need) {
         if (!d.contains(req)) throw std::invalid_argument(where + " is missing the key '" + std::string(req) + "'");
     }
-    SimStageConfig c;
     c.name = d.contains("name") ? py::str(d["name"]).cast<std::string>() : "stage" + std::to_string(i);
-    if (!py::isinstance<Profile>(d["profile"])) throw py::type_error(where + ".profile must be a pard._core.Profile");
-    c.profile = d["profile"].cast<Profile>();
-    c.max_batch = d["max_batch"].cast<std::int64_t>();
+    if (c.llm) {  // the scheduler's d(b) is the decode step, its batch the running sequences
+        if (!py::isinstance<Profile>(d["decode"])) throw py::type_error(where + ".decode must be a pard._core.Profile");
+        c.llm_spec.decode = d["decode"].cast<Profile>();
+        c.llm_spec.prefill_base_ns = to_ns(d["prefill_base_s"].cast<double>(), "prefill_base_s");
+        const double per_token_s = d["prefill_per_token_s"].cast<double>();
+        if (!(std::isfinite(per_token_s) && per_token_s >= 0.0 && per_token_s <= 1.0)) {
+            throw std::invalid_argument(where + ".prefill_per_token_s=" + std::to_string(per_token_s) + " must be in [0, 1] s");
+        }
+        c.llm_spec.prefill_per_token_ns = per_token_s * 1e9;
+        c.llm_spec.max_seqs = d["max_seqs"].cast<std::int64_t>();
+        c.llm_spec.kv_tokens = d["kv_tokens"].cast<std::int64_t>();
+        c.llm_spec.max_output_tokens = d["max_output_tokens"].cast<std::int32_t>();
+        c.llm_spec.validate("Simulator: " + where);
+        c.profile = c.llm_spec.decode;
+        c.max_batch = c.llm_spec.max_seqs;
+    } else {
+        if (!py::isinstance<Profile>(d["profile"])) throw py::type_error(where + ".profile must be a pard._core.Profile");
+        c.profile = d["profile"].cast<Profile>();
+        c.max_batch = d["max_batch"].cast<std::int64_t>();
+    }
     c.workers = d["workers"].cast<int>();
     if (d.contains("successors")) c.successors = d["successors"].cast<std::vector<int>>();
     c.budget_fraction = d.contains("budget_fraction") ? d["budget_fraction"].cast<double>() : 1.0;
@@ -94,6 +122,14 @@ SimStageConfig parse_stage(const py::handle& h, std::size_t i) {
         throw std::invalid_argument(where + ".budget_fraction=" + std::to_string(c.budget_fraction) + " must be in (0, 1]");
     }
     return c;
+}
+
+// A per-request token array (None = none given).
+std::vector<std::int32_t> tokens_array(const py::object& o, const char* field) {
+    if (o.is_none()) return {};
+    const auto a = o.cast<I32In>();
+    if (a.ndim() != 1) throw std::invalid_argument(std::string(field) + " must be a 1-D array");
+    return std::vector<std::int32_t>(a.data(), a.data() + a.shape(0));
 }
 
 std::size_t stage_index(const Simulator& sim, std::int64_t stage) {
@@ -110,7 +146,8 @@ void register_sim(py::module_& m) {
     py::class_<Simulator>(m, "Simulator", "Deterministic discrete-event simulation over StageSchedulers.")
         .def(py::init([](const py::list& stages, const Policy& policy, const F64In& arrivals_s, const F64In& slo_s,
                          const I32In& tier, double jitter_cv, std::uint64_t seed, double cold_start_s,
-                         std::int64_t ring_capacity, const std::vector<double>& tier_weights) {
+                         std::int64_t ring_capacity, const std::vector<double>& tier_weights, const py::object& in_tokens,
+                         const py::object& out_tokens, const py::object& max_tokens) {
                  SimConfig cfg;
                  for (std::size_t i = 0; i < stages.size(); ++i) cfg.stages.push_back(parse_stage(stages[i], i));
                  cfg.policy = policy;
@@ -124,11 +161,15 @@ void register_sim(py::module_& m) {
                  if (ring_capacity < 2) throw std::invalid_argument("ring_capacity=" + std::to_string(ring_capacity) + " must be a power of two >= 2");
                  cfg.ring_capacity = static_cast<std::size_t>(ring_capacity);
                  cfg.tier_weights = tier_weights;
+                 cfg.in_tokens = tokens_array(in_tokens, "in_tokens");
+                 cfg.out_tokens = tokens_array(out_tokens, "out_tokens");
+                 cfg.max_tokens = tokens_array(max_tokens, "max_tokens");
                  return std::make_unique<Simulator>(std::move(cfg));
              }),
              py::kw_only(), py::arg("stages"), py::arg("policy"), py::arg("arrivals_s"), py::arg("slo_s"),
              py::arg("tier"), py::arg("jitter_cv") = 0.1, py::arg("seed") = 0, py::arg("cold_start_s") = 10.0,
              py::arg("ring_capacity") = 1024, py::arg("tier_weights") = std::vector<double>{},
+             py::arg("in_tokens") = py::none(), py::arg("out_tokens") = py::none(), py::arg("max_tokens") = py::none(),
              "Build a simulation; see cpp/include/pard/simulator.hpp for the model. ValueError on bad input.")
         .def("run_until", [](Simulator& s, double t_s) {
                  const std::int64_t t = to_ns(t_s, "t_s");
@@ -231,6 +272,23 @@ void register_sim(py::module_& m) {
         .def("compute_split", [](const Simulator& s) { return split_dict(s.compute_split()); },
              "Where the compute went (pard/compute_split.hpp): {useful_s, wasted_s, unresolved_s (per stage, s), "
              "shed, shed_before_compute}.")
+        .def("llm_calibration", [](const Simulator& s) {
+                 py::dict d;
+                 for (std::size_t k = 0; k < s.num_stages(); ++k) {
+                     const llm::LlmCost* c = s.llm_cost(k);
+                     if (c == nullptr) continue;
+                     const auto cal = c->calibration();
+                     py::dict e;
+                     e["quantile"] = c->quantile();
+                     e["token_aware"] = c->token_aware();
+                     e["n"] = cal.n;
+                     e["under"] = cal.under;
+                     d[py::int_(k)] = e;
+                 }
+                 return d;
+             },
+             "Per LLM stage index: {quantile, token_aware, n, under}: of the n requests that finished there, how many "
+             "ended within the length predicted at their join.")
         .def("batches", [](const Simulator& s) {
             const BatchLog& b = s.batches();
             py::dict d;

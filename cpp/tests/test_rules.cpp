@@ -11,15 +11,19 @@
 #include "pard/rules/coherent_rank.hpp"
 #include "pard/rules/duration_scale.hpp"
 #include "pard/rules/floor.hpp"
+#include "pard/rules/llm_deadline.hpp"
 #include "pard/rules/nexus_window.hpp"
 #include "pard/rules/order.hpp"
 #include "pard/rules/overload.hpp"
 #include "pard/rules/overload_upper.hpp"
 #include "pard/rules/pacing.hpp"
 #include "pard/rules/queue_lag.hpp"
+#include "pard/rules/scorpio_ttft.hpp"
 #include "pard/rules/tier_admission.hpp"
 #include "pard/rules/tier_thresholds.hpp"
 #include "pard/rules/virtual_queue.hpp"
+#include "pard/rules/vllm_cap.hpp"
+#include "pard/llm/stage_model.hpp"
 
 #include "check.hpp"
 
@@ -298,6 +302,52 @@ void nexus_window_takes_the_first_feasible_run() {
     CHECK(out3.batch.size() == 2 && out3.drops.size() == 1 && out3.drops[0].reason == Reason::kCancelled);
 }
 
+// vllm: the cap is max_seqs x ceil(slo / mean request time), at least one batch; an arrival past it is rejected.
+void vllm_cap_counts_batches_within_the_slo() {
+    CHECK(rules::vllm_queue_cap(64, 10'000 * kMs, 3'000 * kMs) == 64 * 4);  // ceil(10 / 3) = 4 batches
+    CHECK(rules::vllm_queue_cap(64, 9'000 * kMs, 3'000 * kMs) == 64 * 3);   // exact: 3
+    CHECK(rules::vllm_queue_cap(8, 1 * kMs, 3'000 * kMs) == 8);             // a request longer than the SLO: one batch
+    CHECK(rules::vllm_queue_cap(8, 1 * kMs, 0) == 8);                       // unknown time: one batch
+    CHECK(!rules::vllm_rejects(7, 8) && rules::vllm_rejects(8, 8));         // the 9th waiting request is refused
+}
+
+// scorpio: rejects iff the first token (t_e + prefill) falls after the deadline; equal is kept.
+void scorpio_judges_the_first_token() {
+    CHECK(!rules::scorpio_rejects(req(1, 100 * kMs), 90 * kMs, 10 * kMs));
+    CHECK(rules::scorpio_rejects(req(1, 100 * kMs), 90 * kMs, 10 * kMs + 1));
+}
+
+// pard at an LLM stage: admission adds the request's own cost; decode-time counts the steps left.
+void llm_deadline_rules() {
+    CHECK(!rules::llm_drops(req(1, 500 * kMs), 300 * kMs, 200 * kMs) && rules::llm_drops(req(1, 500 * kMs), 300 * kMs, 200 * kMs + 1));
+    // 10 steps of 11 ms left at 100 ms, 50 ms below: finish 260 ms
+    CHECK(!rules::llm_decode_stops(req(1, 260 * kMs), 100 * kMs, 10, 11 * kMs, 50 * kMs));
+    CHECK(rules::llm_decode_stops(req(1, 260 * kMs - 1), 100 * kMs, 10, 11 * kMs, 50 * kMs));
+    // the cost model: prefill(in) + q x step(n); one token while nothing has finished; the mean after
+    llm::LlmStageSpec sp;
+    sp.prefill_base_ns = 12 * kMs;
+    sp.prefill_per_token_ns = 80'000.0;  // 0.08 ms per token
+    sp.decode = Profile({1, 8}, {11 * kMs, 12 * kMs});
+    sp.max_seqs = 8;
+    sp.kv_tokens = 10'000;
+    sp.max_output_tokens = 100;
+    Request r = req(1, 0);
+    r.in_tokens = 50;
+    CHECK(sp.prefill_ns(50) == 16 * kMs && sp.reservation(r) == 150);
+    r.max_tokens = 20;
+    CHECK(sp.cap(r) == 20 && sp.reservation(r) == 70);
+    llm::LlmCost mean(sp, false, 0.5, 1);
+    CHECK(mean.cost_ns(r, 1) == 12 * kMs + 11 * kMs);  // no finished request: no mean input, one token
+    for (int i = 0; i < 40; ++i) {
+        Request f = req(static_cast<std::uint64_t>(i), 0);
+        f.in_tokens = 100;
+        mean.observe(f, 30);
+    }
+    CHECK(mean.predicted_len(r) == 30 && mean.prefill_ns(r) == 20 * kMs);  // the means, whatever r says
+    CHECK(mean.cost_ns(r, 8) == 20 * kMs + 30 * 12 * kMs);
+    CHECK(mean.predicted_len(r, 45) == 46);  // never at or below what is already out
+}
+
 }  // namespace
 
 int main() {
@@ -314,6 +364,9 @@ int main() {
     tier_admission_sheds_the_lowest_tiers_first();
     baselines_judge_at_the_batch_start();
     nexus_window_takes_the_first_feasible_run();
+    vllm_cap_counts_batches_within_the_slo();
+    scorpio_judges_the_first_token();
+    llm_deadline_rules();
     std::printf("test_rules: ok\n");
     return 0;
 }

@@ -9,7 +9,7 @@ the code: the simulator, the planner and the live runtime all look the name up h
 Names: ``pard`` (the team's best policy and the default everywhere: the paper's method plus the levers
 of DESIGN §3.7), ``pard-paper`` (the paper's method exactly as written; the reproduction in
 ``bench/paper/`` uses it), the baselines ``naive``, ``clipper++``, ``nexus``, ``dagor``, ``triton`` and
-``ray-serve``, and the ablations of ``pard-paper``: ``pard-back``, ``pard-sf``, ``pard-lower``,
+``ray-serve``, the LLM serving baselines ``vllm`` and ``scorpio`` (their rules act at LLM stages only), and the ablations of ``pard-paper``: ``pard-back``, ``pard-sf``, ``pard-lower``,
 ``pard-upper``, ``pard-fcfs``, ``pard-lbf``, ``pard-hbf``, ``pard-instant``.
 
 What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switched on or off alone):
@@ -73,7 +73,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["PolicySpec", "POLICIES", "get_policy", "policy_names", "paces"]
 
 Order = Literal["fcfs", "lbf", "hbf", "adaptive"]
-Drop = Literal["none", "pard", "clipper", "nexus", "dagor", "triton", "ray-serve"]
+Drop = Literal["none", "pard", "clipper", "nexus", "dagor", "triton", "ray-serve", "vllm", "scorpio"]
 Downstream = Literal["full", "none", "sf", "lower", "upper", "busy"]
 #: Where ``pace`` holds an overloaded stage to the slowest stage below it: nowhere, or at a fork (a stage
 #: whose downstream work splits into two or more paths, where sibling branches that overload on their own
@@ -177,6 +177,11 @@ class PolicySpec:
         max_queue: queue bound (0 = none): a request finding this many queued is rejected
             (``triton``'s ``max_queue_size`` at every stage, ``ray-serve``'s ``max_queued_requests``).
         max_queue_entry_only: apply ``max_queue`` at entry stages only (``ray-serve``).
+        llm_tokens: at an LLM stage and above it, price each request by its own predicted output length (the
+            ``llm_quantile`` of the stage's learned length distribution, given its input length, tier and
+            hint) and stop a sequence during decode once it can no longer finish in time (``pard``;
+            DESIGN §3.8); otherwise every request is priced at the running means of finished requests.
+        llm_quantile: the quantile of the output-length distribution ``llm_tokens`` uses, in (0, 1).
         lam: the policy's own downstream quantile (None: the paper's 0.1); a ``lam`` passed to
             ``simulate`` / the planner overrides it.
         description: one line for tables and ``--help``.
@@ -211,6 +216,8 @@ class PolicySpec:
     virtual_queue: bool = False
     max_queue: int = 0
     max_queue_entry_only: bool = False
+    llm_tokens: bool = False
+    llm_quantile: float = 0.5
     lam: float | None = None
     description: str = ""
 
@@ -239,6 +246,9 @@ class PolicySpec:
             if not (math.isfinite(value) and low <= value <= high):
                 rng = "in [0, 1]" if field == "dagor_alpha" else f"finite, in [0, {high:g}] (seconds)"
                 raise PardValueError(f"PolicySpec.{field} must be {rng}, got {value!r}")
+        if isinstance(self.llm_quantile, bool) or not isinstance(self.llm_quantile, (int, float)) \
+                or not 0.0 < self.llm_quantile < 1.0:
+            raise PardValueError(f"PolicySpec.llm_quantile must be a number in (0, 1), got {self.llm_quantile!r}")
         if self.lam is not None and (isinstance(self.lam, bool) or not isinstance(self.lam, (int, float))
                                      or not 0.0 <= self.lam <= 1.0):
             raise PardValueError(f"PolicySpec.lam must be None or a number in [0, 1], got {self.lam!r}")
@@ -264,6 +274,8 @@ class PolicySpec:
             virtual_queue=self.virtual_queue,
             max_queue=self.max_queue,
             max_queue_entry_only=self.max_queue_entry_only,
+            llm_tokens=self.llm_tokens,
+            llm_quantile=float(self.llm_quantile),
         )
 
     def for_autoscaling(self) -> PolicySpec:
@@ -294,7 +306,7 @@ def _specs() -> dict[str, PolicySpec]:
                    coherent_branches=True, idle_batch=True, mu_at_capacity=True, mu_at_capacity_entry=False,
                    coherent_paths=True,
                    prior_terms=True, overload_upper=True, overload_below="overloaded", coherent_rank=True,
-                   live_queues=True,
+                   live_queues=True, llm_tokens=True, llm_quantile=0.5,
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "
                                "utilisation-aware downstream estimate corrected online (DESIGN 3.7)"),
         PolicySpec("pard-paper", "adaptive", "pard", "full",
@@ -312,6 +324,12 @@ def _specs() -> dict[str, PolicySpec]:
         PolicySpec("ray-serve", "fcfs", "ray-serve", "none", max_queue_entry_only=True,
                    description="Ray Serve: one end-to-end timeout, cancelled wherever it is; optional "
                                "max_queued_requests at the entry"),
+        PolicySpec("vllm", "fcfs", "vllm", "none",
+                   description="vLLM-style: FCFS; an LLM stage rejects an arrival past its queue cap "
+                               "(max_seqs x ceil(slo / mean request time)); no other drops"),
+        PolicySpec("scorpio", "lbf", "scorpio", "none",
+                   description="SCORPIO-style: least deadline first; an LLM stage rejects a request whose first "
+                               "token cannot come before its deadline; no other drops"),
         PolicySpec("pard-back", "adaptive", "pard", "none", description="pard-paper without downstream terms"),
         PolicySpec("pard-sf", "adaptive", "pard", "sf", description="pard-paper, downstream = sum of durations"),
         PolicySpec("pard-lower", "adaptive", "pard", "lower", description="pard-paper with w = 0"),

@@ -116,7 +116,7 @@ class RunRecorder:
         if table.size <= max(largest, 1):
             st = self._spec.stages[k]
             table = self._d_table[k] = np.asarray(
-                _profile.duration(*_profile.points(st.profile), np.arange(max(largest, st.max_batch) + 1)),
+                _profile.duration(*_profile.points(st.batch_profile), np.arange(max(largest, st.max_batch) + 1)),
                 dtype=np.float64)
         return table
 

@@ -283,6 +283,10 @@ class Report:
         if split is not None and split.useful_s.shape != (ns,):
             raise PardValueError(f"compute_split must have one entry per stage ({ns}), got {split.useful_s.shape}")
         self.compute_split = split
+        #: Per LLM stage name, its output-length predictor's calibration {quantile, n, under_share}: the share
+        #: of requests finished there whose length fell within the length predicted at their join; None
+        #: for a pipeline without an LLM stage (set by the simulator).
+        self.llm_calibration: dict[str, dict[str, Any]] | None = None
         nan = np.full(ns, math.nan)
         use = (nan, nan, nan) if split is None else (split.useful_s, split.wasted_s, split.unresolved_s)
         self.stages: list[StageReport] = []
@@ -477,6 +481,8 @@ class Report:
         }
         if self.compute_split is not None:
             out["compute_by_stage"] = self.compute_split.to_dict(self.stage_names)
+        if self.llm_calibration is not None:
+            out["llm_calibration"] = self.llm_calibration
         if self.window is not None:  # a live report of part of the run: say which part
             out["window"] = self.window
         if detail:

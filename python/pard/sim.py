@@ -37,6 +37,7 @@ from .planner_config import MAX_SYNC_INTERVAL_S, MIN_SYNC_INTERVAL_S, PlannerCon
 from .policies import PolicySpec, get_policy
 from .recorder import RunRecorder
 from .report import Report, report_bins
+from .sim_llm import bound_spec, llm_calibration, llm_tokens
 from .wiring import core_stages, planner_stages
 from .workloads.requests import Workload
 
@@ -212,6 +213,9 @@ def simulate(
     max_visits: float = MAX_VISITS,
     max_syncs: float = MAX_SYNCS,
     on_sync: Callable[[float, list[StageTerms]], None] | None = None,
+    in_tokens: npt.ArrayLike | None = None,
+    out_tokens: npt.ArrayLike | None = None,
+    max_tokens: npt.ArrayLike | None = None,
 ) -> Report:
     """Simulate ``pipeline`` serving ``arrivals`` under ``policy``; return the run's :class:`Report`.
 
@@ -257,6 +261,10 @@ def simulate(
         on_sync: called after every sync with its time (s) and the terms the planner published to each
             stage (:class:`pard.planner.StageTerms`, stage order); not called for a policy that needs no
             planner (one whose stages read no published term, on fixed workers).
+        in_tokens, out_tokens, max_tokens: per request, int shape ``(n,)``: input tokens (>= 0), the true
+            output length (>= 1: where the simulated engine's end-of-sequence falls; no rule reads it) and the
+            client's ``max_tokens`` hint (>= 0, 0 = none); default a Workload's fields of those names.  A
+            pipeline with an llm stage needs ``in_tokens`` and ``out_tokens`` (DESIGN §3.8).
 
     Returns:
         The run's Report (conservation checked).
@@ -266,12 +274,16 @@ def simulate(
             ``planner.sync_interval_s`` below 1 ms or one needing more than ``max_syncs`` syncs;
         pard.workloads.TooManyArrivalsError (a ValueError): the run exceeds ``max_visits``;
         pard.ConfigError: an invalid pipeline.
+        pard.PardValueError: a pipeline with an llm stage and no token counts (the message names what is missing).
     """
     spec = resolve_pipeline(pipeline)
     pol = get_policy(policy)
-    if isinstance(arrivals, Workload):  # its own SLOs and tiers, unless given here; tiers by name
+    if isinstance(arrivals, Workload):  # its own SLOs, tiers and tokens, unless given here; tiers by name
         slo = arrivals.slo_s if slo is None else slo
         tiers = arrivals.tier_codes_for(spec.tiers) if tiers is None else tiers
+        in_tokens = getattr(arrivals, "in_tokens", None) if in_tokens is None else in_tokens
+        out_tokens = getattr(arrivals, "out_tokens", None) if out_tokens is None else out_tokens
+        max_tokens = getattr(arrivals, "max_tokens", None) if max_tokens is None else max_tokens
         arrivals = arrivals.arrivals_s
     arr = _arrivals(arrivals)
     n = int(arr.size)
@@ -315,6 +327,7 @@ def simulate(
         raise PardValueError(f"slo[{i}] = {show(slo_s[i])} must be a number of seconds in [{MIN_SLO_S:g}, {MAX_SLO_S:g}] "
                              f"(the C++ core's nanosecond clock)")
     tier = _tiers(tiers, n, spec)
+    tokens = llm_tokens(spec, n, in_tokens=in_tokens, out_tokens=out_tokens, max_tokens=max_tokens)
 
     stages = core_stages(spec, workers)
     if isinstance(exec_scale, (int, float, np.number)):
@@ -330,13 +343,15 @@ def simulate(
         st["exec_scale"] = check_float(f"exec_scale[{k}]", scales[k], low=0.0, low_open=True, high=1e3)
     tier_weights = [float(w) for w in spec.tiers.values()]
     sim = _core.Simulator(stages=stages, policy=pol.core(), arrivals_s=arr, slo_s=slo_s, tier=tier,
-                          jitter_cv=jitter_cv, seed=int(seed), cold_start_s=cold_start_s, tier_weights=tier_weights)
+                          jitter_cv=jitter_cv, seed=int(seed), cold_start_s=cold_start_s, tier_weights=tier_weights,
+                          **tokens)
     plan = Planner(planner_stages(spec), policy=pol, **cfg.planner_kwargs(int(seed) + 1))
 
     # per-second bookkeeping over the arrivals' horizon
     t0, nb = report_bins(arr)
     initial = [float(st.workers if workers is None else workers[k]) for k, st in enumerate(spec.stages)]
-    recorder = RunRecorder(spec, origin_s=t0, workers=initial, exec_scale=[st["exec_scale"] for st in stages])
+    recorder = RunRecorder(bound_spec(spec, tokens), origin_s=t0, workers=initial,
+                           exec_scale=[st["exec_scale"] for st in stages])
     per_worker = np.array([st.batch_limit / st.duration(st.batch_limit) for st in spec.stages])  # best batch
     end_arrivals = float(arr[-1]) if n else 0.0
     bar = _Progress(progress, end_arrivals - t0, f"{pol.name} on {spec.name}")
@@ -392,8 +407,10 @@ def simulate(
     out = sim.outcomes()
     out["send_s"] = arr
     out["tier"] = tier
-    return recorder.report(policy=pol.name, outcomes=out, t0_s=t0, n_bins=nb, slo_s=slo_s,
-                           compute_split=sim.compute_split())
+    report = recorder.report(policy=pol.name, outcomes=out, t0_s=t0, n_bins=nb, slo_s=slo_s,
+                             compute_split=sim.compute_split())
+    report.llm_calibration = llm_calibration(spec, sim.llm_calibration())
+    return report
 
 
 def compare(

@@ -32,12 +32,13 @@ def budget_fractions(spec: PipelineSpec) -> list[float]:
 
 def planner_stages(spec: PipelineSpec) -> list[PlannerStage]:
     """The planner's view of ``spec``: profiles, the largest batch each stage forms (``batch_limit``),
-    downstream paths as stage indices."""
+    downstream paths as stage indices.  An llm stage is its decode step's profile over ``max_seqs`` running
+    sequences, as its statistics' batch rows are (one per step)."""
     index = {st.name: k for k, st in enumerate(spec.stages)}
     entries = set(spec.entry_stages())
     return [
         PlannerStage.from_profile(
-            st.name, st.profile, st.batch_limit,
+            st.name, st.batch_profile, st.batch_limit,
             paths=[[index[n] for n in path] for path in spec.downstream_paths(st.name)],
             entry=st.name in entries,
         )
@@ -55,14 +56,23 @@ def core_stages(spec: PipelineSpec, workers: Sequence[int] | None = None) -> lis
     """The stage dicts ``pard._core.Simulator`` takes, in ``spec.stages`` order (DESIGN §6)."""
     index = {st.name: k for k, st in enumerate(spec.stages)}
     fractions = budget_fractions(spec)
-    return [{
-        "name": st.name,
-        "profile": core_profile(st),
-        "max_batch": int(st.batch_limit),  # the largest batch it forms
-        "workers": int(st.workers if workers is None else workers[k]),
-        "successors": [index[s] for s in st.successors],
-        "budget_fraction": float(fractions[k]),
-    } for k, st in enumerate(spec.stages)]
+    out: list[dict[str, Any]] = []
+    for k, st in enumerate(spec.stages):
+        d: dict[str, Any] = {"name": st.name}
+        if st.kind == "llm":
+            assert st.prefill is not None and st.decode is not None  # a validated llm stage has them
+            pts = sorted(st.decode.items())
+            d.update(kind="llm", prefill_base_s=float(st.prefill["base"]),
+                     prefill_per_token_s=float(st.prefill["per_token"]),
+                     decode=_core.Profile([int(b) for b, _ in pts], [float(x) for _, x in pts]),
+                     max_seqs=int(st.max_seqs or 1), kv_tokens=int(st.kv_tokens or 1),
+                     max_output_tokens=int(st.max_output_tokens or 1))
+        else:
+            d.update(profile=core_profile(st), max_batch=int(st.batch_limit))  # the largest batch it forms
+        d.update(workers=int(st.workers if workers is None else workers[k]), successors=[index[s] for s in st.successors],
+                 budget_fraction=float(fractions[k]))
+        out.append(d)
+    return out
 
 
 def stage_scheduler(spec: PipelineSpec, k: int, policy: PolicySpec, ring_capacity: int,

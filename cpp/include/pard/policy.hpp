@@ -7,6 +7,7 @@
 //   dagor     = {fcfs, dagor}         triton    = {fcfs, triton}      ray-serve = {fcfs, ray-serve}
 //   pard-paper = {adaptive, pard}     pard      = {adaptive, pard, tiered, reactive}
 //   pard-fcfs / pard-lbf / pard-hbf = {fcfs|lbf|hbf, pard}
+//   vllm      = {fcfs, vllm}          scorpio   = {lbf, scorpio}     (rules only at an LLM stage)
 // The other ablations (pard-back, pard-sf, pard-lower, pard-upper, pard-instant) differ only in what
 // the planner publishes (the downstream term, eps = 0), so they need no code here; nor do pard's
 // planner-side levers (the utilisation-aware downstream estimate, the online d(b) correction).
@@ -23,7 +24,9 @@ enum class Order : std::uint8_t { kFcfs = 0, kLbf = 1, kHbf = 2, kAdaptive = 3 }
 
 // Drop rule applied when a request is popped into a batch (and, for some rules, at drain time).
 enum class DropRule : std::uint8_t {
-    kNone = 0, kPard = 1, kClipper = 2, kNexus = 3, kDagor = 4, kTriton = 5, kRayServe = 6
+    kNone = 0, kPard = 1, kClipper = 2, kNexus = 3, kDagor = 4, kTriton = 5, kRayServe = 6,
+    kVllm = 7,     // an LLM stage rejects an arrival when its waiting queue is full (rules/vllm_cap.hpp)
+    kScorpio = 8,  // an LLM stage rejects a request whose first token cannot meet its deadline (rules/scorpio_ttft.hpp)
 };
 
 // Drop reason codes; kReasonNames[code] is the name used in reports and in pard.Dropped.
@@ -79,6 +82,8 @@ inline const char* drop_name(DropRule d) noexcept {
         case DropRule::kDagor: return "dagor";
         case DropRule::kTriton: return "triton";
         case DropRule::kRayServe: return "ray-serve";
+        case DropRule::kVllm: return "vllm";
+        case DropRule::kScorpio: return "scorpio";
     }
     return "?";
 }
@@ -99,8 +104,11 @@ inline DropRule parse_drop(const std::string& s) {
     if (s == "dagor") return DropRule::kDagor;
     if (s == "triton") return DropRule::kTriton;
     if (s == "ray-serve") return DropRule::kRayServe;
+    if (s == "vllm") return DropRule::kVllm;
+    if (s == "scorpio") return DropRule::kScorpio;
     throw std::invalid_argument("Policy: drop='" + s +
-                                "' is not one of 'none', 'pard', 'clipper', 'nexus', 'dagor', 'triton', 'ray-serve'");
+                                "' is not one of 'none', 'pard', 'clipper', 'nexus', 'dagor', 'triton', 'ray-serve', "
+                                "'vllm', 'scorpio'");
 }
 
 struct Policy {
@@ -138,6 +146,11 @@ struct Policy {
     // max_queue_size at every stage; Ray Serve's max_queued_requests, at entry stages only).
     std::int64_t max_queue = 0;
     bool max_queue_entry_only = false;
+    // LLM stages (DESIGN §3.8): llm_tokens, the rules read each request's own predicted output length (the
+    // llm_quantile of the stage's learned distribution) and stop a sequence that can no longer finish in
+    // time; without it they see the running means of finished requests (the paper's stated limit).
+    bool llm_tokens = false;
+    double llm_quantile = 0.5;
 
     // Validates the parameters; throws std::invalid_argument naming the field and value.
     void validate() const {
@@ -148,6 +161,9 @@ struct Policy {
         if (!(dagor_alpha >= 0.0 && dagor_alpha <= 1.0)) {
             throw std::invalid_argument("Policy: dagor_alpha=" + std::to_string(dagor_alpha) +
                                         " must be in [0, 1]");
+        }
+        if (!(llm_quantile > 0.0 && llm_quantile < 1.0)) {
+            throw std::invalid_argument("Policy: llm_quantile=" + std::to_string(llm_quantile) + " must be in (0, 1)");
         }
         if (max_queue < 0) {
             throw std::invalid_argument("Policy: max_queue=" + std::to_string(max_queue) + " must be >= 0 (0 = none)");

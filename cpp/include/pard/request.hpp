@@ -19,6 +19,9 @@ struct Request {
     std::int64_t arrival_ns;   // arrival at the stage whose queue currently holds the request
     std::int32_t tier;         // service tier (0 = default); higher tiers are worth more (DESIGN §3.7)
     std::int64_t compute_ns;   // compute time charged to the request so far (its share of each batch)
+    // An LLM stage's inputs (DESIGN §3.8); defaulted so that a DNN-only initialiser leaves them unknown.
+    std::int32_t in_tokens = 0;   // input (prompt) tokens; 0 = unknown
+    std::int32_t max_tokens = 0;  // the client's output-length hint (max_tokens); 0 = none
 };
 
 static_assert(std::is_trivially_copyable_v<Request>,

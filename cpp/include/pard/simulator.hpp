@@ -45,6 +45,11 @@
 //     terms instead of the new ones; and in a DAG it can drop a copy whose sibling is dropped
 //     later (the request is then attributed to this stage instead of being a cancelled copy).
 //
+//   * An LLM stage (SimStageConfig::llm) batches at token boundaries: its workers step through
+//     pard/sim/llm_worker.hpp, the same event queue and StageScheduler (form_join) deciding who joins.
+//     Its load factor and service rate are published in work, not requests: the planner's terms for
+//     it, and the mu of every stage above it, take the work its arrivals bring (llm_load_terms).
+//
 // Event order at equal times: batch ends (priority 0), worker ready (1), entry arrivals (2), kicks
 // (3); then insertion order.
 //
@@ -124,8 +129,9 @@ public:
     [[nodiscard]] std::size_t num_stages() const noexcept { return stages_.size(); }
     [[nodiscard]] std::size_t num_requests() const noexcept { return cfg_.arrivals_ns.size(); }
 
-    void publish(std::size_t stage, const PublishedTerms& t) {
+    void publish(std::size_t stage, PublishedTerms t) {
         Stage& s = at(stage);
+        llm_load_terms(stage, t);
         s.sched->publish(t);
         s.free.mark_dirty();  // d_k(b) may have changed (the terms carry the duration scale)
     }
@@ -211,8 +217,12 @@ public:
     // Where the compute went, per stage (pard/compute_split.hpp).
     [[nodiscard]] const ComputeSplit& compute_split() const noexcept { return out_.compute_split(); }
     [[nodiscard]] const BatchLog& batches() const noexcept { return log_; }
+    // An LLM stage's cost model (its length model's calibration; nullptr for a DNN stage).
+    [[nodiscard]] const llm::LlmCost* llm_cost(std::size_t stage) const { return at(stage).sched->llm_cost(); }
 
 private:
+    template <class> friend struct sim::LlmDriver;
+    using Llm = sim::LlmDriver<Simulator>;
     using WState = sim::WState;
     using Worker = sim::SimWorker;
     using Stage = sim::SimStage;
@@ -248,6 +258,14 @@ private:
             std::vector<const StageScheduler*> v;
             for (int j : below[i]) v.push_back(stages_[static_cast<std::size_t>(j)].sched.get());
             stages_[i].sched->set_below(std::move(v));
+            std::vector<const StageScheduler*> llm;
+            llm_below_.emplace_back();
+            for (int j : below[i]) {
+                if (!stages_[static_cast<std::size_t>(j)].llm) continue;
+                llm.push_back(stages_[static_cast<std::size_t>(j)].sched.get());
+                llm_below_.back().push_back(static_cast<std::size_t>(j));
+            }
+            stages_[i].sched->set_llm_below(std::move(llm));
         }
         const auto parallel = parallel_branches(succ);  // Policy::coherent_rank's stages
         for (std::size_t i = 0; i < stages_.size(); ++i) stages_[i].sched->set_parallel(parallel[i] != 0);
@@ -290,7 +308,9 @@ private:
 
     void on_arrival(std::size_t i) {
         const std::int64_t t = cfg_.arrivals_ns[i];
-        const Request r{static_cast<std::uint64_t>(i), t, t + cfg_.slo_ns[i], t, cfg_.tier[i], 0};
+        Request r{static_cast<std::uint64_t>(i), t, t + cfg_.slo_ns[i], t, cfg_.tier[i], 0};
+        if (!cfg_.in_tokens.empty()) r.in_tokens = cfg_.in_tokens[i];
+        if (!cfg_.max_tokens.empty()) r.max_tokens = cfg_.max_tokens[i];
         for (std::size_t e : entries_) deliver(e, r);
     }
 
@@ -305,10 +325,11 @@ private:
             (void)ok;  // the ring was just emptied by the only thread that submits to it
         }
         s.stats.arrival.push_back(now_);
+        if (s.llm) s.llm_load.add(now_, s.sched->llm_cost()->work_s(r));
         if (!s.kick_pending && s.idle > 0) {
             s.kick_pending = true;
             events_.push(now_, kPrioKick, kKick, static_cast<std::uint32_t>(stage), 0);
-        } else if (s.idle == 0 && !s.kick_pending && cfg_.policy.drop == DropRule::kPard) {
+        } else if (s.idle == 0 && !s.kick_pending && cfg_.policy.drop == DropRule::kPard && !s.llm) {
             purge_busy(stage);
         }
     }
@@ -394,22 +415,55 @@ private:
         }
     }
 
+    // Request r (still pending) is done at stage k: it finishes at a sink and goes to every successor.
+    void forward(std::size_t k, const Request& r) {
+        Stage& s = stages_[k];
+        if (s.sink && out_.finish_at_sink(r, now_) == Outcome::kLate) ++s.stats.late;
+        for (int j : s.succ) {
+            const Stage& nxt = stages_[static_cast<std::size_t>(j)];
+            if (nxt.join_index >= 0 && !out_.join_arrive(r.id, static_cast<std::size_t>(nxt.join_index), nxt.n_pred)) {
+                continue;
+            }
+            deliver(static_cast<std::size_t>(j), r);
+        }
+    }
+
+    // An LLM stage's terms, and those of the stages above one, count load in work (pard/sim/llm_worker.hpp's
+    // LlmLoad): mu = the window's work / (window x serving workers), service rate = workers / mean work.
+    void llm_load_terms(std::size_t k, PublishedTerms& t) {
+        const auto terms_of = [this](std::size_t j, double& mu, double& rate) {
+            Stage& l = stages_[j];
+            l.llm_load.trim(now_);
+            if (l.llm_load.arrivals.empty()) return false;
+            const double w = std::max(1, workers(j));
+            mu = l.llm_load.sum / (w * static_cast<double>(sim::LlmLoad::kWindowNs) * 1e-9);
+            rate = w * static_cast<double>(l.llm_load.arrivals.size()) / l.llm_load.sum;
+            return true;
+        };
+        double mu = 0.0, rate = 0.0;
+        if (stages_[k].llm && terms_of(k, mu, rate)) {
+            t.mu = mu;
+            t.service_rate = rate;
+        }
+        if (k >= llm_below_.size()) return;
+        for (std::size_t j : llm_below_[k]) {
+            if (!terms_of(j, mu, rate)) continue;
+            t.mu = std::max(t.mu, mu);
+            if (t.path_rate > 0.0) t.path_rate = std::min(t.path_rate, rate);
+        }
+    }
+
     void on_batch_end(std::size_t stage, std::size_t wi) {
         Stage& s = stages_[stage];
+        if (s.llm) {
+            Llm::step_end(*this, stage, wi);
+            return;
+        }
         {
             Worker& w = s.workers[wi];
             s.sched->observe_batch(static_cast<std::int64_t>(w.running.size()), w.run_ns);
             for (const Request& r : w.running) {
-                if (!out_.pending(r.id)) continue;  // cancelled meanwhile: wasted, not forwarded
-                if (s.sink && out_.finish_at_sink(r, now_) == Outcome::kLate) ++s.stats.late;
-                for (int j : s.succ) {
-                    const Stage& nxt = stages_[static_cast<std::size_t>(j)];
-                    if (nxt.join_index >= 0 &&
-                        !out_.join_arrive(r.id, static_cast<std::size_t>(nxt.join_index), nxt.n_pred)) {
-                        continue;
-                    }
-                    deliver(static_cast<std::size_t>(j), r);
-                }
+                if (out_.pending(r.id)) forward(stage, r);  // else cancelled meanwhile: wasted, not forwarded
             }
             w.running.clear();
         }
@@ -451,6 +505,12 @@ private:
     void on_kick(std::size_t stage) {
         Stage& s = stages_[stage];
         s.kick_pending = false;
+        if (s.llm) {
+            for (std::size_t wi = 0; wi < s.workers.size(); ++wi) {
+                if (s.workers[wi].st == WState::kIdle) Llm::boundary(*this, stage, wi);
+            }
+            return;
+        }
         for (std::size_t wi = 0; wi < s.workers.size(); ++wi) {
             if (s.workers[wi].st != WState::kIdle) continue;
             if (!collect(stage, s.workers[wi], now_)) break;  // queue empty
@@ -466,6 +526,7 @@ private:
     SimConfig cfg_;
     std::vector<Stage> stages_;
     std::vector<std::size_t> entries_;
+    std::vector<std::vector<std::size_t>> llm_below_;  // per stage, the LLM stages below it
     std::size_t n_sinks_ = 0;
     EventQueue events_;
     std::size_t next_arrival_ = 0;

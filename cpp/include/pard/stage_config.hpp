@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pard/depq.hpp"
+#include "pard/llm/stage_model.hpp"
 #include "pard/policy.hpp"
 #include "pard/profile.hpp"
 #include "pard/request.hpp"
@@ -50,6 +51,10 @@ struct StageConfig {
     std::size_t ring_capacity = 65536;  // ingress ring slots (a power of two)
     std::vector<double> tier_weights;   // tier t's weight (> 0); used by tiered policies; empty = one tier
     bool entry = true;                  // an entry stage (where max_queue_entry_only bounds apply)
+    // An LLM stage (DESIGN §3.8): requests join a running batch at token boundaries (form_join); profile
+    // is then its decode step's duration and max_batch its max_seqs.
+    bool llm = false;
+    llm::LlmStageSpec llm_spec;
 };
 
 // The one validation of a StageConfig; throws std::invalid_argument naming the field and value.
@@ -68,6 +73,7 @@ inline StageConfig validated_stage_config(StageConfig c) {
                                     " must be a power of two >= 2");
     }
     c.policy.validate();
+    if (c.llm) c.llm_spec.validate("StageScheduler: llm");
     if (c.policy.tiered) {
         for (std::size_t t = 0; t < c.tier_weights.size(); ++t) {
             if (!(std::isfinite(c.tier_weights[t]) && c.tier_weights[t] > 0.0)) {

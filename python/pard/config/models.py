@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +20,12 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, field_
 
 from .. import profile as _profile
 from .._checks import yaml11_hint
-from ..errors import ConfigError, PardValueError, PardWarning, UnknownStageError
+from ..errors import ConfigError, PardValueError, UnknownStageError
 from .graph import MAX_PATHS, count_paths, downstream_paths, find_cycle
 from .limits import (MAX_BATCH, MAX_DURATION_S, MAX_SLO_S, MAX_TOTAL_WORKERS, MAX_WORKERS, MIN_DURATION_S,
                      MIN_SLO_S)
+from .latency import min_latency_path, warn_unreachable_slo
+from .llm import fill_llm_stage
 from .writers import save
 
 __all__ = ["StageSpec", "PipelineSpec", "Capacity", "MAX_WORKERS", "MAX_TOTAL_WORKERS", "MAX_BATCH", "MIN_DURATION_S",
@@ -41,43 +42,6 @@ def _check_name(kind: str, value: str) -> str:
     if not _NAME_RE.match(value):
         raise PardValueError(f"{kind} {value!r} is not {_NAME_RULE}")
     return value
-
-
-def min_latency_path(spec: "PipelineSpec") -> tuple[float, list[str]]:
-    """The smallest end-to-end latency a request can have, and the path that sets it (s, stage names).
-
-    A request visits every stage, so even alone (batch size 1, no queueing) it needs the longest
-    entry-to-exit path's sum of ``d(1)`` (the shortest duration of each non-decreasing profile).
-    """
-    best: tuple[float, list[str]] = (-1.0, [])
-    for e in spec.entry_stages():
-        for path in spec.downstream_paths(e):
-            names = [e, *path]
-            t = sum(spec.stage(n).duration(1) for n in names)
-            if t > best[0]:
-                best = (t, names)
-    return best
-
-
-def warn_unreachable_slo(spec: "PipelineSpec", slo: float) -> None:
-    """Warn (:class:`pard.errors.PardWarning`) when no request can ever finish within ``slo`` seconds, or
-    when a stage's largest batch (``batch_limit``, where ``capacity()`` and the goodput bound are taken)
-    alone takes longer than ``slo``: no batch that full can be on time, so the capacity is out of reach."""
-    t, path = min_latency_path(spec)
-    if t > slo:
-        warnings.warn(
-            f"pipeline {spec.name!r}: SLO {slo:g} s can never be met: a lone request needs at least "
-            f"{t:.4g} s (sum of d(1) along {' -> '.join(path)}); every request will be late or dropped",
-            PardWarning, stacklevel=2)
-        return
-    slow = [(st.name, st.batch_limit, st.duration(st.batch_limit)) for st in spec.stages
-            if st.duration(st.batch_limit) > slo]
-    if slow:
-        names = ", ".join(f"{n} (d({b}) = {d:.4g} s)" for n, b, d in slow)
-        warnings.warn(
-            f"pipeline {spec.name!r}: a full batch alone takes longer than the SLO {slo:g} s at {names}: such a "
-            f"batch can never be on time, and capacity() and the goodput bound, taken at that batch size, are out "
-            f"of reach; lower max_batch there", PardWarning, stacklevel=2)
 
 
 def _refuse_bools(field: str, value: Any) -> Any:
@@ -129,6 +93,11 @@ class StageSpec(_Spec):
             :data:`MAX_TOTAL_WORKERS` = 4 096: one thread each in the live runtime).
         successors: names of the stages each request goes to next; empty for an exit stage.
         description: free text (which model, which hardware); optional.
+        kind: ``dnn`` (default: whole batches, the fields above) or ``llm`` (token-level batching, DESIGN
+            §3.8): then ``prefill`` ({base, per_token} s), ``decode`` (running sequences -> s per step),
+            ``max_seqs``, ``kv_tokens`` and ``max_output_tokens`` replace ``profile`` and ``max_batch``,
+            which follow from them (:mod:`pard.config.llm`: the request-level reading every capacity
+            helper uses).
 
     Raises:
         ConfigError: on any invalid field (names the field, the value and the rule).
@@ -137,11 +106,19 @@ class StageSpec(_Spec):
     what: ClassVar[str] = "stage"
 
     name: str
-    profile: dict[int, float]
-    max_batch: int
+    profile: dict[int, float] = {}  # an llm stage's follows from its fields (pard.config.llm)
+    max_batch: int = 1
     workers: int = 1
     successors: list[str] = []
     description: str = ""
+    kind: Literal["dnn", "llm"] = "dnn"
+    prefill: dict[str, float] | None = None
+    decode: dict[int, float] | None = None
+    max_seqs: int | None = None
+    kv_tokens: int | None = None
+    max_output_tokens: int | None = None
+
+    _v_kind = model_validator(mode="before")(fill_llm_stage)
 
     @field_validator("max_batch", "workers", "profile", mode="before")
     @classmethod
@@ -226,6 +203,12 @@ class StageSpec(_Spec):
         return float(_profile.duration(*_profile.points(self.profile), batch))
 
     @property
+    def batch_profile(self) -> dict[int, float]:
+        """What one batch row of this stage's statistics costs, as a profile: ``profile`` for a dnn stage; for an
+        llm stage its decode step (running sequences -> s), a row per step (what the planner and C++ read)."""
+        return dict(self.decode) if self.kind == "llm" and self.decode else self.profile
+
+    @property
     def batch_limit(self) -> int:
         """The largest batch this stage forms: its best batch size in ``1 .. max_batch``, the one with the
         highest throughput ``b / d(b)`` on its profile (:func:`pard.profile.best_batch`; ``max_batch``
@@ -243,13 +226,14 @@ class StageSpec(_Spec):
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (what the YAML/JSON/TOML files hold); ``description`` only if set."""
-        out: dict[str, Any] = {
-            "name": self.name,
-            "profile": {int(b): float(d) for b, d in sorted(self.profile.items())},
-            "max_batch": self.max_batch,
-            "workers": self.workers,
-            "successors": list(self.successors),
-        }
+        out: dict[str, Any] = {"name": self.name}
+        if self.kind == "llm":
+            out.update(kind="llm", prefill=dict(self.prefill or {}), decode={int(b): float(d) for b, d in
+                       sorted((self.decode or {}).items())}, max_seqs=self.max_seqs, kv_tokens=self.kv_tokens,
+                       max_output_tokens=self.max_output_tokens)
+        else:
+            out.update(profile={int(b): float(d) for b, d in sorted(self.profile.items())}, max_batch=self.max_batch)
+        out.update(workers=self.workers, successors=list(self.successors))
         if self.description:
             out["description"] = self.description
         return out

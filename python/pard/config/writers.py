@@ -53,7 +53,9 @@ def dumps(spec: "PipelineSpec", *, format: "Format" = "yaml") -> str:
         return json.dumps(data, indent=2) + "\n"
     if format == "toml":
         for st in data["stages"]:
-            st["profile"] = {str(b): d for b, d in st["profile"].items()}
+            for table in ("profile", "decode"):  # TOML keys are strings
+                if table in st:
+                    st[table] = {str(b): d for b, d in st[table].items()}
         return str(require("tomli_w", "cli", "writing TOML spec files").dumps(data))
     raise PardValueError(f"format must be 'yaml', 'json' or 'toml', got {format!r}")
 

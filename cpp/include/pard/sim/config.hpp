@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "pard/llm/stage_model.hpp"
 #include "pard/policy.hpp"
 #include "pard/profile.hpp"
 
@@ -25,6 +26,10 @@ struct SimStageConfig {
     // The simulated executor's speed against the profile: a batch runs exec_scale x d_k(b) x jitter,
     // while the stage scheduler still plans with d_k(b) (a profile measured on another machine). 1 = as profiled.
     double exec_scale = 1.0;
+    // An LLM stage (DESIGN §3.8; pard/sim/llm_worker.hpp): profile and max_batch are then its decode
+    // step's duration and max_seqs, as llm_spec holds them.
+    bool llm = false;
+    llm::LlmStageSpec llm_spec;
 };
 
 struct SimConfig {
@@ -34,6 +39,12 @@ struct SimConfig {
     std::vector<std::int64_t> slo_ns;       // per request, > 0
     std::vector<std::int32_t> tier;         // per request
     std::vector<double> tier_weights;       // tier t's weight (tiered policies); empty = one tier
+    // Per request, for LLM stages (empty = none; required when a stage is an LLM stage): input tokens,
+    // the true output length (where the engine's end-of-sequence falls; no rule reads it) and the
+    // client's max_tokens hint (0 = none).
+    std::vector<std::int32_t> in_tokens;
+    std::vector<std::int32_t> out_tokens;
+    std::vector<std::int32_t> max_tokens;
     double jitter_cv = 0.1;
     std::uint64_t seed = 0;
     std::int64_t cold_start_ns = 10'000'000'000;
@@ -137,6 +148,29 @@ inline void validate(const SimConfig& cfg) {
                                         " must be in (0, 1e9] s");
         }
     }
+    bool any_llm = false;
+    for (std::size_t i = 0; i < k; ++i) {
+        if (!cfg.stages[i].llm) continue;
+        any_llm = true;
+        cfg.stages[i].llm_spec.validate("Simulator: stages[" + std::to_string(i) + "]");
+    }
+    const auto tokens = [n, any_llm](const std::vector<std::int32_t>& v, const char* field, bool required, std::int32_t low) {
+        if (v.empty() && !(required && any_llm)) return;
+        if (v.size() != n) {
+            throw std::invalid_argument(std::string("Simulator: ") + field + " has " + std::to_string(v.size()) +
+                                        " entries but arrivals_s has " + std::to_string(n) +
+                                        (v.empty() ? " (an LLM stage needs every request's token counts)" : ""));
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+            if (v[i] < low) {
+                throw std::invalid_argument(std::string("Simulator: ") + field + "[" + std::to_string(i) + "]=" +
+                                            std::to_string(v[i]) + " must be >= " + std::to_string(low));
+            }
+        }
+    };
+    tokens(cfg.in_tokens, "in_tokens", true, 0);
+    tokens(cfg.out_tokens, "out_tokens", true, 1);
+    tokens(cfg.max_tokens, "max_tokens", false, 0);
     if (!std::isfinite(cfg.jitter_cv) || cfg.jitter_cv < 0.0 || cfg.jitter_cv > kMaxJitterCv) {
         throw std::invalid_argument("Simulator: jitter_cv=" + std::to_string(cfg.jitter_cv) + " must be in [0, 10]");
     }

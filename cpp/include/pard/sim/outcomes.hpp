@@ -84,6 +84,16 @@ public:
         }
     }
 
+    // Stage k charged `ns` of its compute to request id alone (an LLM step's prefill or decode share).
+    void charge(std::uint64_t id, std::size_t k, std::int64_t ns) {
+        compute_[id] += static_cast<double>(ns);
+        if (pending(id)) {
+            split_.charge_pending(k, ns, tally(id));
+        } else {
+            split_.charge_ended(k, ns, state_[id]);
+        }
+    }
+
     [[nodiscard]] const std::vector<Outcome>& states() const noexcept { return state_; }
     [[nodiscard]] const std::vector<std::int64_t>& finish_ns() const noexcept { return finish_; }
     [[nodiscard]] const std::vector<std::int32_t>& drop_stage() const noexcept { return drop_stage_; }

@@ -12,6 +12,7 @@
 #include "pard/request.hpp"
 #include "pard/sim/config.hpp"
 #include "pard/sim/free_index.hpp"
+#include "pard/sim/llm_worker.hpp"
 #include "pard/stage_scheduler.hpp"
 
 namespace pard::sim {
@@ -29,6 +30,7 @@ struct SimWorker {
     std::int64_t next_collected = 0;
     std::int64_t nominal_end = 0;     // start + expected d_k(b) of the running batch: t_e of its pre-collection
     std::int64_t run_ns = 0;          // the running batch's drawn duration (observe_batch at its end)
+    LlmRun llm;                       // an LLM stage's running sequences (pard/sim/llm_worker.hpp)
     // Whether it counts towards the stage's worker target.
     [[nodiscard]] bool counts() const noexcept {
         return st == WState::kCold || st == WState::kIdle || (st == WState::kBusy && !retiring);
@@ -50,6 +52,8 @@ struct SimStage {
     int n_pred = 0;
     int join_index = -1;  // the request's join column when n_pred > 1
     bool sink = false;
+    bool llm = false;     // an LLM stage: its workers step through pard/sim/llm_worker.hpp
+    LlmLoad llm_load;     // its recent arrivals' work (the token-based load factor)
     bool kick_pending = false;
     int idle = 0;  // workers in state kIdle
     std::vector<SimWorker> workers;
@@ -78,6 +82,9 @@ inline void init_stage(SimStage& s, const SimConfig& cfg, std::size_t index, boo
     sc.ring_capacity = cfg.ring_capacity;
     sc.tier_weights = cfg.tier_weights;
     sc.entry = entry;
+    sc.llm = c.llm;
+    sc.llm_spec = c.llm_spec;
+    s.llm = c.llm;
     s.sched = std::make_unique<StageScheduler>(sc);
     s.profile = c.profile;
     s.exec_scale = c.exec_scale;

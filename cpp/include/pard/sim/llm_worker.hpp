@@ -1,0 +1,208 @@
+// pard/sim/llm_worker.hpp — an LLM stage's workers in the simulator (DESIGN §3.8): iteration-level
+// ("continuous") batching on the simulator's event queue, with the stage's own StageScheduler deciding
+// who joins (pard/simulator.hpp drives it; the live runtime follows the same rule).
+//
+// A worker runs decode steps back to back while it has running sequences. At each step boundary:
+//   1. every running sequence emitted one token in the step that ended; one that has emitted its
+//      out_tokens-th token (capped by its hint and max_output_tokens) leaves: its KV is freed, the
+//      stage's length model observes it, and it goes to its successors or finishes;
+//   2. a sequence whose request ended elsewhere (a cancelled DAG copy) stops; under pard (llm_tokens) a
+//      sequence that can no longer finish by its deadline stops too (rules/llm_deadline.hpp), dropped
+//      here with reason `infeasible`, its KV freed, no more compute;
+//   3. StageScheduler::form_join hands the joiners: at most max_seqs - running, while their KV
+//      reservations (prompt + largest answer) fit the worker's budget; no preemption;
+//   4. the next step runs decode(n) for the n sequences running after the join, plus each joiner's
+//      prefill, times the jitter factor (and exec_scale). Every running sequence, joiners included,
+//      emits one token. Its compute is charged: each joiner its prefill, the decode part split equally.
+// The stage's statistics get one batch row per step (size = running sequences, duration = the step's
+// decode part, what the decode profile predicts), so the planner reads the stage like any other; the
+// batch log holds the whole step.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "pard/compute_split.hpp"
+#include "pard/outcome.hpp"
+#include "pard/policy.hpp"
+#include "pard/request.hpp"
+#include "pard/rules/llm_deadline.hpp"
+
+namespace pard::sim {
+
+// One running sequence.
+struct LlmSeq {
+    Request r;
+    std::int32_t generated = 0;   // tokens emitted so far
+    std::int32_t stop_at = 1;     // the token count at which it leaves (its true length, capped)
+    std::int32_t predicted = 1;   // predicted length at its join (calibration)
+    std::int64_t reserved = 0;    // KV tokens held
+    std::int64_t prefill_ns = 0;  // its prefill, charged in the step it joins (0 after)
+};
+
+// A worker's running batch.
+struct LlmRun {
+    std::vector<LlmSeq> seqs;
+    std::int64_t kv_used = 0;
+    std::int64_t decode_ns = 0;  // the running step's drawn decode part (observe_batch)
+};
+
+// The work (pard/llm/stage_model.hpp's work(r), s) of the stage's arrivals in a sliding window: the
+// token-based load factor and service rate the simulator publishes for an LLM stage.
+struct LlmLoad {
+    static constexpr std::int64_t kWindowNs = 5'000'000'000;  // the planner's default estimation window
+    std::deque<std::pair<std::int64_t, double>> arrivals;
+    double sum = 0.0;
+    void add(std::int64_t t_ns, double work_s) {
+        arrivals.emplace_back(t_ns, work_s);
+        sum += work_s;
+    }
+    void trim(std::int64_t now_ns) {
+        while (!arrivals.empty() && arrivals.front().first <= now_ns - kWindowNs) {
+            sum -= arrivals.front().second;
+            arrivals.pop_front();
+        }
+        if (arrivals.empty()) sum = 0.0;
+    }
+};
+
+// The step logic over a Simulator's state (Sim is pard::Simulator, which befriends this driver).
+template <class Sim>
+struct LlmDriver {
+    // A step of worker wi of stage k ended: step 1, then the boundary.
+    static void step_end(Sim& s, std::size_t k, std::size_t wi) {
+        auto& st = s.stages_[k];
+        LlmRun& run = st.workers[wi].llm;
+        st.sched->observe_batch(static_cast<std::int64_t>(run.seqs.size()), run.decode_ns);
+        auto* cost = st.sched->llm_cost();
+        std::size_t keep = 0;
+        for (std::size_t i = 0; i < run.seqs.size(); ++i) {
+            LlmSeq& q = run.seqs[i];
+            q.prefill_ns = 0;
+            if (++q.generated < q.stop_at) {
+                run.seqs[keep++] = q;
+                continue;
+            }
+            run.kv_used -= q.reserved;
+            cost->observe(q.r, q.generated);
+            cost->record_calibration(q.predicted, q.generated);
+            if (s.out_.pending(q.r.id)) s.forward(k, q.r);
+        }
+        run.seqs.resize(keep);
+        boundary(s, k, wi);
+    }
+
+    // Steps 2-4 at now for worker wi of stage k (idle, or whose step just ended).
+    static void boundary(Sim& s, std::size_t k, std::size_t wi) {
+        auto& st = s.stages_[k];
+        auto& w = st.workers[wi];
+        LlmRun& run = w.llm;
+        auto* cost = st.sched->llm_cost();
+        const auto& sp = cost->spec();
+        const std::int64_t now = s.now_;
+        stop_sequences(s, k, run);
+        if (!w.retiring) {
+            const auto slots = sp.max_seqs - static_cast<std::int64_t>(run.seqs.size());
+            if (slots > 0) {
+                st.sched->form_join(now, static_cast<std::int64_t>(run.seqs.size()), slots, sp.kv_tokens - run.kv_used,
+                                    st.scratch, [&s](std::uint64_t id) { return !s.out_.pending(id); });
+                s.handle_drops(k, st.scratch.drops);
+                for (const Request& r : st.scratch.batch) {
+                    LlmSeq q;
+                    q.r = r;
+                    q.stop_at = std::min(s.cfg_.out_tokens[r.id], sp.cap(r));
+                    q.predicted = cost->predicted_len(r);
+                    q.reserved = sp.reservation(r);
+                    q.prefill_ns = sp.prefill_ns(r.in_tokens);
+                    run.kv_used += q.reserved;
+                    run.seqs.push_back(q);
+                    st.stats.qdelay_t.push_back(now);
+                    st.stats.qdelay.push_back(now - r.arrival_ns);
+                }
+            }
+        }
+        if (run.seqs.empty()) {
+            if (w.retiring) {
+                w.retiring = false;
+                st.set_state(w, Sim::WState::kRetired);
+            } else {
+                st.set_state(w, Sim::WState::kIdle);
+            }
+            return;
+        }
+        start_step(s, k, wi);
+    }
+
+private:
+    // Step 2: cancelled copies, and (pard) the sequences that can no longer finish in time, stop.
+    static void stop_sequences(Sim& s, std::size_t k, LlmRun& run) {
+        auto& st = s.stages_[k];
+        const auto* cost = st.sched->llm_cost();
+        const bool judge = s.cfg_.policy.llm_tokens && s.cfg_.policy.drop == DropRule::kPard;
+        const std::int64_t down = judge ? st.sched->effective_terms().downstream_ns : 0;
+        const std::int64_t step = cost->spec().step_ns(static_cast<std::int64_t>(run.seqs.size()));
+        std::size_t keep = 0;
+        for (std::size_t i = 0; i < run.seqs.size(); ++i) {
+            const LlmSeq& q = run.seqs[i];
+            bool stop = !s.out_.pending(q.r.id);
+            if (!stop && judge) {
+                const std::int32_t left = cost->predicted_len(q.r, q.generated) - q.generated;
+                if (rules::llm_decode_stops(q.r, s.now_, left, step, down)) {
+                    ++st.stats.dropped;
+                    s.out_.terminate(q.r, Outcome::kDropped, static_cast<int>(k), Reason::kInfeasible, s.now_);
+                    stop = true;
+                }
+            }
+            if (stop) {
+                run.kv_used -= q.reserved;
+            } else {
+                run.seqs[keep++] = q;
+            }
+        }
+        run.seqs.resize(keep);
+    }
+
+    // Step 4.
+    static void start_step(Sim& s, std::size_t k, std::size_t wi) {
+        auto& st = s.stages_[k];
+        auto& w = st.workers[wi];
+        LlmRun& run = w.llm;
+        const auto n = static_cast<std::int64_t>(run.seqs.size());
+        const std::int64_t decode = st.sched->llm_cost()->spec().step_ns(n);
+        std::int64_t prefill = 0;
+        for (const LlmSeq& q : run.seqs) prefill += q.prefill_ns;
+        const double factor = st.exec_scale * s.jitter_();
+        auto dur = static_cast<std::int64_t>(std::llround(static_cast<double>(decode + prefill) * factor));
+        if (dur < 1) dur = 1;
+        // the drawn step split in proportion: each joiner's prefill, then the decode part shared equally
+        std::int64_t prefill_drawn = 0;
+        for (const LlmSeq& q : run.seqs) {
+            if (q.prefill_ns == 0) continue;
+            const auto p = std::min(dur - prefill_drawn,
+                                    static_cast<std::int64_t>(std::llround(static_cast<double>(q.prefill_ns) * factor)));
+            s.out_.charge(q.r.id, k, p);
+            prefill_drawn += p;
+        }
+        run.decode_ns = dur - prefill_drawn;
+        const BatchShares shares(run.decode_ns, run.seqs.size());
+        for (std::size_t i = 0; i < run.seqs.size(); ++i) s.out_.charge(run.seqs[i].r.id, k, shares(i));
+        st.set_state(w, Sim::WState::kBusy);
+        w.run_ns = dur;
+        s.events_.push(s.now_ + dur, Sim::kPrioBatchEnd, Sim::kBatchEnd, static_cast<std::uint32_t>(k),
+                       static_cast<std::uint32_t>(wi));
+        st.stats.batch_start.push_back(s.now_);
+        st.stats.batch_size.push_back(n);
+        st.stats.batch_wait.push_back(0);
+        st.stats.batch_duration.push_back(run.decode_ns);
+        s.log_.stage.push_back(static_cast<std::int32_t>(k));
+        s.log_.start.push_back(s.now_);
+        s.log_.duration.push_back(dur);
+        s.log_.size.push_back(n);
+    }
+};
+
+}  // namespace pard::sim

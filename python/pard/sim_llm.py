@@ -1,0 +1,90 @@
+"""The simulator's side of LLM stages (DESIGN §3.8): per-request token counts checked and handed to the C++
+simulator, the goodput bound's reading of an LLM stage, and the report's calibration entry.
+
+:func:`pard.sim.simulate` calls these; the engine itself is C++ (``cpp/include/pard/sim/llm_worker.hpp``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from ._checks import real_array, show
+from .config.llm import MAX_TOKENS, request_profile
+from .errors import PardValueError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import PipelineSpec
+
+__all__ = ["llm_tokens", "bound_spec", "llm_calibration"]
+
+I32 = npt.NDArray[np.int32]
+
+
+def _tokens(name: str, value: Any, n: int, low: int) -> I32:
+    arr = real_array(name, value, "an array of whole token counts")
+    if arr.shape != (n,):
+        raise PardValueError(f"{name} must have one entry per arrival ({n}), got shape {arr.shape}")
+    bad = ~np.isfinite(arr) | (arr < low) | (arr > MAX_TOKENS) | (arr != np.round(arr))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise PardValueError(f"{name}[{i}] = {show(arr[i])} must be a whole number of tokens in {low}..{MAX_TOKENS}")
+    return np.ascontiguousarray(arr.astype(np.int32))
+
+
+def llm_tokens(spec: "PipelineSpec", n: int, *, in_tokens: Any, out_tokens: Any, max_tokens: Any) -> dict[str, Any]:
+    """The ``in_tokens`` / ``out_tokens`` / ``max_tokens`` keywords of ``pard._core.Simulator`` (int32 ``(n,)``
+    arrays or None), checked.
+
+    Raises:
+        PardValueError: a pipeline with an llm stage and no ``in_tokens`` or ``out_tokens`` (naming the missing
+            one and the stage), or a count that is not a whole number in range (naming the index and value).
+    """
+    llm = [st.name for st in spec.stages if st.kind == "llm"]
+    given = {"in_tokens": in_tokens, "out_tokens": out_tokens, "max_tokens": max_tokens}
+    if llm:
+        for name in ("in_tokens", "out_tokens"):
+            if given[name] is None:
+                raise PardValueError(
+                    f"pipeline {spec.name!r} has an llm stage ({llm[0]!r}), which needs every request's {name}; the "
+                    f"workload has none: pass {name}= to simulate, or a Workload with token counts (e.g. "
+                    f"pard.workloads.azure_llm_conv())")
+    lows = {"in_tokens": 0, "out_tokens": 1, "max_tokens": 0}
+    return {name: None if v is None else _tokens(name, v, n, lows[name]) for name, v in given.items()}
+
+
+def bound_spec(spec: "PipelineSpec", tokens: Mapping[str, Any]) -> "PipelineSpec":
+    """``spec`` with each llm stage read at the run's mean input and output lengths (its true ones, capped by
+    the stage and the hints): the goodput bound is an oracle, so it may know them.  ``spec`` itself
+    when it has no llm stage or the run no token counts."""
+    if tokens.get("out_tokens") is None or not any(st.kind == "llm" for st in spec.stages):
+        return spec
+    stages = []
+    for st in spec.stages:
+        if st.kind == "llm":
+            assert st.prefill is not None and st.decode is not None and st.max_seqs and st.max_output_tokens
+            cap = np.full(tokens["out_tokens"].shape, st.max_output_tokens, dtype=np.int64)
+            if tokens.get("max_tokens") is not None:
+                hint = tokens["max_tokens"].astype(np.int64)
+                cap = np.where(hint > 0, np.minimum(hint, cap), cap)
+            mean_out = float(np.minimum(tokens["out_tokens"], cap).mean()) if cap.size else 1.0
+            mean_in = float(tokens["in_tokens"].mean()) if tokens["in_tokens"].size else 0.0
+            st = st.model_copy(update={"profile": request_profile(st.prefill, st.decode, st.max_seqs, mean_in,
+                                                                   max(mean_out, 1.0))})
+        stages.append(st)
+    return spec.model_copy(update={"stages": stages})
+
+
+def llm_calibration(spec: "PipelineSpec", raw: Mapping[int, Mapping[str, Any]]) -> dict[str, dict[str, Any]] | None:
+    """``Simulator.llm_calibration()`` by stage name: {quantile, token_aware, n, under_share}; None without an
+    llm stage.  ``under_share`` is NaN before any request finished there."""
+    if not raw:
+        return None
+    out: dict[str, dict[str, Any]] = {}
+    for k, c in raw.items():
+        n = int(c["n"])
+        out[spec.stages[int(k)].name] = {"quantile": float(c["quantile"]), "token_aware": bool(c["token_aware"]),
+                                         "n": n, "under_share": int(c["under"]) / n if n else float("nan")}
+    return out
