@@ -15,6 +15,8 @@ EXPECTED = {
     "clipper++": ("fcfs", "clipper", "none", False),
     "nexus": ("fcfs", "nexus", "none", False),
     "dagor": ("fcfs", "dagor", "none", False),
+    "vllm": ("fcfs", "vllm", "none", False),
+    "scorpio": ("lbf", "scorpio", "none", False),
     "pard-back": ("adaptive", "pard", "none", False),
     "pard-sf": ("adaptive", "pard", "sf", False),
     "pard-lower": ("adaptive", "pard", "lower", False),
@@ -27,7 +29,8 @@ EXPECTED = {
 
 
 def test_every_name_maps_to_its_documented_value() -> None:
-    """Each of the 16 names has the order, drop rule, downstream mode and eps handling of DESIGN §3.6."""
+    """Each of the 18 names has the order, drop rule, downstream mode and eps handling of DESIGN §3.6 (vllm and
+    scorpio: issue 38's LLM baselines)."""
     assert set(POLICIES) == set(EXPECTED)
     for name, (order, drop, mode, instant) in EXPECTED.items():
         p = get_policy(name)

@@ -72,9 +72,11 @@ class Policy:
                  dagor_alpha: float = 0.4, tiered: bool = False, reactive: bool = False,
                  max_queue: int = 0, max_queue_entry_only: bool = False, shed: bool = True,
                  pace: bool = False, overload_below: str = "none", coherent_rank: bool = False,
-                 live_queues: bool = False, virtual_queue: bool = False) -> None: ...
+                 live_queues: bool = False, virtual_queue: bool = False, llm_tokens: bool = False,
+                 llm_quantile: float = 0.5) -> None: ...
     # order: "fcfs" | "lbf" | "hbf" | "adaptive"
-    # drop: "none" | "pard" | "clipper" | "nexus" | "dagor" | "triton" | "ray-serve"
+    # drop: "none" | "pard" | "clipper" | "nexus" | "dagor" | "triton" | "ray-serve" | "vllm" | "scorpio"
+    # llm_tokens: at LLM stages, each request's own predicted length (llm_quantile in (0, 1)), else the means
     # tiered: one heap per tier (served / shed by weight); reactive: the hot-path overload test;
     # max_queue: reject at that many queued (0 = none), at entry stages only with max_queue_entry_only
     # overload_below: "none" | "overloaded" (what a stage reads of the stages below it)
@@ -109,6 +111,10 @@ class Policy:
     def max_queue(self) -> int: ...
     @property
     def max_queue_entry_only(self) -> bool: ...
+    @property
+    def llm_tokens(self) -> bool: ...
+    @property
+    def llm_quantile(self) -> float: ...
     def __eq__(self, other: object) -> bool: ...
 
 class StageScheduler:
@@ -172,11 +178,15 @@ def parallel_branches(successors: list[list[int]]) -> list[bool]: ...  # some ot
 class Simulator:
     def __init__(self, *, stages: list[dict[str, Any]], policy: Policy, arrivals_s: F64, slo_s: F64,
                  tier: I32, jitter_cv: float = 0.1, seed: int = 0, cold_start_s: float = 10.0,
-                 ring_capacity: int = 1024, tier_weights: list[float] = ...) -> None: ...
+                 ring_capacity: int = 1024, tier_weights: list[float] = ..., in_tokens: I32 | None = None,
+                 out_tokens: I32 | None = None, max_tokens: I32 | None = None) -> None: ...
     # ring_capacity: each stage's ingress ring (a power of two); a full ring is drained into the queue,
     # never rejected, so it is small by default (construction cost); see simulator.hpp.
     # stage dict keys: name (str, optional), profile (Profile), max_batch (int), workers (int),
     #                  successors (list[int], default []), budget_fraction (float in (0, 1], default 1.0)
+    #   kind "llm" (cpp/include/pard/sim/llm_worker.hpp): prefill_base_s, prefill_per_token_s, decode (Profile),
+    #                  max_seqs, kv_tokens, max_output_tokens instead of profile and max_batch; then in_tokens
+    #                  and out_tokens (int32 (n,)) are required, max_tokens optional (0 = no hint)
     # Unknown keys, cycles, bad indices, unsorted/non-finite arrivals, slo <= 0, length mismatches,
     # jitter_cv < 0: ValueError naming the field.  Request id = index into arrivals_s.
     def run_until(self, t_s: float) -> bool: ...     # events with time <= t_s, clock -> t_s; True while events remain
@@ -221,6 +231,7 @@ class Simulator:
     def compute_split(self) -> dict[str, Any]: ...
     # One row per executed batch: stage I32, start_s F64, duration_s F64, size I64
     def batches(self) -> dict[str, Any]: ...
+    def llm_calibration(self) -> dict[int, dict[str, Any]]: ...  # per LLM stage: quantile, token_aware, n, under
 
 
 # ---- register_live.cpp: the live runtime's per-request hot path ---------------------------

@@ -48,7 +48,7 @@
 //   * An LLM stage (SimStageConfig::llm) batches at token boundaries: its workers step through
 //     pard/sim/llm_worker.hpp, the same event queue and StageScheduler (form_join) deciding who joins.
 //     Its load factor and service rate are published in work, not requests: the planner's terms for
-//     it, and the mu of every stage above it, take the work its arrivals bring (llm_load_terms).
+//     it, and the mu of every stage above it, take the work its arrivals bring (sim::LlmDriver::load_terms).
 //
 // Event order at equal times: batch ends (priority 0), worker ready (1), entry arrivals (2), kicks
 // (3); then insertion order.
@@ -131,7 +131,7 @@ public:
 
     void publish(std::size_t stage, PublishedTerms t) {
         Stage& s = at(stage);
-        llm_load_terms(stage, t);
+        Llm::load_terms(*this, stage, t);
         s.sched->publish(t);
         s.free.mark_dirty();  // d_k(b) may have changed (the terms carry the duration scale)
     }
@@ -143,15 +143,8 @@ public:
         Stage& s = at(stage);
         int current = 0;
         for (const Worker& w : s.workers) current += w.counts() ? 1 : 0;
-        // grow: revoke retirements, then cold-start new workers
-        for (std::size_t i = 0; i < s.workers.size() && current < n; ++i) {
-            Worker& w = s.workers[i];
-            if (w.st == WState::kBusy && w.retiring) {
-                w.retiring = false;
-                touch(s, i);
-                ++current;
-            }
-        }
+        const auto touch_i = [this, &s](std::size_t i) { touch(s, i); };
+        current = s.revoke_retirements(current, n, touch_i);  // grow: revoke retirements, then cold-start new workers
         while (current < n) {
             Worker w;
             w.st = WState::kCold;
@@ -164,20 +157,7 @@ public:
                          static_cast<std::uint32_t>(s.workers.size() - 1));
             ++current;
         }
-        // shrink: cold first, then idle, then busy (retire after their collected work), highest index first
-        for (WState kind : {WState::kCold, WState::kIdle, WState::kBusy}) {
-            for (std::size_t i = s.workers.size(); i-- > 0 && current > n;) {
-                Worker& w = s.workers[i];
-                if (w.st != kind || !w.counts()) continue;
-                if (kind == WState::kBusy) {
-                    w.retiring = true;
-                } else {
-                    s.set_state(w, WState::kRetired);
-                }
-                touch(s, i);
-                --current;
-            }
-        }
+        s.shrink(current, n, touch_i);
     }
 
     // Workers serving now: idle or busy and not marked to retire (cold ones excluded).
@@ -218,7 +198,7 @@ public:
     [[nodiscard]] const ComputeSplit& compute_split() const noexcept { return out_.compute_split(); }
     [[nodiscard]] const BatchLog& batches() const noexcept { return log_; }
     // An LLM stage's cost model (its length model's calibration; nullptr for a DNN stage).
-    [[nodiscard]] const llm::LlmCost* llm_cost(std::size_t stage) const { return at(stage).sched->llm_cost(); }
+    [[nodiscard]] const llm::LlmCost* llm_cost(std::size_t stage) const { return at(stage).sched->llm().cost(); }
 
 private:
     template <class> friend struct sim::LlmDriver;
@@ -258,15 +238,8 @@ private:
             std::vector<const StageScheduler*> v;
             for (int j : below[i]) v.push_back(stages_[static_cast<std::size_t>(j)].sched.get());
             stages_[i].sched->set_below(std::move(v));
-            std::vector<const StageScheduler*> llm;
-            llm_below_.emplace_back();
-            for (int j : below[i]) {
-                if (!stages_[static_cast<std::size_t>(j)].llm) continue;
-                llm.push_back(stages_[static_cast<std::size_t>(j)].sched.get());
-                llm_below_.back().push_back(static_cast<std::size_t>(j));
-            }
-            stages_[i].sched->set_llm_below(std::move(llm));
         }
+        Llm::link(*this, below);
         const auto parallel = parallel_branches(succ);  // Policy::coherent_rank's stages
         for (std::size_t i = 0; i < stages_.size(); ++i) stages_[i].sched->set_parallel(parallel[i] != 0);
     }
@@ -325,7 +298,7 @@ private:
             (void)ok;  // the ring was just emptied by the only thread that submits to it
         }
         s.stats.arrival.push_back(now_);
-        if (s.llm) s.llm_load.add(now_, s.sched->llm_cost()->work_s(r));
+        if (s.llm) s.llm_load.add(now_, s.sched->llm().cost()->work_s(r));
         if (!s.kick_pending && s.idle > 0) {
             s.kick_pending = true;
             events_.push(now_, kPrioKick, kKick, static_cast<std::uint32_t>(stage), 0);
@@ -428,37 +401,9 @@ private:
         }
     }
 
-    // An LLM stage's terms, and those of the stages above one, count load in work (pard/sim/llm_worker.hpp's
-    // LlmLoad): mu = the window's work / (window x serving workers), service rate = workers / mean work.
-    void llm_load_terms(std::size_t k, PublishedTerms& t) {
-        const auto terms_of = [this](std::size_t j, double& mu, double& rate) {
-            Stage& l = stages_[j];
-            l.llm_load.trim(now_);
-            if (l.llm_load.arrivals.empty()) return false;
-            const double w = std::max(1, workers(j));
-            mu = l.llm_load.sum / (w * static_cast<double>(sim::LlmLoad::kWindowNs) * 1e-9);
-            rate = w * static_cast<double>(l.llm_load.arrivals.size()) / l.llm_load.sum;
-            return true;
-        };
-        double mu = 0.0, rate = 0.0;
-        if (stages_[k].llm && terms_of(k, mu, rate)) {
-            t.mu = mu;
-            t.service_rate = rate;
-        }
-        if (k >= llm_below_.size()) return;
-        for (std::size_t j : llm_below_[k]) {
-            if (!terms_of(j, mu, rate)) continue;
-            t.mu = std::max(t.mu, mu);
-            if (t.path_rate > 0.0) t.path_rate = std::min(t.path_rate, rate);
-        }
-    }
-
     void on_batch_end(std::size_t stage, std::size_t wi) {
         Stage& s = stages_[stage];
-        if (s.llm) {
-            Llm::step_end(*this, stage, wi);
-            return;
-        }
+        if (s.llm) return Llm::step_end(*this, stage, wi);
         {
             Worker& w = s.workers[wi];
             s.sched->observe_batch(static_cast<std::int64_t>(w.running.size()), w.run_ns);
@@ -505,12 +450,7 @@ private:
     void on_kick(std::size_t stage) {
         Stage& s = stages_[stage];
         s.kick_pending = false;
-        if (s.llm) {
-            for (std::size_t wi = 0; wi < s.workers.size(); ++wi) {
-                if (s.workers[wi].st == WState::kIdle) Llm::boundary(*this, stage, wi);
-            }
-            return;
-        }
+        if (s.llm) return Llm::kick(*this, stage);
         for (std::size_t wi = 0; wi < s.workers.size(); ++wi) {
             if (s.workers[wi].st != WState::kIdle) continue;
             if (!collect(stage, s.workers[wi], now_)) break;  // queue empty

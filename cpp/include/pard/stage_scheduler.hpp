@@ -21,7 +21,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -37,18 +36,16 @@
 #include "pard/rules/coherent_rank.hpp"
 #include "pard/rules/duration_scale.hpp"
 #include "pard/rules/floor.hpp"
-#include "pard/rules/llm_deadline.hpp"
 #include "pard/rules/nexus_window.hpp"
 #include "pard/rules/order.hpp"
 #include "pard/rules/overload.hpp"
 #include "pard/rules/overload_upper.hpp"
 #include "pard/rules/pacing.hpp"
 #include "pard/rules/queue_lag.hpp"
-#include "pard/rules/scorpio_ttft.hpp"
 #include "pard/rules/tier_admission.hpp"
 #include "pard/rules/tier_thresholds.hpp"
 #include "pard/rules/virtual_queue.hpp"
-#include "pard/rules/vllm_cap.hpp"
+#include "pard/llm/stage_llm.hpp"
 #include "pard/snapshot.hpp"
 #include "pard/stage_admission.hpp"
 #include "pard/stage_config.hpp"
@@ -71,10 +68,7 @@ public:
           outranks_(rules::outranking_tiers(tiers_ > 1 ? cfg_.tier_weights : std::vector<double>{})),
           order_(cfg_.policy.order == Order::kAdaptive ? Order::kLbf : cfg_.policy.order) {
         scratch_.reserve(static_cast<std::size_t>(cfg_.max_batch) * 2);
-        if (cfg_.llm) {
-            llm_ = std::make_unique<llm::LlmCost>(cfg_.llm_spec, cfg_.policy.llm_tokens, cfg_.policy.llm_quantile,
-                                                  static_cast<int>(tiers_));
-        }
+        if (cfg_.llm) llm_.build(cfg_.llm_spec, cfg_.policy, static_cast<int>(tiers_));
     }
     StageScheduler(const StageScheduler&) = delete;
     StageScheduler& operator=(const StageScheduler&) = delete;
@@ -106,6 +100,7 @@ public:
         below_ = std::move(below);
         lag_paths_.clear();  // below_lag_ns plans again
     }
+    [[nodiscard]] const std::vector<const StageScheduler*>& below() const noexcept { return below_; }
 
     // Whether this stage lies on one of several parallel DAG branches (parallel_branches): where
     // Policy::coherent_rank applies. Set once, before any thread forms a batch.
@@ -145,6 +140,7 @@ public:
     }
 
     friend class rules::VirtualQueueGate;  // reads the stages below: their below_ and in-flight counts
+    template <class> friend struct llm::LlmJoin;  // an LLM stage's step boundary
     // rules::own_duration_scale over every batch this stage has run. The two sums are read one after the
     // other: a batch observed in between shifts the ratio by at most that one batch.
     [[nodiscard]] double own_duration_scale() const noexcept {
@@ -274,73 +270,8 @@ public:
         store_sizes();
     }
 
-    // An LLM stage's cost model (nullptr for a DNN stage). Mutable only under the batch-forming lock's
-    // discipline: the simulator's engine observes finished sequences through it.
-    [[nodiscard]] llm::LlmCost* llm_cost() noexcept { return llm_.get(); }
-    [[nodiscard]] const llm::LlmCost* llm_cost() const noexcept { return llm_.get(); }
-    // Sequences running on the LLM stage's busiest worker at its last step boundary (what the stages
-    // above price a request's decode steps at). Any thread; relaxed.
-    [[nodiscard]] std::int64_t llm_running() const noexcept { return llm_running_.load(std::memory_order_relaxed); }
-    // The LLM stages below this one, whose per-request cost the pop rule adds to the published term.
-    void set_llm_below(std::vector<const StageScheduler*> v) { llm_below_ = std::move(v); }
-
-    // An LLM stage's step boundary (DESIGN §3.8): the requests joining a worker that runs `running`
-    // sequences, at most `slots` of them and only while their KV reservations fit in kv_free tokens (the
-    // first that does not fit waits: no skipping ahead). Drain and admission as form_batch; pard purges
-    // and judges each request by its own cost (rules/llm_deadline.hpp), scorpio by its first token
-    // (rules/scorpio_ttft.hpp), the other rules as at a DNN stage with the running means' cost as d_k.
-    template <class IsCancelled = NeverCancelled>
-    void form_join(std::int64_t now_ns, std::int64_t running, std::int64_t slots, std::int64_t kv_free,
-                   BatchResult& out, IsCancelled&& is_cancelled = IsCancelled{}) {
-        std::lock_guard<std::mutex> guard(mu_);
-        out.clear();
-        sync_rank();
-        const PublishedTerms t = effective(terms_.load());
-        llm_running_.store(running, std::memory_order_relaxed);
-        drain_locked(t, out.drops, is_cancelled);
-        const DropRule rule = cfg_.policy.drop;
-        const llm::LlmStageSpec& sp = llm_->spec();
-        if (rule == DropRule::kPard) {  // step 2 with the request's own cost at one more running sequence
-            const std::int64_t base = now_ns + t.downstream_ns;
-            heap().drain_min_while([&](const Request& r) { return rules::llm_drops(r, base, llm_->cost_ns(r, running + 1)); },
-                                   [&](Request&& r) { discard(out.drops, r, Reason::kInfeasible, is_cancelled); });
-        }
-        const bool pop_max = ranked_ || current_order() == Order::kHbf;
-        while (slots > 0 && !queue_.empty()) {
-            const Request r = queue_.pop(pop_max);
-            if (is_cancelled(r.id)) {
-                out.drops.push_back(Drop{r, Reason::kCancelled});
-                continue;
-            }
-            const std::int64_t need = sp.reservation(r);
-            if (need > kv_free) {
-                heap().push(r);
-                break;
-            }
-            const std::int64_t n = running + 1;
-            int v = -1;
-            if (rule == DropRule::kPard) {
-                if (rules::llm_drops(r, now_ns + t.downstream_ns, llm_->cost_ns(r, n))) v = static_cast<int>(Reason::kInfeasible);
-            } else if (rule == DropRule::kScorpio) {
-                if (rules::scorpio_rejects(r, now_ns, sp.prefill_ns(r.in_tokens))) v = static_cast<int>(Reason::kRejected);
-            } else if (rule == DropRule::kNexus) {
-                if (!nexus_feasible(r, now_ns, llm_->cost_ns(r, n), cfg_.budget_fraction)) v = static_cast<int>(Reason::kWindow);
-            } else {
-                v = rules::baseline_verdict(rule, r, now_ns, cfg_.budget_fraction);
-            }
-            if (v >= 0) {
-                out.drops.push_back(Drop{r, static_cast<Reason>(static_cast<std::uint8_t>(v))});
-                continue;
-            }
-            out.batch.push_back(r);
-            kv_free -= need;
-            --slots;
-            ++running;
-        }
-        queue_.end_run();
-        out.expected_duration_ns = sp.step_ns(running);
-        store_sizes();
-    }
+    // LLM stages (pard/llm/stage_llm.hpp); an LLM stage's joins at a step boundary: llm::LlmJoin::form.
+    [[nodiscard]] llm::StageLlm& llm() noexcept { return llm_; }
 
 private:
     // Neither the planner nor this stage has measured a batch yet.
@@ -361,7 +292,7 @@ private:
         for (std::size_t k = 0; k < purge_thr_.size(); ++k) {
             purge_thr_[k] = pard_threshold(t_e_ns, d1, rules::tier_downstream_ns(t, outranks(k)));
         }
-        heap().drain_min_while([this](const Request& r) { return pard_drops(r, purge_thr_[heap().index(r.tier)] + llm_below_ns(r)); },
+        heap().drain_min_while([this](const Request& r) { return pard_drops(r, purge_thr_[heap().index(r.tier)] + llm_.below_ns(r)); },
                                [&](Request&& r) { discard(drops, r, Reason::kInfeasible, is_cancelled); });
     }
 
@@ -382,7 +313,7 @@ private:
                 tier_thr_[k] = pard_threshold(t_e_ns, d, live > base ? live : base);
             }
             pop_loop(out, pop_max, is_cancelled, [&](const Request& r) {
-                return vq_.verdict(pard_drops(r, tier_thr_[heap().index(r.tier)] + llm_below_ns(r)), r, t_e_ns + d, now_ns);
+                return vq_.verdict(pard_drops(r, tier_thr_[heap().index(r.tier)] + llm_.below_ns(r)), r, t_e_ns + d, now_ns);
             }, limit);
             return;
         }
@@ -393,19 +324,8 @@ private:
         }
         const std::int64_t thr = pard_threshold(t_e_ns, d, best);
         pop_loop(out, pop_max, is_cancelled, [&](const Request& r) {
-            return vq_.verdict(pard_drops(r, thr + llm_below_ns(r)), r, t_e_ns + d, now_ns);
+            return vq_.verdict(pard_drops(r, thr + llm_.below_ns(r)), r, t_e_ns + d, now_ns);
         }, limit);
-    }
-
-    // The largest per-request cost of the LLM stages below (0 without any): added to the published term,
-    // which holds their queueing and what lies below them, not the request's own prefill and decode.
-    [[nodiscard]] std::int64_t llm_below_ns(const Request& r) const {
-        std::int64_t best = 0;
-        for (const StageScheduler* s : llm_below_) {
-            const std::int64_t c = s->llm_->cost_ns(r, s->llm_running() > 0 ? s->llm_running() : 1);
-            best = c > best ? c : best;
-        }
-        return best;
     }
 
     template <class IsCancelled>
@@ -439,17 +359,7 @@ private:
 
     // Policy::live_queues (mu_ held): the longest summed queue_lag_ns over the paths below this stage.
     [[nodiscard]] std::int64_t below_lag_ns(std::int64_t transit_ns, double min_weight = 0.0) {
-        if (!cfg_.policy.live_queues || below_.empty()) return 0;
-        if (!lag_paths_.planned()) {  // every stage's set_below has run by the first batch
-            lag_paths_.plan(
-                below_.size(),
-                [this](std::size_t i, std::size_t j) {
-                    const auto& under = below_[i]->below_;
-                    return std::find(under.begin(), under.end(), below_[j]) != under.end();
-                },
-                [this](std::size_t i) { return below_[i]->below_.size(); });
-        }
-        return lag_paths_.longest([&](std::size_t i) { return below_[i]->queue_lag_ns(transit_ns, min_weight); });
+        return cfg_.policy.live_queues ? rules::longest_below_lag(lag_paths_, below_, transit_ns, min_weight) : 0;
     }
 
     // Step 2b (rules/overload.hpp): true when the queue cannot drain within the largest slack; then sheds,
@@ -491,11 +401,7 @@ private:
         admission_.begin(t);
         queue_.drain([&](const Request& r) {
             int v = admission_.verdict(r, heap().size());
-            if (v < 0 && llm_ && cfg_.policy.drop == DropRule::kVllm &&
-                rules::vllm_rejects(heap().size(), rules::vllm_queue_cap(cfg_.llm_spec.max_seqs, r.deadline_ns - r.send_ns,
-                                                                        llm_->cost_ns(r, llm_running())))) {
-                v = static_cast<int>(Reason::kRejected);
-            }
+            if (v < 0 && llm_.vllm_rejects(cfg_.policy.drop, r, heap().size())) v = static_cast<int>(Reason::kRejected);
             if (v < 0) {
                 queue_.push(r);
             } else {
@@ -541,12 +447,12 @@ private:
     rules::VirtualQueueGate vq_;                    // Policy::virtual_queue at an entry (mu_); in_flight
     std::atomic<std::int64_t> measured_sum_ns_{0};  // observe_batch: measured batch ns, ever
     std::atomic<std::int64_t> profiled_sum_ns_{0};  // ... and the profile's d_k(b) for the same batches
-    std::unique_ptr<llm::LlmCost> llm_;              // an LLM stage's cost model (cfg_.llm)
-    std::atomic<std::int64_t> llm_running_{0};       // llm_running()
-    std::vector<const StageScheduler*> llm_below_;  // set_llm_below: the LLM stages below
+    llm::StageLlm llm_;  // llm()
     std::atomic<Order> order_;
     std::mutex publish_mu_;  // serialises publishers (hysteresis step + snapshot store)
     SnapshotCell terms_;
 };
 
 }  // namespace pard
+
+#include "pard/llm/stage_join.hpp"  // StageScheduler::form_join's body: after the class it reads

@@ -60,4 +60,23 @@ private:
     std::vector<std::int64_t> path_;               // its longest summed lag path (scratch)
 };
 
+// The longest summed queue_lag_ns(transit_ns, min_weight) over the paths through `below` (the stages below
+// one stage; each Stage exposes below() and queue_lag_ns): planned on the first call, once every stage's
+// set_below has run.
+template <class Stage>
+[[nodiscard]] std::int64_t longest_below_lag(LongestLagPath& paths, const std::vector<const Stage*>& below,
+                                             std::int64_t transit_ns, double min_weight) {
+    if (below.empty()) return 0;
+    if (!paths.planned()) {
+        paths.plan(
+            below.size(),
+            [&below](std::size_t i, std::size_t j) {
+                const auto& under = below[i]->below();
+                return std::find(under.begin(), under.end(), below[j]) != under.end();
+            },
+            [&below](std::size_t i) { return below[i]->below().size(); });
+    }
+    return paths.longest([&](std::size_t i) { return below[i]->queue_lag_ns(transit_ns, min_weight); });
+}
+
 }  // namespace pard::rules

@@ -31,8 +31,12 @@
 #include "pard/policy.hpp"
 #include "pard/request.hpp"
 #include "pard/rules/llm_deadline.hpp"
+#include "pard/snapshot.hpp"
+#include "pard/stage_scheduler.hpp"
 
 namespace pard::sim {
+
+using llm::LlmJoin;
 
 // One running sequence.
 struct LlmSeq {
@@ -78,7 +82,7 @@ struct LlmDriver {
         auto& st = s.stages_[k];
         LlmRun& run = st.workers[wi].llm;
         st.sched->observe_batch(static_cast<std::int64_t>(run.seqs.size()), run.decode_ns);
-        auto* cost = st.sched->llm_cost();
+        auto* cost = st.sched->llm().cost();
         std::size_t keep = 0;
         for (std::size_t i = 0; i < run.seqs.size(); ++i) {
             LlmSeq& q = run.seqs[i];
@@ -101,15 +105,16 @@ struct LlmDriver {
         auto& st = s.stages_[k];
         auto& w = st.workers[wi];
         LlmRun& run = w.llm;
-        auto* cost = st.sched->llm_cost();
+        auto* cost = st.sched->llm().cost();
         const auto& sp = cost->spec();
         const std::int64_t now = s.now_;
         stop_sequences(s, k, run);
         if (!w.retiring) {
             const auto slots = sp.max_seqs - static_cast<std::int64_t>(run.seqs.size());
             if (slots > 0) {
-                st.sched->form_join(now, static_cast<std::int64_t>(run.seqs.size()), slots, sp.kv_tokens - run.kv_used,
-                                    st.scratch, [&s](std::uint64_t id) { return !s.out_.pending(id); });
+                auto cancelled = [&s](std::uint64_t id) { return !s.out_.pending(id); };
+                LlmJoin<decltype(cancelled)>::form(*st.sched, now, static_cast<std::int64_t>(run.seqs.size()), slots,
+                                                   sp.kv_tokens - run.kv_used, st.scratch, cancelled);
                 s.handle_drops(k, st.scratch.drops);
                 for (const Request& r : st.scratch.batch) {
                     LlmSeq q;
@@ -137,11 +142,58 @@ struct LlmDriver {
         start_step(s, k, wi);
     }
 
+    // Each stage's scheduler learns the LLM stages below it (their per-request cost joins its pop rule).
+    static void link(Sim& s, const std::vector<std::vector<int>>& below) {
+        for (std::size_t i = 0; i < s.stages_.size(); ++i) {
+            std::vector<const llm::StageLlm*> llm;
+            s.llm_below_.emplace_back();
+            for (int j : below[i]) {
+                if (!s.stages_[static_cast<std::size_t>(j)].llm) continue;
+                llm.push_back(&s.stages_[static_cast<std::size_t>(j)].sched->llm());
+                s.llm_below_.back().push_back(static_cast<std::size_t>(j));
+            }
+            s.stages_[i].sched->llm().set_below(std::move(llm));
+        }
+    }
+
+    // A kick at an LLM stage: every idle worker reaches a step boundary.
+    static void kick(Sim& s, std::size_t k) {
+        for (std::size_t wi = 0; wi < s.stages_[k].workers.size(); ++wi) {
+            if (s.stages_[k].workers[wi].st == Sim::WState::kIdle) boundary(s, k, wi);
+        }
+    }
+
+    // Stage k's terms, and those of the stages above an LLM stage, count load in work (LlmLoad): at an LLM
+    // stage mu = the window's work / (window x serving workers) and the service rate = workers / mean work;
+    // a stage above takes the larger mu and the smaller path rate.
+    static void load_terms(Sim& s, std::size_t k, PublishedTerms& t) {
+        const auto terms_of = [&s](std::size_t j, double& mu, double& rate) {
+            auto& l = s.stages_[j];
+            l.llm_load.trim(s.now_);
+            if (l.llm_load.arrivals.empty()) return false;
+            const double w = std::max(1, s.workers(j));
+            mu = l.llm_load.sum / (w * static_cast<double>(LlmLoad::kWindowNs) * 1e-9);
+            rate = w * static_cast<double>(l.llm_load.arrivals.size()) / l.llm_load.sum;
+            return true;
+        };
+        double mu = 0.0, rate = 0.0;
+        if (s.stages_[k].llm && terms_of(k, mu, rate)) {
+            t.mu = mu;
+            t.service_rate = rate;
+        }
+        if (k >= s.llm_below_.size()) return;
+        for (std::size_t j : s.llm_below_[k]) {
+            if (!terms_of(j, mu, rate)) continue;
+            t.mu = std::max(t.mu, mu);
+            if (t.path_rate > 0.0) t.path_rate = std::min(t.path_rate, rate);
+        }
+    }
+
 private:
     // Step 2: cancelled copies, and (pard) the sequences that can no longer finish in time, stop.
     static void stop_sequences(Sim& s, std::size_t k, LlmRun& run) {
         auto& st = s.stages_[k];
-        const auto* cost = st.sched->llm_cost();
+        const auto* cost = st.sched->llm().cost();
         const bool judge = s.cfg_.policy.llm_tokens && s.cfg_.policy.drop == DropRule::kPard;
         const std::int64_t down = judge ? st.sched->effective_terms().downstream_ns : 0;
         const std::int64_t step = cost->spec().step_ns(static_cast<std::int64_t>(run.seqs.size()));
@@ -172,7 +224,7 @@ private:
         auto& w = st.workers[wi];
         LlmRun& run = w.llm;
         const auto n = static_cast<std::int64_t>(run.seqs.size());
-        const std::int64_t decode = st.sched->llm_cost()->spec().step_ns(n);
+        const std::int64_t decode = st.sched->llm().cost()->spec().step_ns(n);
         std::int64_t prefill = 0;
         for (const LlmSeq& q : run.seqs) prefill += q.prefill_ns;
         const double factor = st.exec_scale * s.jitter_();

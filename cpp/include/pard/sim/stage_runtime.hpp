@@ -61,6 +61,40 @@ struct SimStage {
     StageStats stats;
     FreeWorkerIndex free;  // purge_busy's index (pard only)
 
+    // Growing from `current` counted workers towards n: busy workers marked to retire stay instead, in index
+    // order; touch(i) after each change. Returns the new count.
+    template <class Touch>
+    int revoke_retirements(int current, int n, Touch&& touch) {
+        for (std::size_t i = 0; i < workers.size() && current < n; ++i) {
+            SimWorker& w = workers[i];
+            if (w.st == WState::kBusy && w.retiring) {
+                w.retiring = false;
+                touch(i);
+                ++current;
+            }
+        }
+        return current;
+    }
+
+    // Shrinking from `current` counted workers to n: cold first, then idle, then busy ones (they retire after
+    // their collected work), highest index first; touch(i) after each change.
+    template <class Touch>
+    void shrink(int current, int n, Touch&& touch) {
+        for (WState kind : {WState::kCold, WState::kIdle, WState::kBusy}) {
+            for (std::size_t i = workers.size(); i-- > 0 && current > n;) {
+                SimWorker& w = workers[i];
+                if (w.st != kind || !w.counts()) continue;
+                if (kind == WState::kBusy) {
+                    w.retiring = true;
+                } else {
+                    set_state(w, WState::kRetired);
+                }
+                touch(i);
+                --current;
+            }
+        }
+    }
+
     // Moves worker w to state `to`, keeping the idle count.
     void set_state(SimWorker& w, WState to) noexcept {
         if (w.st == WState::kIdle) --idle;

@@ -1,0 +1,81 @@
+// pard/llm/stage_join.hpp — an LLM stage's step boundary in its StageScheduler (DESIGN §3.8): who joins
+// the running batch. Included at the end of pard/stage_scheduler.hpp (a friend of StageScheduler); it takes
+// the stage's batch-forming lock as form_batch does.
+//
+// The requests joining a worker that runs `running` sequences: at most `slots` of them, and only while
+// their KV reservations fit in kv_free tokens (the first that does not fit waits: no skipping ahead).
+// Drain and admission as form_batch (vllm's queue cap among them, pard/llm/stage_llm.hpp); pard purges the
+// low end and judges each request by its own cost (rules/llm_deadline.hpp), scorpio by its first token
+// (rules/scorpio_ttft.hpp), nexus by the running means' cost as d_k, the other rules as at a DNN stage.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+
+#include "pard/batch.hpp"
+#include "pard/estimator.hpp"
+#include "pard/llm/stage_llm.hpp"
+#include "pard/rules/baseline_drops.hpp"
+#include "pard/rules/llm_deadline.hpp"
+#include "pard/rules/scorpio_ttft.hpp"
+
+namespace pard::llm {
+
+template <class IsCancelled>
+struct LlmJoin {
+    template <class Sched>
+    static void form(Sched& s, std::int64_t now_ns, std::int64_t running, std::int64_t slots, std::int64_t kv_free,
+                     BatchResult& out, IsCancelled& is_cancelled) {
+        std::lock_guard<std::mutex> guard(s.mu_);
+        out.clear();
+        s.sync_rank();
+        const PublishedTerms t = s.effective(s.terms_.load());
+        s.llm_.set_running(running);
+        s.drain_locked(t, out.drops, is_cancelled);
+        const DropRule rule = s.cfg_.policy.drop;
+        const auto* cost = s.llm_.cost();
+        const LlmStageSpec& sp = cost->spec();
+        if (rule == DropRule::kPard) {  // step 2 with the request's own cost at one more running sequence
+            const std::int64_t base = now_ns + t.downstream_ns;
+            s.heap().drain_min_while([&](const Request& r) { return rules::llm_drops(r, base, cost->cost_ns(r, running + 1)); },
+                                   [&](Request&& r) { s.discard(out.drops, r, Reason::kInfeasible, is_cancelled); });
+        }
+        const bool pop_max = s.ranked_ || s.current_order() == Order::kHbf;
+        while (slots > 0 && !s.queue_.empty()) {
+            const Request r = s.queue_.pop(pop_max);
+            if (is_cancelled(r.id)) {
+                out.drops.push_back(Drop{r, Reason::kCancelled});
+                continue;
+            }
+            const std::int64_t need = sp.reservation(r);
+            if (need > kv_free) {
+                s.heap().push(r);
+                break;
+            }
+            const std::int64_t n = running + 1;
+            int v = -1;
+            if (rule == DropRule::kPard) {
+                if (rules::llm_drops(r, now_ns + t.downstream_ns, cost->cost_ns(r, n))) v = static_cast<int>(Reason::kInfeasible);
+            } else if (rule == DropRule::kScorpio) {
+                if (rules::scorpio_rejects(r, now_ns, sp.prefill_ns(r.in_tokens))) v = static_cast<int>(Reason::kRejected);
+            } else if (rule == DropRule::kNexus) {
+                if (!nexus_feasible(r, now_ns, cost->cost_ns(r, n), s.cfg_.budget_fraction)) v = static_cast<int>(Reason::kWindow);
+            } else {
+                v = rules::baseline_verdict(rule, r, now_ns, s.cfg_.budget_fraction);
+            }
+            if (v >= 0) {
+                out.drops.push_back(Drop{r, static_cast<Reason>(static_cast<std::uint8_t>(v))});
+                continue;
+            }
+            out.batch.push_back(r);
+            kv_free -= need;
+            --slots;
+            ++running;
+        }
+        s.queue_.end_run();
+        out.expected_duration_ns = sp.step_ns(running);
+        s.store_sizes();
+    }
+};
+
+}  // namespace pard::llm
