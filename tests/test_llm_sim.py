@@ -171,3 +171,15 @@ def test_vllm_and_scorpio_drop_only_at_the_llm_stage() -> None:
         r = run(chain(slo=10.0), arr.tolist(), ins.tolist(), outs.tolist(), pol, jitter_cv=0.1)
         assert r.dropped == 0 and r.rejected > 0, pol
         assert set(np.asarray(r.drop_stage)[np.asarray(r.drop_stage) >= 0].tolist()) == {1}, pol
+
+
+def test_a_workload_with_tokens_drives_the_llm_stage() -> None:
+    """simulate takes a Workload's token counts (real pairs from the bundled trace) for an llm stage."""
+    from pard.workloads import Workload, draw_tokens, poisson
+    arr = poisson(4.0, 30.0, seed=2)
+    ins, outs = draw_tokens(arr.size, seed=2)
+    w = Workload(arrivals_s=arr, in_tokens=ins, out_tokens=outs)
+    r = simulate(chain(slo=10.0), w, "pard", jitter_cv=0.1)
+    assert r.submitted == arr.size and r.on_time > 0
+    with pytest.raises(PardError, match="in_tokens"):
+        simulate(chain(slo=10.0), Workload(arrivals_s=arr), "pard")

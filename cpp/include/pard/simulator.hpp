@@ -46,7 +46,7 @@
 //     later (the request is then attributed to this stage instead of being a cancelled copy).
 //
 //   * An LLM stage (SimStageConfig::llm) batches at token boundaries: its workers step through
-//     pard/sim/llm_worker.hpp, the same event queue and StageScheduler (form_join) deciding who joins.
+//     pard/sim/llm_worker.hpp, the same event queue and StageScheduler (llm::LlmJoin) deciding who joins.
 //     Its load factor and service rate are published in work, not requests: the planner's terms for
 //     it, and the mu of every stage above it, take the work its arrivals bring (sim::LlmDriver::load_terms).
 //

@@ -51,7 +51,7 @@ struct StageConfig {
     std::size_t ring_capacity = 65536;  // ingress ring slots (a power of two)
     std::vector<double> tier_weights;   // tier t's weight (> 0); used by tiered policies; empty = one tier
     bool entry = true;                  // an entry stage (where max_queue_entry_only bounds apply)
-    // An LLM stage (DESIGN §3.8): requests join a running batch at token boundaries (form_join); profile
+    // An LLM stage (DESIGN §3.8): requests join a running batch at token boundaries (llm::LlmJoin); profile
     // is then its decode step's duration and max_batch its max_seqs.
     bool llm = false;
     llm::LlmStageSpec llm_spec;

@@ -455,4 +455,4 @@ private:
 
 }  // namespace pard
 
-#include "pard/llm/stage_join.hpp"  // StageScheduler::form_join's body: after the class it reads
+#include "pard/llm/stage_join.hpp"  // an LLM stage's joins (a friend): after the class it reads

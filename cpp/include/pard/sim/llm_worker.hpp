@@ -1,6 +1,7 @@
 // pard/sim/llm_worker.hpp — an LLM stage's workers in the simulator (DESIGN §3.8): iteration-level
 // ("continuous") batching on the simulator's event queue, with the stage's own StageScheduler deciding
 // who joins (pard/simulator.hpp drives it; the live runtime follows the same rule).
+// Its load factor and service rate count work, not requests (load_terms).
 //
 // A worker runs decode steps back to back while it has running sequences. At each step boundary:
 //   1. every running sequence emitted one token in the step that ended; one that has emitted its
@@ -9,7 +10,7 @@
 //   2. a sequence whose request ended elsewhere (a cancelled DAG copy) stops; under pard (llm_tokens) a
 //      sequence that can no longer finish by its deadline stops too (rules/llm_deadline.hpp), dropped
 //      here with reason `infeasible`, its KV freed, no more compute;
-//   3. StageScheduler::form_join hands the joiners: at most max_seqs - running, while their KV
+//   3. the stage's StageScheduler hands the joiners (llm::LlmJoin, pard/llm/stage_join.hpp): at most max_seqs - running, while their KV
 //      reservations (prompt + largest answer) fit the worker's budget; no preemption;
 //   4. the next step runs decode(n) for the n sequences running after the join, plus each joiner's
 //      prefill, times the jitter factor (and exec_scale). Every running sequence, joiners included,
