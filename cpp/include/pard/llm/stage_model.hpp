@@ -6,7 +6,8 @@
 // stage), plus its limits (max_seqs, the KV budget in tokens, the output cap). LlmCost adds what is not
 // known at admission, the output length: a policy with llm_tokens reads the stage's learned distribution
 // (a quantile of it, conditioned on input length, tier, hint and the tokens already generated; the
-// predictor of pard/llm/length_model.hpp), every other policy the running means of finished requests.
+// OutputLengthPredictor of pard/llm/output_length.hpp), every other policy the running means of finished
+// requests.
 // Until kWarmup sequences have finished, both price a request at one output token.
 //
 // Costs, for a request r joining a batch that then runs n sequences:
@@ -23,7 +24,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "pard/llm/length_model.hpp"
+#include "pard/llm/output_length.hpp"
 #include "pard/profile.hpp"
 #include "pard/request.hpp"
 
@@ -78,7 +79,7 @@ public:
 
     LlmCost(LlmStageSpec spec, bool token_aware, double quantile, int tiers)
         : spec_(std::move(spec)), tokens_(token_aware), q_(quantile),
-          lengths_(LengthConfig{spec_.max_output_tokens, 2000.0, 32, tiers < 1 ? 1 : tiers}) {}
+          lengths_(OutputLengthConfig{spec_.max_output_tokens, 2000.0, 32, tiers < 1 ? 1 : tiers}) {}
 
     [[nodiscard]] const LlmStageSpec& spec() const noexcept { return spec_; }
     [[nodiscard]] bool token_aware() const noexcept { return tokens_; }
@@ -128,7 +129,7 @@ public:
     }
     // Calibration: a request predicted `predicted` tokens at admission finished with `actual`.
     void record_calibration(std::int32_t predicted, std::int32_t actual) { lengths_.record_calibration(predicted, actual); }
-    [[nodiscard]] LengthModel::Calibration calibration() const { return lengths_.calibration(); }
+    [[nodiscard]] OutputLengthPredictor::Calibration calibration() const { return lengths_.calibration(); }
 
     [[nodiscard]] double mean_in() const noexcept { return done_ > 0 ? sum_in_ / static_cast<double>(done_) : 0.0; }
 
@@ -136,7 +137,7 @@ private:
     LlmStageSpec spec_;
     bool tokens_;
     double q_;
-    LengthModel lengths_;
+    OutputLengthPredictor lengths_;
     double sum_out_ = 0.0;
     double sum_in_ = 0.0;
     std::int64_t done_ = 0;
