@@ -4,6 +4,8 @@ the decode-time drop, and every named policy on a small embed -> generate chain.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ from pard import PardError
 from pard.config import PipelineSpec, loads
 from pard.config.writers import dumps
 from pard.outcomes import STATES
-from pard.policies import policy_names
+from pard.policies import get_policy, policy_names
 from pard.sim import simulate
 
 LLM = dict(name="generate", kind="llm", prefill={"base": 0.012, "per_token": 0.00008},
@@ -27,7 +29,7 @@ def alone(slo: float = 30.0, **llm: object) -> PipelineSpec:
     return PipelineSpec(name="alone", slo=slo, stages=[{**LLM, **llm}])
 
 
-def run(spec: PipelineSpec, arrivals: list[float], ins: list[int], outs: list[int], policy: str = "naive",
+def run(spec: PipelineSpec, arrivals: list[float], ins: list[int], outs: list[int], policy: object = "naive",
         **kw: object):  # type: ignore[no-untyped-def]
     return simulate(spec, np.asarray(arrivals, dtype=float), policy, in_tokens=np.asarray(ins),
                     out_tokens=np.asarray(outs), jitter_cv=kw.pop("jitter_cv", 0.0), **kw)  # type: ignore[arg-type]
@@ -139,7 +141,7 @@ def test_decode_time_drop_stops_spending() -> None:
     k = 40  # short sequences first, so the stage has lengths to predict from
     arr = [0.1 * i for i in range(k)] + [10.0]
     outs = [3] * k + [1000]  # the last needs 10 s alone: past its 5 s SLO
-    r = run(spec, arr, [0] * (k + 1), outs, "pard")
+    r = run(spec, arr, [0] * (k + 1), outs, dataclasses.replace(get_policy("pard"), llm_stop=True))
     last = k
     assert STATES[r.state[last]] == "dropped" and r.drop_stage[last] == 0  # at the LLM stage
     assert r.reasons[r.reason[last]] == "infeasible"

@@ -73,10 +73,11 @@ class Policy:
                  max_queue: int = 0, max_queue_entry_only: bool = False, shed: bool = True,
                  pace: bool = False, overload_below: str = "none", coherent_rank: bool = False,
                  live_queues: bool = False, virtual_queue: bool = False, llm_tokens: bool = False,
-                 llm_quantile: float = 0.5) -> None: ...
+                 llm_quantile: float = 0.5, llm_stop: bool = False) -> None: ...
     # order: "fcfs" | "lbf" | "hbf" | "adaptive"
     # drop: "none" | "pard" | "clipper" | "nexus" | "dagor" | "triton" | "ray-serve" | "vllm" | "scorpio"
-    # llm_tokens: at LLM stages, each request's own predicted length (llm_quantile in (0, 1)), else the means
+    # llm_tokens: at LLM stages, each request's own predicted length (llm_quantile in (0, 1)), else the means;
+    # llm_stop: the pard rule stops a running sequence that can no longer finish by its deadline
     # tiered: one heap per tier (served / shed by weight); reactive: the hot-path overload test;
     # max_queue: reject at that many queued (0 = none), at entry stages only with max_queue_entry_only
     # overload_below: "none" | "overloaded" (what a stage reads of the stages below it)
@@ -115,6 +116,8 @@ class Policy:
     def llm_tokens(self) -> bool: ...
     @property
     def llm_quantile(self) -> float: ...
+    @property
+    def llm_stop(self) -> bool: ...
     def __eq__(self, other: object) -> bool: ...
 
 class StageScheduler:

@@ -179,9 +179,15 @@ class PolicySpec:
         max_queue_entry_only: apply ``max_queue`` at entry stages only (``ray-serve``).
         llm_tokens: at an LLM stage and above it, price each request by its own predicted output length (the
             ``llm_quantile`` of the stage's learned length distribution, given its input length, tier and
-            hint) and stop a sequence during decode once it can no longer finish in time (``pard``;
-            DESIGN §3.8); otherwise every request is priced at the running means of finished requests.
+            hint), at a token time that counts the share of the engine its joiners' prefills take (``pard``;
+            DESIGN §3.8); otherwise every request is priced at the running means of finished requests and the
+            profile's decode step.
         llm_quantile: the quantile of the output-length distribution ``llm_tokens`` uses, in (0, 1).
+        llm_stop: with the pard rule, stop a running sequence at a step boundary once it can no longer finish
+            by its deadline at the uncontended decode pace (reason ``infeasible``; DESIGN §3.8).  Off in
+            ``pard``: on an engine whose joins' prefills dominate, the freed slot is refilled at once and the
+            new prefill stalls every running sequence, which costs more goodput and LLM compute than the
+            stopped sequence's last steps save (bench/llm_chain.py; bench/RESULTS.md).
         lam: the policy's own downstream quantile (None: the paper's 0.1); a ``lam`` passed to
             ``simulate`` / the planner overrides it.
         description: one line for tables and ``--help``.
@@ -218,6 +224,7 @@ class PolicySpec:
     max_queue_entry_only: bool = False
     llm_tokens: bool = False
     llm_quantile: float = 0.5
+    llm_stop: bool = False
     lam: float | None = None
     description: str = ""
 
@@ -276,6 +283,7 @@ class PolicySpec:
             max_queue_entry_only=self.max_queue_entry_only,
             llm_tokens=self.llm_tokens,
             llm_quantile=float(self.llm_quantile),
+            llm_stop=self.llm_stop,
         )
 
     def for_autoscaling(self) -> PolicySpec:

@@ -151,6 +151,9 @@ struct Policy {
     // time; without it they see the running means of finished requests (the paper's stated limit).
     bool llm_tokens = false;
     double llm_quantile = 0.5;
+    // LLM stages, pard rule: stop a running sequence at a step boundary once it can no longer finish by its
+    // deadline (pard/sim/llm_worker.hpp, step 2).
+    bool llm_stop = false;
 
     // Validates the parameters; throws std::invalid_argument naming the field and value.
     void validate() const {

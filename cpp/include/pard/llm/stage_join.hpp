@@ -33,7 +33,8 @@ struct LlmJoin {
         s.llm_.set_running(running);
         s.drain_locked(t, out.drops, is_cancelled);
         const DropRule rule = s.cfg_.policy.drop;
-        const auto* cost = s.llm_.cost();
+        auto* cost = s.llm_.cost();
+        cost->trim(now_ns);
         const LlmStageSpec& sp = cost->spec();
         if (rule == DropRule::kPard) {  // step 2 with the request's own cost at one more running sequence
             const std::int64_t base = now_ns + t.downstream_ns;

@@ -11,7 +11,9 @@
 // Until kWarmup sequences have finished, both price a request at one output token.
 //
 // Costs, for a request r joining a batch that then runs n sequences:
-//   cost(r, n) = prefill(in_r) + q_r x step(n)       q_r: predicted output tokens (>= 1)
+//   cost(r, n) = prefill(in_r) + q_r x token(n)      q_r: predicted output tokens (>= 1); token(n) = decode(n),
+//                                                    stretched (token-aware) by the share of the engine the
+//                                                    joiners' prefills took in the last 2 s (token_ns)
 //   work(r)    = prefill(in_r) + q_r x step(M) / M   worker-seconds at a full batch of M = max_seqs:
 //                the unit of the stage's load (mu) and service rate, so a burst of long prompts or long
 //                answers reads as the overload it is.
@@ -21,6 +23,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
+#include <utility>
 #include <stdexcept>
 #include <string>
 
@@ -76,6 +80,8 @@ public:
     // Finished sequences before a length is predicted: until then a request is priced at one token (its
     // prefill and one step), so the stage admits while it learns (the length model's own min_samples).
     static constexpr std::int64_t kWarmup = 32;
+    static constexpr std::int64_t kPrefillWindowNs = 2'000'000'000;  // observe_step's window
+    static constexpr double kMaxPrefillShare = 0.9;                  // a token at most 10 x decode(n)
 
     LlmCost(LlmStageSpec spec, bool token_aware, double quantile, int tiers)
         : spec_(std::move(spec)), tokens_(token_aware), q_(quantile),
@@ -111,7 +117,36 @@ public:
 
     // cost(r, n) of the header comment (ns): r's time at this stage if it joins a batch of n.
     [[nodiscard]] std::int64_t cost_ns(const Request& r, std::int64_t running) const {
-        return prefill_ns(r) + static_cast<std::int64_t>(predicted_len(r)) * spec_.step_ns(running);
+        return prefill_ns(r) + static_cast<std::int64_t>(predicted_len(r)) * token_ns(running);
+    }
+
+    // The time between two tokens of a running sequence (ns) with n running, as an admission sees it.
+    // Every step also runs its joiners' prefills, so under load a token takes longer than decode(n): a
+    // token-aware estimate divides decode(n) by the share of the recent window the stage's workers did not
+    // spend on prefills (observe_step); the others take decode(n). (The decode-time check keeps decode(n):
+    // it stops a sequence only once even the uncontended pace cannot finish it.)
+    [[nodiscard]] std::int64_t token_ns(std::int64_t running) const noexcept {
+        const std::int64_t d = spec_.step_ns(running);
+        if (!tokens_ || prefill_share_ <= 0.0) return d;
+        return static_cast<std::int64_t>(std::llround(static_cast<double>(d) / (1.0 - prefill_share_)));
+    }
+    // A step started at t_ns ran prefill_ns of joiners' prefills, with `workers` serving the stage.
+    void observe_step(std::int64_t t_ns, std::int64_t prefill_ns, int workers) {
+        if (prefill_ns > 0) {
+            prefills_.emplace_back(t_ns, prefill_ns);
+            prefill_sum_ += prefill_ns;
+        }
+        workers_ = workers < 1 ? 1.0 : static_cast<double>(workers);
+        trim(t_ns);
+    }
+    // Forgets the prefills older than the window (kPrefillWindowNs) at now_ns: an idle stage has none.
+    void trim(std::int64_t now_ns) {
+        while (!prefills_.empty() && prefills_.front().first <= now_ns - kPrefillWindowNs) {
+            prefill_sum_ -= prefills_.front().second;
+            prefills_.pop_front();
+        }
+        const double share = static_cast<double>(prefill_sum_) / (static_cast<double>(kPrefillWindowNs) * workers_);
+        prefill_share_ = std::min(share, kMaxPrefillShare);
     }
 
     // work(r) of the header comment (s).
@@ -139,6 +174,10 @@ private:
     double q_;
     OutputLengthPredictor lengths_;
     double sum_out_ = 0.0;
+    std::deque<std::pair<std::int64_t, std::int64_t>> prefills_;  // (step start, its prefill ns) in the window
+    std::int64_t prefill_sum_ = 0;
+    double workers_ = 1.0;
+    double prefill_share_ = 0.0;  // of the window's worker time, spent on prefills (capped)
     double sum_in_ = 0.0;
     std::int64_t done_ = 0;
 };

@@ -7,9 +7,9 @@
 //   1. every running sequence emitted one token in the step that ended; one that has emitted its
 //      out_tokens-th token (capped by its hint and max_output_tokens) leaves: its KV is freed, the
 //      stage's length model observes it, and it goes to its successors or finishes;
-//   2. a sequence whose request ended elsewhere (a cancelled DAG copy) stops; under pard (llm_tokens) a
-//      sequence that can no longer finish by its deadline stops too (rules/llm_deadline.hpp), dropped
-//      here with reason `infeasible`, its KV freed, no more compute;
+//   2. a sequence whose request ended elsewhere (a cancelled DAG copy) stops; under a pard rule with
+//      Policy::llm_stop a sequence that can no longer finish by its deadline stops too
+//      (rules/llm_deadline.hpp), dropped here with reason `infeasible`, its KV freed, no more compute;
 //   3. the stage's StageScheduler hands the joiners (llm::LlmJoin, pard/llm/stage_join.hpp): at most max_seqs - running, while their KV
 //      reservations (prompt + largest answer) fit the worker's budget; no preemption;
 //   4. the next step runs decode(n) for the n sequences running after the join, plus each joiner's
@@ -191,11 +191,13 @@ struct LlmDriver {
     }
 
 private:
-    // Step 2: cancelled copies, and (pard) the sequences that can no longer finish in time, stop.
+    // Step 2: cancelled copies, and (Policy::llm_stop) the sequences that can no longer finish in time, stop.
+    // The estimate is at the decode step alone, decode(n): a sequence stops only once even an uncontended
+    // pace would miss its deadline.
     static void stop_sequences(Sim& s, std::size_t k, LlmRun& run) {
         auto& st = s.stages_[k];
         const auto* cost = st.sched->llm().cost();
-        const bool judge = s.cfg_.policy.llm_tokens && s.cfg_.policy.drop == DropRule::kPard;
+        const bool judge = s.cfg_.policy.llm_stop && s.cfg_.policy.drop == DropRule::kPard;
         const std::int64_t down = judge ? st.sched->effective_terms().downstream_ns : 0;
         const std::int64_t step = cost->spec().step_ns(static_cast<std::int64_t>(run.seqs.size()));
         std::size_t keep = 0;
@@ -241,6 +243,7 @@ private:
             prefill_drawn += p;
         }
         run.decode_ns = dur - prefill_drawn;
+        st.sched->llm().cost()->observe_step(s.now_, prefill_drawn, s.workers(k));
         const BatchShares shares(run.decode_ns, run.seqs.size());
         for (std::size_t i = 0; i < run.seqs.size(); ++i) s.out_.charge(run.seqs[i].r.id, k, shares(i));
         st.set_state(w, Sim::WState::kBusy);
