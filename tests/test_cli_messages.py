@@ -47,7 +47,7 @@ def test_unknown_pipeline_name_is_quoted_once(capsys: pytest.CaptureFixture[str]
     code, _, err = run_main(capsys, "simulate", "--pipeline", "bogus")
     assert code == 2
     assert err.strip() == ("pard simulate: error: --pipeline 'bogus': no such pipeline file, and not a built-in "
-                           "pipeline name (built-ins: tm, lv, ga, da)")
+                           "pipeline name (built-ins: tm, lv, ga, da, rag)")
 
 
 def test_invalid_spec_file_names_the_file_once_and_the_field_and_value(tmp_path: Path,
@@ -165,7 +165,7 @@ def test_served_pipeline_errors_quote_the_pipeline_once(tmp_path: Path) -> None:
     with pytest.raises(ServeConfigError) as info:
         load_serve_config(tmp_path / "a.yaml").pipeline_spec()
     assert str(info.value).endswith("pipeline: 'bogus': no such pipeline file, and not a built-in pipeline name "
-                                    "(built-ins: tm, lv, ga, da)")
+                                    "(built-ins: tm, lv, ga, da, rag)")
     (tmp_path / "spec.yaml").write_text(_tm_text().replace("slo: 0.4", "slo: soon"))
     (tmp_path / "b.yaml").write_text("pipeline: spec.yaml\n")
     with pytest.raises(ServeConfigError) as info:

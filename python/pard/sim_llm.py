@@ -50,7 +50,7 @@ def llm_tokens(spec: "PipelineSpec", n: int, *, in_tokens: Any, out_tokens: Any,
                 raise PardValueError(
                     f"pipeline {spec.name!r} has an llm stage ({llm[0]!r}), which needs every request's {name}; the "
                     f"workload has none: pass {name}= to simulate, or a Workload with token counts (e.g. "
-                    f"pard.workloads.azure_llm_conv())")
+                    f"pard.workloads.azure_llm_conv(tokens=True), or pairs from pard.workloads.draw_tokens(n))")
     lows = {"in_tokens": 0, "out_tokens": 1, "max_tokens": 0}
     return {name: None if v is None else _tokens(name, v, n, lows[name]) for name, v in given.items()}
 

@@ -16,7 +16,9 @@ from ..errors import TooManyArrivalsError, UsageError
 from ..plotting import plot_reports
 from ..report import comparison_dict, comparison_table
 from ..sim import compare
-from ..workloads import BUILTIN_TRACES, TRACE_FORMATS, UNITS, load_requests, load_trace, resolve_file_format
+from ..sim_llm import bound_spec
+from ..workloads import (BUILTIN_TRACES, TRACE_FORMATS, UNITS, draw_tokens, load_requests, load_trace,
+                         resolve_file_format)
 from .parsers import (add_command, DEFAULT_POLICIES, add_json, add_pipeline, check_output, check_plot_suffix, console,
                       is_stdout, load_spec, non_negative, slo_seconds, policies, positive, write_json)
 from .parsers import seed as seed_arg
@@ -165,6 +167,23 @@ def _header(spec: Any, label: str, arrivals: np.ndarray, slo: Any, load: float |
             f"{n} request{'' if n == 1 else 's'} over {span:g} s ({asked}{actual})")
 
 
+#: What the CLI tells a user whose pipeline has an llm stage (its requests need token counts).
+_TOKENS_NOTE = ("the llm stage's requests carry (input, output) token pairs drawn from the bundled Azure LLM "
+                "conversation trace (seeded by --seed); the capacity reads the llm stage at their mean lengths")
+
+
+#: How many token pairs the capacity's mean lengths are read from.
+_TOKEN_SAMPLE = 100_000
+
+
+def _llm_tokens(spec: Any, seed: int, n: int) -> dict[str, Any] | None:
+    """``n`` token pairs (seeded) when ``spec`` has an llm stage; else None."""
+    if not any(st.kind == "llm" for st in spec.stages):
+        return None
+    ins, outs = draw_tokens(n, seed=seed)
+    return {"in_tokens": ins, "out_tokens": outs, "max_tokens": None}
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``pard simulate``; returns the exit code."""
     escape = require("rich.markup", "cli", "the pard command").escape
@@ -173,7 +192,8 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec("--pipeline", args.pipeline)
     if args.slo is not None:
         warn_unreachable_slo(spec, args.slo)
-    capacity = spec.capacity().pipeline
+    tokens = _llm_tokens(spec, args.seed, _TOKEN_SAMPLE)
+    capacity = bound_spec(spec, tokens).capacity().pipeline if tokens else spec.capacity().pipeline
     fmt = resolve_file_format(Path(args.trace), args.trace_format, args.column, spell=spell)[0] if is_file else None
     exact = args.load is None and fmt == "csv"
     load = None if exact else (1.0 if args.load is None else args.load)
@@ -188,6 +208,11 @@ def run(args: argparse.Namespace) -> int:
     err = console(stderr=True)
     for note in _notes(args, spec, fmt):
         err.print(f"[yellow]note:[/] {escape(note)}")
+    if tokens:
+        drawn = _llm_tokens(spec, args.seed, int(arrivals.size))
+        assert drawn is not None
+        per_request.update(in_tokens=drawn["in_tokens"], out_tokens=drawn["out_tokens"])
+        err.print(f"[yellow]note:[/] {escape(_TOKENS_NOTE)}")
     span = float(args.duration) if args.duration is not None and not exact else float(arrivals[-1] - arrivals[0])
     line = _header(spec, label, arrivals, per_request["slo"], load, span, capacity)
     err.print(f"[bold]{escape(spec.name)}[/] {escape(line)}")

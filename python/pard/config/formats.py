@@ -23,7 +23,7 @@ from .writers import SPEC_SUFFIXES, _format_of, dumps, save
 __all__ = ["BUILTIN_NAMES", "SPEC_SUFFIXES", "builtin", "load", "loads", "save", "dumps", "resolve_pipeline"]
 
 #: Names of the built-in pipelines (DESIGN §5), loadable with :func:`builtin` or :func:`load`.
-BUILTIN_NAMES: tuple[str, ...] = ("tm", "lv", "ga", "da")
+BUILTIN_NAMES: tuple[str, ...] = ("tm", "lv", "ga", "da", "rag")
 
 
 def loads(text: str, *, format: Format = "yaml", source: str = "<string>") -> PipelineSpec:
