@@ -173,8 +173,10 @@ struct LlmDriver {
             l.llm_load.trim(s.now_);
             if (l.llm_load.arrivals.empty()) return false;
             const double w = std::max(1, s.workers(j));
+            int target = 0;
+            for (const auto& wk : l.workers) target += wk.counts() ? 1 : 0;
             mu = l.llm_load.sum / (w * static_cast<double>(LlmLoad::kWindowNs) * 1e-9);
-            rate = w * static_cast<double>(l.llm_load.arrivals.size()) / l.llm_load.sum;
+            rate = std::max(1, target) * static_cast<double>(l.llm_load.arrivals.size()) / l.llm_load.sum;
             return true;
         };
         double mu = 0.0, rate = 0.0;
