@@ -165,8 +165,9 @@ struct LlmDriver {
     }
 
     // Stage k's terms, and those of the stages above an LLM stage, count load in work (LlmLoad): at an LLM
-    // stage mu = the window's work / (window x serving workers) and the service rate = workers / mean work;
-    // a stage above takes the larger mu and the smaller path rate.
+    // stage mu = the window's work / (window x serving workers) and the service rate = ordered workers / mean
+    // work, the cold ones included: a queue built while they start drains at their rate once they serve, well
+    // within an LLM request's seconds-long budget; a stage above takes the larger mu and the smaller path rate.
     static void load_terms(Sim& s, std::size_t k, PublishedTerms& t) {
         const auto terms_of = [&s](std::size_t j, double& mu, double& rate) {
             auto& l = s.stages_[j];
