@@ -22,11 +22,13 @@ namespace {
 // errors as the pybind11 form it replaces (positional or keyword; float / int conversion as
 // PyFloat_AsDouble / PyLong_AsLong; C++ exceptions mapped as pybind11 maps them).
 PyObject* fast_submit(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-    static const char* const names[4] = {"payload", "slo_s", "tier", "deadline_s"};
-    PyObject* a[4] = {nullptr, nullptr, nullptr, nullptr};
-    if (nargs > 4) {
-        PyErr_Format(PyExc_TypeError, "submit() takes 3 or 4 arguments (payload, slo_s, tier[, deadline_s]), got %zd",
-                     nargs);
+    constexpr int kArgs = 7;
+    static const char* const names[kArgs] = {"payload", "slo_s", "tier", "deadline_s", "in_tokens", "max_tokens", "max_new"};
+    PyObject* a[kArgs] = {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+    if (nargs > kArgs) {
+        PyErr_Format(PyExc_TypeError,
+                     "submit() takes 3 to 7 arguments (payload, slo_s, tier[, deadline_s, in_tokens, max_tokens, max_new]), "
+                     "got %zd", nargs);
         return nullptr;
     }
     for (Py_ssize_t i = 0; i < nargs; ++i) a[i] = args[i];
@@ -34,8 +36,8 @@ PyObject* fast_submit(PyObject* self, PyObject* const* args, Py_ssize_t nargs, P
     for (Py_ssize_t i = 0; i < nkw; ++i) {
         PyObject* name = PyTuple_GET_ITEM(kwnames, i);
         int j = 0;
-        while (j < 4 && PyUnicode_CompareWithASCIIString(name, names[j]) != 0) ++j;
-        if (j == 4 || a[j] != nullptr) {
+        while (j < kArgs && PyUnicode_CompareWithASCIIString(name, names[j]) != 0) ++j;
+        if (j == kArgs || a[j] != nullptr) {
             PyErr_Format(PyExc_TypeError, "submit() got an unexpected or repeated keyword argument '%U'", name);
             return nullptr;
         }
@@ -62,10 +64,22 @@ PyObject* fast_submit(PyObject* self, PyObject* const* args, Py_ssize_t nargs, P
             if (deadline_s == -1.0 && PyErr_Occurred()) return nullptr;
             deadline_ns = to_ns(deadline_s, "deadline");
         }
+        LiveTokens tokens;  // an LLM stage's request tokens (pard/live/types.hpp); absent: 0
+        std::int32_t* const fields[3] = {&tokens.in, &tokens.max_tokens, &tokens.max_new};
+        for (int j = 4; j < kArgs; ++j) {
+            if (a[j] == nullptr || a[j] == Py_None) continue;
+            const long v = PyLong_AsLong(a[j]);
+            if (v == -1 && PyErr_Occurred()) return nullptr;
+            if (v < 0 || v > INT32_MAX) {
+                PyErr_Format(PyExc_ValueError, "submit(): %s=%ld must be in [0, 2^31)", names[j], v);
+                return nullptr;
+            }
+            *fields[j - 4] = static_cast<std::int32_t>(v);
+        }
         py::object me = py::reinterpret_borrow<py::object>(self);
         auto& rt = me.cast<LiveRuntime&>();
         return rt.submit(me, py::reinterpret_borrow<py::object>(a[0]), slo_s, static_cast<std::int32_t>(tier),
-                         deadline_ns).release().ptr();
+                         deadline_ns, tokens).release().ptr();
     } catch (py::error_already_set& e) {
         e.restore();
     } catch (const std::bad_alloc&) {
@@ -84,8 +98,9 @@ PyObject* fast_submit(PyObject* self, PyObject* const* args, Py_ssize_t nargs, P
 
 PyMethodDef fast_submit_def = {
     "submit", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_submit)), METH_FASTCALL | METH_KEYWORDS,
-    "submit(payload, slo_s, tier, deadline_s=None) -> LiveFuture: one request into every entry stage (C++ "
-    "pipeline); its deadline is send + slo_s, or deadline_s (absolute, the runtime clock) when earlier."};
+    "submit(payload, slo_s, tier, deadline_s=None, in_tokens=0, max_tokens=0, max_new=0) -> LiveFuture: one "
+    "request into every entry stage (C++ pipeline); its deadline is send + slo_s, or deadline_s (absolute, the "
+    "runtime clock) when earlier; the tokens are for the LLM stages (0: unknown / none / the stage's cap)."};
 
 }  // namespace
 }  // namespace pard::bind

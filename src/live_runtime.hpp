@@ -109,7 +109,7 @@ public:
     }
 
     py::object submit(py::object self, const py::object& payload, double slo_s, std::int32_t tier,
-                      std::int64_t deadline_ns = Pipe::kNoDeadline) {
+                      std::int64_t deadline_ns = Pipe::kNoDeadline, const LiveTokens& tokens = {}) {
         auto* fp = new LiveFuture();  // owned by `fo` from the next line on (no second type lookup to reach it)
         py::object fo = py::cast(fp, py::return_value_policy::take_ownership);
         LiveFuture& f = *fp;
@@ -122,7 +122,7 @@ public:
         py::object failure = py::none();
         std::uint64_t key = 0;
         try {
-            key = pipe_->submit(payload, to_ns(slo_s, "slo"), slo_s, tier, fo, done, fault, failure, deadline_ns);
+            key = pipe_->submit(payload, to_ns(slo_s, "slo"), slo_s, tier, fo, done, fault, failure, deadline_ns, tokens);
         } catch (py::error_already_set& e) {
             // a later entry push raised: the request ended failed (its exception names the error)
             for (Done& d : done) {

@@ -110,6 +110,18 @@ void register_live(py::module_& m) {
         .def_property_readonly("max_deadline_s", [](const Pipe::Worker& w) { return to_s(w.max_deadline_ns); })
         .def_property_readonly("delays", [](const Pipe::Worker& w) { return w.delays; });
 
+    py::class_<Pipe::LlmWorker>(m, "LiveLlmWorker", "One LLM stage worker's running sequences (pard/live/llm_steps.hpp).")
+        .def_property_readonly("stage", [](const Pipe::LlmWorker& w) { return w.stage; })
+        .def_property_readonly("running", [](const Pipe::LlmWorker& w) {
+            std::vector<std::uint64_t> keys;
+            for (const auto& q : w.running) keys.push_back(q.r.id);
+            return keys;
+        }, "The keys of the sequences running after the last boundary.")
+        .def_property_readonly("kv_used", [](const Pipe::LlmWorker& w) { return w.kv_used; },
+                               "KV tokens the running sequences reserve (prompt + max_new each).")
+        .def_property_readonly("delays", [](const Pipe::LlmWorker& w) { return w.delays; },
+                               "Queueing delays (s) of the last boundary's joiners.");
+
     py::class_<LiveRuntime> live_cls(m, "LivePipeline", "The live runtime's per-request hot path (pard/live_pipeline.hpp).");
     live_cls
         .def(py::init<std::vector<py::object>, std::vector<std::vector<int>>, std::vector<std::vector<int>>,
@@ -168,6 +180,50 @@ void register_live(py::module_& m) {
              py::arg("worker"), py::arg("outputs"), py::arg("error"), py::arg("start_s"), py::arg("end_s"),
              "The executor returned `outputs` for the worker's running batch (or raised `error`): route every "
              "request on and resolve the futures of those that ended.")
+        .def("llm_worker", [](LiveRuntime& r, int k, int workers) {
+                 if (k < 0 || static_cast<std::size_t>(k) >= r.pipe().n_stages() || !r.pipe().is_llm(k)) {
+                     throw py::value_error("llm_worker: stage=" + std::to_string(k) + " is not an llm stage");
+                 }
+                 auto w = std::make_unique<Pipe::LlmWorker>();
+                 w->stage = k;
+                 w->workers = workers < 1 ? 1 : workers;
+                 return w;
+             },
+             py::arg("stage"), py::arg("workers"))
+        .def("llm_step", [](LiveRuntime& r, Pipe::LlmWorker& w, py::iterable finished, py::object err, double start_s,
+                            double end_s) -> py::object {
+                 std::vector<Pipe::LlmFinished> fin;
+                 for (auto item : finished) {
+                     auto t = py::reinterpret_borrow<py::tuple>(item);
+                     fin.push_back(Pipe::LlmFinished{t[0].cast<std::uint64_t>(), py::reinterpret_borrow<py::object>(t[1])});
+                 }
+                 const bool failed = !err.is_none();
+                 std::vector<std::uint64_t> stops;
+                 std::vector<Pipe::LlmJoiner> joins;
+                 std::vector<Done> done;
+                 r.pipe().llm_boundary(w, fin, failed, err, to_ns(start_s, "start_s"), to_ns(end_s, "end_s"), stops, joins, done);
+                 while (w.running.empty() && stops.empty()) {  // nothing runs, nothing to free: wait for work
+                     r.resolve(done);
+                     bool go = false;
+                     {
+                         py::gil_scoped_release release;
+                         go = r.pipe().llm_wait(w);
+                     }
+                     if (!go) return py::none();
+                     r.pipe().llm_boundary(w, fin, false, err, 0, 0, stops, joins, done);
+                 }
+                 r.resolve(done);
+                 py::list j(joins.size());
+                 for (std::size_t i = 0; i < joins.size(); ++i) {
+                     j[i] = py::make_tuple(joins[i].key, std::move(joins[i].payload), joins[i].in_tokens, joins[i].max_new);
+                 }
+                 return py::make_tuple(py::cast(stops), std::move(j));
+             },
+             py::arg("worker"), py::arg("finished"), py::arg("error"), py::arg("start_s"), py::arg("end_s"),
+             "An LLM stage worker's step boundary (pard/live/llm_steps.hpp): the step over [start_s, end_s] ended with "
+             "`finished` ((key, output) pairs) done, or raised `error`. Returns (stops, joins): the keys to stop and "
+             "(key, payload, in_tokens, max_new) per joiner; waits (GIL released) while nothing runs and nothing is "
+             "queued; None to stop.")
         .def("purge", [](LiveRuntime& r, int k, double now_s, double t_e_s) {
                  std::vector<Done> done;
                  r.pipe().purge(k, to_ns(now_s, "now_s"), to_ns(t_e_s, "expected_start_s"), done);

@@ -38,6 +38,22 @@ std::pair<const std::uint8_t*, std::uint64_t> cancelled_mask(const MaskArg& canc
     return {cancelled->data(), static_cast<std::uint64_t>(cancelled->size())};
 }
 
+// An LLM stage's spec from the dict wiring.core_stages builds for it (prefill_base_s, prefill_per_token_s,
+// decode (a Profile), max_seqs, kv_tokens, max_output_tokens); ValueError naming a missing key.
+llm::LlmStageSpec llm_spec_arg(const py::dict& d) {
+    for (const char* key : {"prefill_base_s", "prefill_per_token_s", "decode", "max_seqs", "kv_tokens", "max_output_tokens"}) {
+        if (!d.contains(key)) throw std::invalid_argument(std::string("StageScheduler: llm is missing the key '") + key + "'");
+    }
+    llm::LlmStageSpec sp;
+    sp.decode = d["decode"].cast<Profile>();
+    sp.prefill_base_ns = to_ns(d["prefill_base_s"].cast<double>(), "llm.prefill_base_s");
+    sp.prefill_per_token_ns = d["prefill_per_token_s"].cast<double>() * 1e9;
+    sp.max_seqs = d["max_seqs"].cast<std::int64_t>();
+    sp.kv_tokens = d["kv_tokens"].cast<std::int64_t>();
+    sp.max_output_tokens = d["max_output_tokens"].cast<std::int32_t>();
+    return sp;
+}
+
 }  // namespace
 
 void register_scheduler(py::module_& m) {
@@ -145,7 +161,7 @@ void register_scheduler(py::module_& m) {
     py::class_<StageScheduler>(m, "StageScheduler", "One stage's ingress ring, DEPQ, order and drop rule.")
         .def(py::init([](int stage, const Profile& profile, std::int64_t max_batch, const Policy& policy,
                          double budget_fraction, std::int64_t ring_capacity, const std::vector<double>& tier_weights,
-                         bool entry) {
+                         bool entry, std::optional<py::dict> llm) {
                  if (ring_capacity < 2) {
                      throw std::invalid_argument("StageScheduler: ring_capacity=" + std::to_string(ring_capacity) +
                                                  " must be a power of two >= 2");
@@ -159,11 +175,17 @@ void register_scheduler(py::module_& m) {
                  c.ring_capacity = static_cast<std::size_t>(ring_capacity);
                  c.tier_weights = tier_weights;
                  c.entry = entry;
+                 if (llm) {  // an LLM stage: its d(b) is the decode step, its batch the running sequences
+                     c.llm = true;
+                     c.llm_spec = llm_spec_arg(*llm);
+                     c.profile = c.llm_spec.decode;
+                     c.max_batch = c.llm_spec.max_seqs;
+                 }
                  return std::make_unique<StageScheduler>(std::move(c));
              }),
              py::kw_only(), py::arg("stage"), py::arg("profile"), py::arg("max_batch"), py::arg("policy"),
              py::arg("budget_fraction"), py::arg("ring_capacity") = 65536,
-             py::arg("tier_weights") = std::vector<double>{}, py::arg("entry") = true)
+             py::arg("tier_weights") = std::vector<double>{}, py::arg("entry") = true, py::arg("llm") = py::none())
         .def("submit", [](StageScheduler& s, std::uint64_t id, double send_s, double deadline_s, double arrival_s,
                           std::int32_t tier) {
                  return s.submit(Request{id, to_ns(send_s, "send_s"), to_ns(deadline_s, "deadline_s"),

@@ -40,6 +40,7 @@
 #include "pard/door.hpp"
 #include "pard/live/batcher.hpp"
 #include "pard/live/ledger.hpp"
+#include "pard/live/llm_steps.hpp"
 #include "pard/live/router.hpp"
 #include "pard/live/stage_states.hpp"
 #include "pard/live/types.hpp"
@@ -56,11 +57,15 @@ class LivePipeline {
     using Stages = live::StageStates<Payload>;
     using Route = live::Router<Payload, Handle>;
     using Batches = live::Batcher<Payload, Handle>;
+    using LlmSteps = live::LlmSteps<Payload, Handle>;
 
 public:
     using Done = LiveDone<Payload, Handle>;
     using Entry = typename Batches::Entry;
     using Worker = typename Batches::Worker;
+    using LlmWorker = typename LlmSteps::Worker;
+    using LlmJoiner = typename LlmSteps::Joiner;
+    using LlmFinished = typename LlmSteps::Finished;
     using Stats = typename Stages::Stats;
     using Hooks = typename Route::Hooks;
     using OutcomeRows = typename Book::OutcomeRows;
@@ -76,7 +81,8 @@ public:
           exits_(std::move(exits)), history_(history), stages_(specs_),
           ledger_(specs_.size(), Route::count_joins(specs_), exits_.size() > 1 ? exits_.size() : 0, history_,
                   stages_.stale_counters()),
-          router_(specs_, exits_, std::move(hooks), ledger_, stages_), batcher_(specs_, ledger_, stages_, clock_) {
+          router_(specs_, exits_, std::move(hooks), ledger_, stages_), batcher_(specs_, ledger_, stages_, clock_),
+          llm_steps_(specs_, ledger_, stages_, router_, batcher_, clock_) {
         const std::size_t n = specs_.size();
         std::vector<std::vector<int>> succ;
         for (const auto& s : specs_) succ.push_back(s.successors);
@@ -89,6 +95,7 @@ public:
         const auto parallel = parallel_branches(succ);  // Policy::coherent_rank's stages
         for (std::size_t k = 0; k < n; ++k) specs_[k].sched->set_parallel(parallel[k] != 0);
         for (const auto& sp : specs_) door_stages_.push_back(DoorStage{sp.sched, sp.capacity_req_s, &sp.successors});
+        link_llm(below);
     }
     LivePipeline(const LivePipeline&) = delete;
     LivePipeline& operator=(const LivePipeline&) = delete;
@@ -121,7 +128,7 @@ public:
     template <class Fault>
     std::uint64_t submit(const Payload& payload, std::int64_t slo_ns, double slo_s, std::int32_t tier, Handle handle,
                          std::vector<Done>& done, Fault&& push_fault, const Payload& failure,
-                         std::int64_t deadline_ns = kNoDeadline) {
+                         std::int64_t deadline_ns = kNoDeadline, const LiveTokens& tokens = {}) {
         const std::int64_t t0 = now_ns();
         if (deadline_ns != kNoDeadline && deadline_ns - t0 < slo_ns) {
             slo_ns = std::max<std::int64_t>(deadline_ns - t0, 1);
@@ -139,7 +146,7 @@ public:
                 throw std::runtime_error("this Runtime is not accepting requests (not started, or closed)");
             }
             const std::uint32_t s = ledger_.open_locked(st, rid, t0, slo_ns, slo_s, tier, entries_.front(),
-                                                        static_cast<int>(exits_.size()), std::move(handle));
+                                                        static_cast<int>(exits_.size()), std::move(handle), tokens);
             key = live::make_key(rid, s);
             for (std::size_t i = 0; i < entries_.size(); ++i) {
                 const int k = entries_[i];
@@ -254,6 +261,19 @@ public:
         ss.sched_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
     }
 
+    // ------------------------------------------------------------------ an LLM stage's worker
+    // The step boundary of an LLM stage's worker (pard/live/llm_steps.hpp): the step over [start, end]
+    // ended with `finished` done (or `failed` with `err`); fills the keys to stop and the joiners.
+    void llm_boundary(LlmWorker& w, std::vector<LlmFinished>& finished, bool failed, const Payload& err,
+                      std::int64_t start_ns, std::int64_t end_ns, std::vector<std::uint64_t>& stops,
+                      std::vector<LlmJoiner>& joins, std::vector<Done>& done) {
+        llm_steps_.boundary(w, finished, failed, err, start_ns, end_ns, stops, joins, done);
+    }
+    // Blocks until the worker's stage has something queued or stop() (the caller releases its guard).
+    bool llm_wait(const LlmWorker& w) { return llm_steps_.wait(w); }
+    // Whether stage k is an LLM stage (its workers step through llm_boundary).
+    [[nodiscard]] bool is_llm(int k) const { return spec(k).sched->llm().cost() != nullptr; }
+
     // ------------------------------------------------------------------ ending requests
     // future.cancel(): ends request `rid` dropped (reason cancelled) unless it ended or its batch runs. A
     // running batch is not interrupted, but what runs on is no longer the client's: the request ends,
@@ -359,6 +379,21 @@ public:
     [[nodiscard]] std::vector<double> recent_delays(int k) { return stages_.recent_delays(k); }
 
 private:
+    // Requests carry tokens when an LLM stage exists, and every stage's scheduler learns the LLM stages
+    // below it (their per-request cost joins its pop rule), as the simulator links them.
+    void link_llm(const std::vector<std::vector<int>>& below) {
+        bool any = false;
+        for (std::size_t k = 0; k < specs_.size(); ++k) {
+            std::vector<const llm::StageLlm*> v;
+            for (int j : below[k]) {
+                if (is_llm(j)) v.push_back(&spec(j).sched->llm());
+            }
+            any = any || is_llm(static_cast<int>(k));
+            specs_[k].sched->llm().set_below(std::move(v));
+        }
+        if (any) ledger_.carry_tokens();
+    }
+
     // The constructor's checks, before any part is built from the stages.
     static std::vector<LiveStageSpec> checked(std::vector<LiveStageSpec> specs, const std::vector<int>& entries,
                                               const std::vector<int>& exits, std::size_t history) {
@@ -381,6 +416,7 @@ private:
     Book ledger_;
     Route router_;
     Batches batcher_;
+    LlmSteps llm_steps_;
 };
 
 }  // namespace pard

@@ -36,6 +36,11 @@ public:
         std::int64_t arrival_ns;
         std::int64_t deadline_ns;
     };
+    // Whether a queued copy's request has ended (the StageScheduler's cancelled test).
+    struct Ended {
+        Book* book;
+        bool operator()(std::uint64_t key) const { return book->ended(key); }
+    };
     // One worker's batches: the one running and the one collected as it started (DESIGN §3.1).
     struct Worker {
         int stage = 0;
@@ -131,9 +136,6 @@ public:
         ss.sched_ns.fetch_add(clock_.now_ns() - t0, std::memory_order_relaxed);
     }
 
-private:
-    const LiveStageSpec& spec(int k) const { return specs_[static_cast<std::size_t>(k)]; }
-
     // Ends as dropped at stage k every request the scheduler dropped (form_batch or purge); returns
     // how many had already ended elsewhere (ghosts: a sibling branch, a cancel).
     std::int64_t end_drops(int k, const std::vector<Drop>& drops, std::int64_t now, std::vector<Done>& done,
@@ -157,6 +159,9 @@ private:
         return ghosts;
     }
 
+private:
+    const LiveStageSpec& spec(int k) const { return specs_[static_cast<std::size_t>(k)]; }
+
     // One form_batch of stage w.stage at `now` for a batch expected to start at t_e; ends what it
     // dropped; the live requests it took go to `into`.
     template <class FormHook>
@@ -164,7 +169,6 @@ private:
               FormHook& hook) {
         const int k = w.stage;
         hook(k);
-        auto& ss = stages_[k];
         BatchResult& out = w.out;
         spec(k).sched->form_batch(now, t_e, out, [this](std::uint64_t key) { return ledger_.ended(key); });
         const std::uint64_t bit = std::uint64_t{1} << k;
@@ -184,23 +188,31 @@ private:
             w.delays.push_back(to_s(now - r.arrival_ns));
         }
         cur.release();
-        const std::int64_t taken = static_cast<std::int64_t>(out.batch.size() + out.drops.size());
-        {
-            std::lock_guard<std::mutex> lock(ss.mu);
-            if (taken) {
-                const std::int64_t left = ss.pending.fetch_sub(taken) - taken;
-                if (left > 0) {
-                    const std::int64_t stale = ss.stale.load() - ghosts;
-                    ss.stale.store(stale > 0 ? stale : 0);
-                } else {
-                    ss.stale.store(0);
-                }
-            }
-            const double now_s = to_s(now);
-            for (std::size_t i = first; i < w.delays.size(); ++i) stages_.log_delay_locked(k, now_s, w.delays[i]);
-        }
+        settle_taken(k, static_cast<std::int64_t>(out.batch.size() + out.drops.size()), ghosts, now, w.delays, first);
     }
 
+public:
+    // After a formation at stage k that took `taken` requests off its queue (batch and drops), `ghosts` of
+    // them already ended elsewhere: the queue's pending and stale counts, and the queueing delays
+    // delays[first..] of the requests it took, logged at `now` (an LLM stage's joins settle here too).
+    void settle_taken(int k, std::int64_t taken, std::int64_t ghosts, std::int64_t now, const std::vector<double>& delays,
+                      std::size_t first) {
+        auto& ss = stages_[k];
+        std::lock_guard<std::mutex> lock(ss.mu);
+        if (taken) {
+            const std::int64_t left = ss.pending.fetch_sub(taken) - taken;
+            if (left > 0) {
+                const std::int64_t stale = ss.stale.load() - ghosts;
+                ss.stale.store(stale > 0 ? stale : 0);
+            } else {
+                ss.stale.store(0);
+            }
+        }
+        const double now_s = to_s(now);
+        for (std::size_t i = first; i < delays.size(); ++i) stages_.log_delay_locked(k, now_s, delays[i]);
+    }
+
+private:
     const std::vector<LiveStageSpec>& specs_;
     Book& ledger_;
     StageStates<Payload>& stages_;

@@ -79,7 +79,12 @@ public:
         ledger_.input_ref(s, k) = payload;
         sl.queued |= std::uint64_t{1} << k;
         sl.stage = k;
-        const Request r{make_key(sl.rid, s), sl.send_ns, sl.deadline_ns, arrival_ns, sl.tier, 0};
+        Request r{make_key(sl.rid, s), sl.send_ns, sl.deadline_ns, arrival_ns, sl.tier, 0};
+        if (ledger_.carries_tokens()) {  // every stage's rule may price the LLM stages below by them
+            const LiveTokens& t = ledger_.tokens_of(s);
+            r.in_tokens = t.in;
+            r.max_tokens = t.max_tokens;
+        }
         if (!spec(k).sched->submit(r)) {
             sl.queued &= ~(std::uint64_t{1} << k);
             to_trash(ledger_.input_ref(s, k), trash);

@@ -24,6 +24,14 @@ struct LiveStageSpec {
     double capacity_req_s = 1.0;  // workers x best b / d(b): the queue's drain rate (retry hints)
 };
 
+// A request's tokens for the LLM stages (DESIGN §3.8): its prompt length, the client's max_tokens
+// hint and the output length the engine produces (a replay's true length; 0: the stage's cap).
+struct LiveTokens {
+    std::int32_t in = 0;
+    std::int32_t max_tokens = 0;
+    std::int32_t max_new = 0;
+};
+
 // Why a request ended, beyond its state and reason (the binding builds the user's exception from it).
 enum class EndKind : std::uint8_t {
     kOutput = 0,      // on time or late: `value` is the result

@@ -77,6 +77,14 @@ struct LlmJoin {
         out.expected_duration_ns = sp.step_ns(running);
         s.store_sizes();
     }
+
+    // Runs fn(cost model) under the stage's batch-forming lock: a live worker's step boundary observes the
+    // sequences that left and reads the length model there, which the simulator does on its one thread.
+    template <class Sched, class Fn>
+    static void locked(Sched& s, Fn&& fn) {
+        std::lock_guard<std::mutex> guard(s.mu_);
+        fn(*s.llm_.cost());
+    }
 };
 
 }  // namespace pard::llm

@@ -1,0 +1,289 @@
+// pard/live/llm_steps.hpp — LlmSteps: an LLM stage's workers in the live runtime (DESIGN §3.8). The step
+// rule is the simulator's (pard/sim/llm_worker.hpp); a real engine's steps take the place of its events.
+//
+// A worker calls boundary() between two engine steps. At the boundary:
+//   1. the step that ended [start, end] is accounted: one batch row for the planner (size = the sequences
+//      that ran, duration = the step's decode part, wait 0), its compute charged (each joiner of that step
+//      its prefill, prefill(in_tokens) scaled by measured / predicted step time; the decode part split
+//      equally), and every sequence the engine reported done leaves: the length model observes its
+//      length, its output goes to the successors or it finishes, exactly as LivePipeline::complete does;
+//   2. the sequences to stop: those whose request ended meanwhile (cancelled, dropped in a sibling
+//      branch, closed) and, under Policy::llm_stop with the pard rule, those that can no longer finish by
+//      their deadline (rules/llm_deadline.hpp), ended here dropped with reason `infeasible`, once;
+//   3. the joiners from the stage's StageScheduler (llm::LlmJoin): at most max_seqs - running, while
+//      their KV reservations fit the stage's kv_tokens minus what the running sequences reserve; their
+//      payloads move out of the slots and they count as running from here.
+// The worker hands stops and joiners to its engine's next step. A sequence's request stays cancellable
+// while it decodes (cancel() ends it at once; the next boundary stops it).
+//
+// Concurrency. One Worker per thread. The length model is read and written under the stage's
+// batch-forming lock (LlmJoin::locked), stripes after it, as everywhere in the live pipeline.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "pard/batch.hpp"
+#include "pard/compute_split.hpp"
+#include "pard/live/batcher.hpp"
+#include "pard/live/ledger.hpp"
+#include "pard/live/router.hpp"
+#include "pard/live/stage_states.hpp"
+#include "pard/live/types.hpp"
+#include "pard/outcome.hpp"
+#include "pard/policy.hpp"
+#include "pard/request.hpp"
+#include "pard/rules/llm_deadline.hpp"
+#include "pard/stage_scheduler.hpp"
+
+namespace pard::live {
+
+template <class Payload, class Handle>
+class LlmSteps {
+public:
+    using Book = Ledger<Payload, Handle>;
+    using Done = typename Book::Done;
+    using StripeLock = typename Book::StripeLock;
+    using Batches = Batcher<Payload, Handle>;
+    using Route = Router<Payload, Handle>;
+
+    // One running sequence.
+    struct Seq {
+        Request r;                    // r.id is the request's key
+        std::int32_t generated = 0;   // tokens emitted so far
+        std::int32_t stop_at = 1;     // the tokens the engine was asked for (max_new)
+        std::int32_t predicted = 1;   // predicted length at its join (calibration)
+        std::int64_t reserved = 0;    // KV tokens held
+        std::int64_t prefill_ns = 0;  // its predicted prefill while its first step runs (0 after)
+    };
+    // One worker's engine state as pard sees it.
+    struct Worker {
+        int stage = 0;
+        int workers = 1;  // the stage's workers (the token time's prefill share)
+        std::vector<Seq> running;
+        std::int64_t kv_used = 0;
+        std::vector<double> delays;  // queueing delays (s) of the last boundary's joiners
+        std::vector<std::int64_t> charge;
+        BatchResult out;
+    };
+    struct Joiner {
+        std::uint64_t key;
+        Payload payload;
+        std::int32_t in_tokens, max_new;
+    };
+    struct Finished {
+        std::uint64_t key;
+        Payload out;
+    };
+
+    LlmSteps(const std::vector<LiveStageSpec>& specs, Book& ledger, StageStates<Payload>& stages, Route& router,
+             Batches& batches, const Clock& clock)
+        : specs_(specs), ledger_(ledger), stages_(stages), router_(router), batches_(batches), clock_(clock) {}
+    LlmSteps(const LlmSteps&) = delete;
+    LlmSteps& operator=(const LlmSteps&) = delete;
+
+    // The boundary after the step that ran w.running over [start_ns, end_ns] (none when w.running is
+    // empty); `finished` the sequences the engine reported done in it (with their outputs), or, when
+    // `failed`, the step raised `err` and every running sequence ends failed and is stopped.
+    // Fills `stops` (keys) and `joins` for the next step.
+    void boundary(Worker& w, std::vector<Finished>& finished, bool failed, const Payload& err, std::int64_t start_ns,
+                  std::int64_t end_ns, std::vector<std::uint64_t>& stops, std::vector<Joiner>& joins,
+                  std::vector<Done>& done) {
+        const std::int64_t t0 = clock_.now_ns();
+        stops.clear();
+        joins.clear();
+        std::vector<Payload> trash;
+        Pushed pushed;
+        if (!w.running.empty()) end_step(w, finished, failed, err, start_ns, end_ns, stops, done, trash, pushed);
+        stop_sequences(w, stops, done, trash);
+        if (!stages_.stopping()) join(w, joins, done, trash);
+        stages_.wake_all(pushed);
+        stages_[w.stage].sched_ns.fetch_add(clock_.now_ns() - t0, std::memory_order_relaxed);
+    }
+
+    // Blocks until stage k has something queued or stop(); false to stop.
+    bool wait(const Worker& w) { return stages_.wait(w.stage); }
+
+private:
+    using Ended = typename Batches::Ended;
+    const LiveStageSpec& spec(int k) const { return specs_[static_cast<std::size_t>(k)]; }
+
+    // Step 1.
+    void end_step(Worker& w, std::vector<Finished>& finished, bool failed, const Payload& err, std::int64_t start_ns,
+                  std::int64_t end_ns, std::vector<std::uint64_t>& stops, std::vector<Done>& done,
+                  std::vector<Payload>& trash, Pushed& pushed) {
+        const int k = w.stage;
+        StageScheduler& sched = *spec(k).sched;
+        const std::size_t n = w.running.size();
+        const std::int64_t dur = std::max<std::int64_t>(end_ns - start_ns, 0);
+        const auto& sp = sched.llm().cost()->spec();
+        std::int64_t predicted = sp.step_ns(static_cast<std::int64_t>(n));
+        for (const Seq& q : w.running) predicted += q.prefill_ns;
+        const double factor = predicted > 0 ? static_cast<double>(dur) / static_cast<double>(predicted) : 1.0;
+        w.charge.assign(n, 0);
+        std::int64_t prefill = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (w.running[i].prefill_ns == 0) continue;
+            const auto p = std::min(dur - prefill,
+                                    static_cast<std::int64_t>(std::llround(static_cast<double>(w.running[i].prefill_ns) * factor)));
+            w.charge[i] = p;
+            prefill += p;
+        }
+        const std::int64_t decode = dur - prefill;
+        const BatchShares shares(decode, n);
+        for (std::size_t i = 0; i < n; ++i) w.charge[i] += shares(i);
+        if (decode > 0) sched.observe_batch(static_cast<std::int64_t>(n), decode);
+        {
+            auto& ss = stages_[k];
+            std::lock_guard<std::mutex> lock(ss.mu);
+            stages_.log_batch_locked(k, to_s(start_ns), to_s(decode), static_cast<std::int64_t>(n), 0.0);
+        }
+        // which sequences leave, and what the length model learns from them
+        std::vector<int> leaves(n, -1);  // index into `finished`
+        for (std::size_t f = 0; f < finished.size(); ++f) {
+            for (std::size_t i = 0; i < n; ++i) {
+                if (w.running[i].r.id == finished[f].key) leaves[i] = static_cast<int>(f);
+            }
+        }
+        for (Seq& q : w.running) ++q.generated;
+        llm::LlmJoin<Ended>::locked(sched, [&](llm::LlmCost& cost) {
+            cost.observe_step(start_ns, prefill, w.workers);
+            for (std::size_t i = 0; i < n; ++i) {
+                if (leaves[i] < 0 || failed) continue;
+                cost.observe(w.running[i].r, w.running[i].generated);
+                cost.record_calibration(w.running[i].predicted, w.running[i].generated);
+            }
+        });
+        std::size_t keep = 0;
+        StripeLock cur;
+        for (std::size_t i = 0; i < n; ++i) {
+            Seq& q = w.running[i];
+            const std::uint64_t key = q.r.id;
+            auto& st = cur.at(ledger_.stripe(key >> kSlotBits));
+            auto* sl = ledger_.pending_slot_locked(key);
+            const bool leaving = failed || leaves[i] >= 0;
+            if (failed) stops.push_back(key);  // the engine's state of a failed step is not pard's to trust
+            if (sl == nullptr) {  // ended during the step: its share is wasted
+                st.split.charge_ended(static_cast<std::size_t>(k), w.charge[i], Outcome::kDropped);
+            } else {
+                const auto s = static_cast<std::uint32_t>(key & kSlotMask);
+                ledger_.charge_locked(st, sl->rid, to_s(w.charge[i]));
+                st.split.charge_pending(static_cast<std::size_t>(k), w.charge[i], ledger_.tally_of(s));
+                if (failed) {
+                    ledger_.finish_locked(st, s, Outcome::kFailed, k, -1, EndKind::kExecutor, end_ns, done, trash, err);
+                } else if (leaving) {
+                    router_.route_locked(cur.lock, st, s, k, finished[static_cast<std::size_t>(leaves[i])].out, end_ns,
+                                         done, trash, pushed);
+                }
+            }
+            if (leaving) {
+                w.kv_used -= q.reserved;
+                continue;
+            }
+            q.prefill_ns = 0;
+            w.running[keep++] = q;
+        }
+        cur.release();
+        w.running.resize(keep);
+    }
+
+    // Step 2: sequences whose request ended, and (Policy::llm_stop) those that can no longer finish in time,
+    // judged at the decode step alone, decode(n), as the simulator does.
+    void stop_sequences(Worker& w, std::vector<std::uint64_t>& stops, std::vector<Done>& done,
+                        std::vector<Payload>& trash) {
+        if (w.running.empty()) return;
+        const int k = w.stage;
+        StageScheduler& sched = *spec(k).sched;
+        const Policy& pol = sched.config().policy;
+        const bool judge = pol.llm_stop && pol.drop == DropRule::kPard;
+        const std::int64_t now = clock_.now_ns();
+        llm::LlmJoin<Ended>::locked(sched, [&](llm::LlmCost& cost) {
+            const std::int64_t down = judge ? sched.effective_terms().downstream_ns : 0;
+            const std::int64_t step = cost.spec().step_ns(static_cast<std::int64_t>(w.running.size()));
+            std::size_t keep = 0;
+            StripeLock cur;
+            for (std::size_t i = 0; i < w.running.size(); ++i) {
+                const Seq& q = w.running[i];
+                auto& st = cur.at(ledger_.stripe(q.r.id >> kSlotBits));
+                auto* sl = ledger_.pending_slot_locked(q.r.id);
+                bool stop = sl == nullptr;
+                if (!stop && judge) {
+                    const std::int32_t left = cost.predicted_len(q.r, q.generated) - q.generated;
+                    if (rules::llm_decode_stops(q.r, now, left, step, down)) {
+                        ledger_.finish_locked(st, static_cast<std::uint32_t>(q.r.id & kSlotMask), Outcome::kDropped, k,
+                                              static_cast<int>(Reason::kInfeasible), EndKind::kPolicy, now, done, trash,
+                                              Payload{});
+                        stop = true;
+                    }
+                }
+                if (stop) {
+                    w.kv_used -= q.reserved;
+                    stops.push_back(q.r.id);
+                } else {
+                    w.running[keep++] = q;
+                }
+            }
+            cur.release();
+            w.running.resize(keep);
+        });
+    }
+
+    // Step 3.
+    void join(Worker& w, std::vector<Joiner>& joins, std::vector<Done>& done, std::vector<Payload>& trash) {
+        const int k = w.stage;
+        StageScheduler& sched = *spec(k).sched;
+        const auto& sp = sched.llm().cost()->spec();
+        const auto running = static_cast<std::int64_t>(w.running.size());
+        const std::int64_t slots = sp.max_seqs - running;
+        if (slots <= 0 || stages_[k].pending.load() <= 0) return;
+        const std::int64_t now = clock_.now_ns();
+        Ended ended{&ledger_};
+        llm::LlmJoin<Ended>::form(sched, now, running, slots, sp.kv_tokens - w.kv_used, w.out, ended);
+        std::int64_t ghosts = batches_.end_drops(k, w.out.drops, now, done, trash);
+        const std::uint64_t bit = std::uint64_t{1} << k;
+        const std::size_t first = w.running.size();
+        w.delays.clear();
+        StripeLock cur;
+        for (const Request& r : w.out.batch) {
+            auto& st = cur.at(ledger_.stripe(r.id >> kSlotBits));
+            auto* sl = ledger_.pending_slot_locked(r.id);
+            if (sl == nullptr) {
+                ++ghosts;
+                continue;
+            }
+            sl->queued &= ~bit;
+            const auto s = static_cast<std::uint32_t>(r.id & kSlotMask);
+            Payload& in = ledger_.input_ref(s, k);
+            const std::int32_t max_new = ledger_.tokens_of(s).max_new;
+            Seq q;
+            q.r = r;
+            q.stop_at = max_new > 0 ? std::min(max_new, sp.cap(r)) : sp.cap(r);
+            q.reserved = sp.reservation(r);
+            q.prefill_ns = sp.prefill_ns(r.in_tokens);
+            w.kv_used += q.reserved;
+            w.running.push_back(q);
+            joins.push_back(Joiner{r.id, std::move(in), r.in_tokens, q.stop_at});
+            in = Payload{};
+            w.delays.push_back(to_s(now - r.arrival_ns));
+        }
+        cur.release();
+        if (w.running.size() > first) {
+            llm::LlmJoin<Ended>::locked(sched, [&](llm::LlmCost& cost) {
+                for (std::size_t i = first; i < w.running.size(); ++i) w.running[i].predicted = cost.predicted_len(w.running[i].r);
+            });
+        }
+        batches_.settle_taken(k, static_cast<std::int64_t>(w.out.batch.size() + w.out.drops.size()), ghosts, now, w.delays, 0);
+    }
+
+    const std::vector<LiveStageSpec>& specs_;
+    Book& ledger_;
+    StageStates<Payload>& stages_;
+    Route& router_;
+    Batches& batches_;
+    const Clock& clock_;
+};
+
+}  // namespace pard::live
