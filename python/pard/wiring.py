@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .config import PipelineSpec, StageSpec
     from .policies import PolicySpec
 
-__all__ = ["budget_fractions", "planner_stages", "core_profile", "core_stages", "stage_scheduler"]
+__all__ = ["budget_fractions", "planner_stages", "core_profile", "llm_arg", "core_stages", "stage_scheduler"]
 
 
 def budget_fractions(spec: PipelineSpec) -> list[float]:
@@ -52,6 +52,20 @@ def core_profile(st: StageSpec) -> Any:
     return _core.Profile([int(b) for b, _ in pts], [float(d) for _, d in pts])
 
 
+def llm_arg(st: StageSpec) -> dict[str, Any] | None:
+    """An llm stage's cost model as the C++ core takes it (``Simulator`` stage dicts, ``StageScheduler(llm=)``):
+    prefill base and per-token seconds, the decode step's profile, max_seqs, kv_tokens, max_output_tokens;
+    None for a dnn stage."""
+    if st.kind != "llm":
+        return None
+    assert st.prefill is not None and st.decode is not None  # a validated llm stage has them
+    pts = sorted(st.decode.items())
+    return dict(prefill_base_s=float(st.prefill["base"]), prefill_per_token_s=float(st.prefill["per_token"]),
+                decode=_core.Profile([int(b) for b, _ in pts], [float(x) for _, x in pts]),
+                max_seqs=int(st.max_seqs or 1), kv_tokens=int(st.kv_tokens or 1),
+                max_output_tokens=int(st.max_output_tokens or 1))
+
+
 def core_stages(spec: PipelineSpec, workers: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """The stage dicts ``pard._core.Simulator`` takes, in ``spec.stages`` order (DESIGN §6)."""
     index = {st.name: k for k, st in enumerate(spec.stages)}
@@ -59,14 +73,9 @@ def core_stages(spec: PipelineSpec, workers: Sequence[int] | None = None) -> lis
     out: list[dict[str, Any]] = []
     for k, st in enumerate(spec.stages):
         d: dict[str, Any] = {"name": st.name}
-        if st.kind == "llm":
-            assert st.prefill is not None and st.decode is not None  # a validated llm stage has them
-            pts = sorted(st.decode.items())
-            d.update(kind="llm", prefill_base_s=float(st.prefill["base"]),
-                     prefill_per_token_s=float(st.prefill["per_token"]),
-                     decode=_core.Profile([int(b) for b, _ in pts], [float(x) for _, x in pts]),
-                     max_seqs=int(st.max_seqs or 1), kv_tokens=int(st.kv_tokens or 1),
-                     max_output_tokens=int(st.max_output_tokens or 1))
+        llm = llm_arg(st)
+        if llm is not None:
+            d.update(kind="llm", **llm)
         else:
             d.update(profile=core_profile(st), max_batch=int(st.batch_limit))  # the largest batch it forms
         d.update(workers=int(st.workers if workers is None else workers[k]), successors=[index[s] for s in st.successors],
@@ -86,7 +95,7 @@ def stage_scheduler(spec: PipelineSpec, k: int, policy: PolicySpec, ring_capacit
                                  policy=policy.core(), budget_fraction=float(shares[k]),
                                  ring_capacity=int(ring_capacity),
                                  tier_weights=[float(w) for w in spec.tiers.values()],
-                                 entry=not spec.predecessors(st.name))
+                                 entry=not spec.predecessors(st.name), llm=llm_arg(st))
     index = {s.name: j for j, s in enumerate(spec.stages)}  # a stage actor has no pipeline to set it
     sched.parallel = bool(_core.parallel_branches([[index[n] for n in s.successors] for s in spec.stages])[k])
     return sched

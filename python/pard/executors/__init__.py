@@ -19,6 +19,8 @@ Executors shipped (pard decides every batch's members and drops; the executor on
 * :class:`LlamaCppEngine` (:mod:`.llama_cpp`, extra ``pard[llm]``) -- an LLM stage's engine, not a
   batch executor: llama.cpp stepped by the stage's worker, one batched decode per step, sequences
   joining and leaving (or stopped) at step boundaries.
+* :class:`ProfiledLlmEngine` (:mod:`.llm_engine`) -- an LLM stage's engine that sleeps its spec's
+  prefill/decode cost per step; :class:`LlmEngine` is the protocol both satisfy.
 
 The engine-backed ones load their engine only when used, so ``import pard`` stays light.
 """
@@ -40,13 +42,16 @@ __all__ = [
     "OnnxExecutor",
     "TritonExecutor",
     "LlamaCppEngine",
+    "LlmEngine",
+    "ProfiledLlmEngine",
     "as_executor",
     "gpu_available",
 ]
 
 # name -> submodule defining it, imported on first use (the engines are optional dependencies)
 _LAZY = {"OnnxExecutor": "pard.executors.onnx", "TritonExecutor": "pard.executors.triton",
-         "LlamaCppEngine": "pard.executors.llama_cpp"}
+         "LlamaCppEngine": "pard.executors.llama_cpp", "LlmEngine": "pard.executors.llm_engine",
+         "ProfiledLlmEngine": "pard.executors.llm_engine"}
 
 _ = _shape_arg  # re-exported for pard.runtime (payload_shape validation)
 

@@ -39,6 +39,7 @@ from .replay import replay
 from .future import RequestFuture
 from .setup import (PayloadShape, build_stages, executors_arg, positive_seconds, queue_sizes,
                     ring_capacity_arg, worker_counts)
+from .llm_workers import check_tokens
 from .workers import WorkerPool, purge_period_s
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -355,7 +356,8 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
 
     # ------------------------------------------------------------------ submit
     def submit(self, payload: Any, *, slo: float | None = None, tier: int | str | None = 0,
-               deadline: float | None = None) -> RequestFuture:
+               deadline: float | None = None, in_tokens: int = 0, max_tokens: int = 0,
+               max_new: int = 0) -> RequestFuture:
         """Submit one request; returns its future at once.
 
         Args:
@@ -371,6 +373,11 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 only 0 when it declares none), or its name (a key of ``tiers``, as the HTTP front's
                 ``X-Pard-Tier`` and a trace's tier column give it), or None for tier 0; passed to the
                 schedulers.
+            in_tokens, max_tokens, max_new: for the pipeline's llm stages (DESIGN §3.8): the prompt's
+                tokens, the client's output cap hint, and the tokens the engine is asked to produce (a
+                replay's true output length); 0 = unknown / no hint / the cap (``max_tokens``, else the
+                stage's ``max_output_tokens``).  ``in_tokens`` + the cap must fit each llm stage's
+                ``kv_tokens``.
 
         Returns:
             a :class:`RequestFuture` resolving to the output, or raising ``pard.Dropped``,
@@ -381,6 +388,8 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 unknown name; the payload's shape differs from the expected one (``payload_shape``,
                 given or learnt, see :class:`Runtime`).
             PardTypeError: ``slo`` or ``tier`` of the wrong type.
+            PardValueError: a token count that is not an int in ``[0, 2^31)``, or a prompt and cap
+                that do not fit an llm stage's ``kv_tokens``.
             DeadlineError (a PardValueError): ``deadline`` is not a finite number of seconds.
             RuntimeStateError (a PardError and a RuntimeError): the runtime is not started or is
                 closed, or a stage is dead (one of its worker threads died outside the executor call;
@@ -409,6 +418,9 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 self._shape.learn_locked(shape)
         # the C++ pipeline assigns the id, checks the queue bounds, pushes into every entry stage
         # and counts the request; a refusal ends it at once (its future raises pard.Rejected)
+        if in_tokens or max_tokens or max_new:
+            in_tokens, max_tokens, max_new = check_tokens(self._spec, in_tokens, max_tokens, max_new)
+            return self._live.submit(payload, slo_s, tier, deadline, in_tokens, max_tokens, max_new)
         return self._live.submit(payload, slo_s, tier, deadline)
 
     def replay(self, arrivals_s: Sequence[float] | np.ndarray, payloads: Sequence[Any], *,

@@ -17,7 +17,8 @@ from .._checks import show
 from ..errors import ConfigError, PardTypeError, PardValueError, PardWarning
 from ..executors import ArrayExecutor, _shape_arg, as_executor
 from ..profile import peak_throughput
-from ..wiring import budget_fractions, core_profile
+from ..wiring import budget_fractions, core_profile, llm_arg
+from .llm_workers import llm_engine_arg
 from .workers import Stage
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -88,6 +89,9 @@ def executors_arg(spec: PipelineSpec, stages: Mapping[str, Any] | None, model_op
                           f"missing {missing}, unknown {unknown}")
     executors = {}
     for n in names:
+        if spec.stage(n).kind == "llm":  # an engine, or a factory of one per worker (runtime/llm_workers.py)
+            executors[n] = stages[n]
+            continue
         if not callable(stages[n]):
             raise PardTypeError(f"stages[{n!r}]: a stage executor must be callable (an ArrayExecutor, a "
                                 f"CallableExecutor or a function list -> list), got "
@@ -200,6 +204,8 @@ def bind_executors(spec: PipelineSpec, executors: Mapping[str, Any], counts: Seq
     matches the stage (raising :class:`pard.ConfigError`).
     """
     for st, count in zip(spec.stages, counts):
+        if st.kind == "llm":
+            continue
         bind = getattr(executors[st.name], "bind", None)
         if callable(bind):
             bind(st, workers=int(count), threads=threads)
@@ -220,8 +226,9 @@ def build_stages(spec: PipelineSpec, policy: PolicySpec, executors: Mapping[str,
                                      policy=core_policy, budget_fraction=float(fractions[k]),
                                      ring_capacity=int(ring_capacity),
                                      tier_weights=[float(w) for w in spec.tiers.values()],
-                                     entry=not spec.predecessors(st.name))
-        stage = Stage(k, st, sched, executors[st.name], int(counts[k]), int(max_queue[k]),
+                                     entry=not spec.predecessors(st.name), llm=llm_arg(st))
+        ex = llm_engine_arg(st.name, executors[st.name], int(counts[k])) if st.kind == "llm" else executors[st.name]
+        stage = Stage(k, st, sched, ex, int(counts[k]), int(max_queue[k]),
                       counts[k] * peak_throughput(st.profile, st.max_batch))
         stage.successors = [index[s] for s in st.successors]
         stage.preds = [index[p] for p in sorted(spec.predecessors(st.name), key=order.index)]

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import PardValueError
 from .clock import RunClock
+from .llm_workers import serve_llm
 
 __all__ = ["Stage", "WorkerPool", "BATCH_HISTORY", "purge_period_s"]
 
@@ -126,6 +127,12 @@ class WorkerPool:
 
     def _worker(self, st: Stage) -> None:
         """A worker thread's body: :meth:`_serve`, and if that ever raises, :meth:`_died`."""
+        if st.spec.kind == "llm":  # steps an engine at token boundaries (runtime/llm_workers.py)
+            try:
+                serve_llm(st, self._live, self._clock.now, st.executor())
+            except BaseException as e:  # noqa: BLE001 - never die silently: fail what the stage's queue holds
+                self._died(st, e, None)
+            return
         w = self._live.worker(st.index)
         try:
             self._serve(st, w)

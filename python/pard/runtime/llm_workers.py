@@ -1,0 +1,107 @@
+"""An LLM stage's worker loop (DESIGN §3.8): the engine stepped between pard's step boundaries.
+
+A worker of an ``llm`` stage enters C++ once per engine step: ``live.llm_step(worker, finished, error,
+start, end)`` (``pard/live/llm_steps.hpp``) accounts the step that ended (its compute, the planner's
+batch row, the finished sequences' outputs routed on or finished), and returns the sequences to stop
+(their request ended, or under ``llm_stop`` they can no longer finish in time) and the joiners the
+stage's scheduler admits; it waits with the GIL released while nothing runs and nothing is queued.
+The worker then calls ``engine.step(joins, stops)`` (:class:`pard.executors.LlmEngine`).  A sequence's
+output is the list of token ids it produced.
+
+The stage's executor is an engine (one worker) or a zero-argument factory of engines (one per worker).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, PardValueError
+from ..executors.llm_engine import is_llm_engine
+
+__all__ = ["check_tokens", "llm_engine_arg", "serve_llm"]
+
+
+def llm_engine_arg(name: str, executor: Any, workers: int) -> Callable[[], Any]:
+    """A factory of stage ``name``'s per-worker engines from its executor: an :class:`LlmEngine` (one
+    worker only: it is one engine) or a zero-argument callable returning one.
+
+    Raises:
+        pard.ConfigError: an engine shared by ``workers > 1``, or neither an engine nor a factory.
+    """
+    if is_llm_engine(executor):
+        if workers != 1:
+            raise ConfigError(f"stages[{name!r}]: one LLM engine cannot serve workers={workers}; pass a "
+                              f"zero-argument factory that returns one engine per worker")
+        return lambda: executor
+    if callable(executor):
+        return executor  # type: ignore[no-any-return]
+    raise ConfigError(f"stages[{name!r}]: an llm stage needs an LLM engine (pard.executors.LlmEngine: max_seqs, "
+                      f"step(joins, stops)) or a factory of one, got {type(executor).__name__}")
+
+
+def check_tokens(spec: Any, in_tokens: Any, max_tokens: Any, max_new: Any) -> tuple[int, int, int]:
+    """A request's ``(in_tokens, max_tokens, max_new)`` checked: ints in ``[0, 2^31)``, and the prompt plus
+    the output cap (``max_tokens`` else the stage's ``max_output_tokens``, within it) fit each llm stage's
+    ``kv_tokens`` (else it could never join).  PardValueError naming the field and value."""
+    out = []
+    for field, v in (("in_tokens", in_tokens), ("max_tokens", max_tokens), ("max_new", max_new)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < 2**31:
+            raise PardValueError(f"submit: {field}={v!r} must be an int in [0, 2^31)")
+        out.append(int(v))
+    for st in spec.stages:
+        if st.kind != "llm":
+            continue
+        cap = min(out[1], st.max_output_tokens) if out[1] > 0 else st.max_output_tokens
+        if out[0] + cap > st.kv_tokens:
+            raise PardValueError(f"submit: in_tokens={out[0]} plus the output cap {cap} exceed stage {st.name!r}'s "
+                                 f"kv_tokens={st.kv_tokens}: the request could never join")
+    return out[0], out[1], out[2]
+
+
+def _prompt(payload: Any, in_tokens: int) -> Any:
+    """What the engine prefills: the payload when it is a flat list of token ids, else ``in_tokens``
+    synthetic tokens (at least 1)."""
+    if isinstance(payload, (list, tuple, np.ndarray)) and len(payload) > 0:
+        arr = np.asarray(payload)
+        if arr.ndim == 1 and np.issubdtype(arr.dtype, np.integer):
+            return [int(t) for t in arr]
+    return max(int(in_tokens), 1)
+
+
+def serve_llm(st: Any, live: Any, now: Callable[[], float], engine: Any) -> None:
+    """Worker body of llm stage ``st`` over ``engine`` until the runtime stops."""
+    w = live.llm_worker(st.index, st.workers)
+    tokens: dict[int, list[int]] = {}  # key -> token ids produced so far
+    finished: list[tuple[int, list[int]]] = []
+    err: BaseException | None = None
+    unadmitted: set[int] = set()  # joiners of a step that raised: the engine never held them
+    start = end = 0.0
+    while True:
+        got = live.llm_step(w, finished, err, start, end)
+        if got is None:
+            return
+        stops, joins = got
+        for key in stops:
+            tokens.pop(key, None)
+        if unadmitted:
+            stops = [k for k in stops if k not in unadmitted]
+            unadmitted.clear()
+        batch = [(key, _prompt(payload, n_in), max_new) for key, payload, n_in, max_new in joins]
+        finished = []
+        err = None
+        start = now()
+        try:
+            results = engine.step(batch, stops)
+        except BaseException as e:  # noqa: BLE001 - the step fails its sequences; the worker carries on
+            err = e
+            results = []
+            unadmitted = {key for key, _, _ in batch}
+        end = now()
+        for res in results:
+            produced = tokens.setdefault(res.request_id, [])
+            produced.append(int(res.token))
+            if res.done:
+                finished.append((res.request_id, tokens.pop(res.request_id)))
