@@ -726,7 +726,7 @@ def test_binding_submit_arguments() -> None:
         assert live.submit(5, tier=0, slo_s=10.0).result(timeout=10) == 5
         assert live.submit(6, 10.0, 0, None).result(timeout=10) == 6  # no deadline
         assert live.submit(7, 10.0, 0, deadline_s=rt.now() + 10.0).result(timeout=10) == 7
-        for args, kwargs, exc in [((1, 10.0), {}, TypeError), ((1, 10.0, 0, None, 0), {}, TypeError),
+        for args, kwargs, exc in [((1, 10.0), {}, TypeError), ((1, 10.0, 0, None, 0, 0, 0, 0), {}, TypeError),
                                   ((1, 10.0, 0, "soon"), {}, TypeError), ((1, 10.0, 0, float("nan")), {}, ValueError),
                                   ((1, "10", 0), {}, TypeError), ((1, 10.0, 0.5), {}, TypeError),
                                   ((1, 10.0, 2**31), {}, OverflowError), ((1, float("nan"), 0), {}, ValueError),

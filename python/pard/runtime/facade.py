@@ -423,10 +423,11 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
             return self._live.submit(payload, slo_s, tier, deadline, in_tokens, max_tokens, max_new)
         return self._live.submit(payload, slo_s, tier, deadline)
 
-    def replay(self, arrivals_s: Sequence[float] | np.ndarray, payloads: Sequence[Any], *,
+    def replay(self, arrivals_s: Any, payloads: Sequence[Any], *,
                slo: float | None = None, progress: Callable[[float], None] | None = None) -> list[RequestFuture]:
         """Submit one request per arrival time, in wall-clock time, from the calling thread:
-        :func:`pard.runtime.replay.replay` with this runtime's :meth:`submit` (same arguments)."""
+        :func:`pard.runtime.replay.replay` with this runtime's :meth:`submit` (same arguments; a Workload's
+        tokens go to the LLM stages)."""
         return replay(self.submit, arrivals_s, payloads, slo=slo, progress=progress)
 
     # ------------------------------------------------------------------ results
