@@ -82,7 +82,7 @@ public:
           ledger_(specs_.size(), Route::count_joins(specs_), exits_.size() > 1 ? exits_.size() : 0, history_,
                   stages_.stale_counters()),
           router_(specs_, exits_, std::move(hooks), ledger_, stages_), batcher_(specs_, ledger_, stages_, clock_),
-          llm_steps_(specs_, ledger_, stages_, router_, batcher_, clock_) {
+          llm_steps_(specs_, ledger_, tokens_, stages_, router_, batcher_, clock_) {
         const std::size_t n = specs_.size();
         std::vector<std::vector<int>> succ;
         for (const auto& s : specs_) succ.push_back(s.successors);
@@ -146,7 +146,8 @@ public:
                 throw std::runtime_error("this Runtime is not accepting requests (not started, or closed)");
             }
             const std::uint32_t s = ledger_.open_locked(st, rid, t0, slo_ns, slo_s, tier, entries_.front(),
-                                                        static_cast<int>(exits_.size()), std::move(handle), tokens);
+                                                        static_cast<int>(exits_.size()), std::move(handle));
+            if (tokens_.on()) tokens_.at_locked(s) = tokens;
             key = live::make_key(rid, s);
             for (std::size_t i = 0; i < entries_.size(); ++i) {
                 const int k = entries_[i];
@@ -391,7 +392,8 @@ private:
             any = any || is_llm(static_cast<int>(k));
             specs_[k].sched->llm().set_below(std::move(v));
         }
-        if (any) ledger_.carry_tokens();
+        if (any) tokens_.enable();
+        router_.set_tokens(&tokens_);
     }
 
     // The constructor's checks, before any part is built from the stages.
@@ -416,6 +418,7 @@ private:
     Book ledger_;
     Route router_;
     Batches batcher_;
+    live::TokenBook<kStripes> tokens_;  // the requests' tokens, with an LLM stage (link_llm)
     LlmSteps llm_steps_;
 };
 

@@ -373,11 +373,8 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 only 0 when it declares none), or its name (a key of ``tiers``, as the HTTP front's
                 ``X-Pard-Tier`` and a trace's tier column give it), or None for tier 0; passed to the
                 schedulers.
-            in_tokens, max_tokens, max_new: for the pipeline's llm stages (DESIGN §3.8): the prompt's
-                tokens, the client's output cap hint, and the tokens the engine is asked to produce (a
-                replay's true output length); 0 = unknown / no hint / the cap (``max_tokens``, else the
-                stage's ``max_output_tokens``).  ``in_tokens`` + the cap must fit each llm stage's
-                ``kv_tokens``.
+            in_tokens, max_tokens, max_new: for llm stages (DESIGN §3.8): prompt tokens, output cap hint, and
+                the tokens the engine produces (a replay's true length); 0: unknown / none / the cap.
 
         Returns:
             a :class:`RequestFuture` resolving to the output, or raising ``pard.Dropped``,
@@ -388,8 +385,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 unknown name; the payload's shape differs from the expected one (``payload_shape``,
                 given or learnt, see :class:`Runtime`).
             PardTypeError: ``slo`` or ``tier`` of the wrong type.
-            PardValueError: a token count that is not an int in ``[0, 2^31)``, or a prompt and cap
-                that do not fit an llm stage's ``kv_tokens``.
+            PardValueError: a token count not an int in ``[0, 2^31)``, or over an llm stage's ``kv_tokens``.
             DeadlineError (a PardValueError): ``deadline`` is not a finite number of seconds.
             RuntimeStateError (a PardError and a RuntimeError): the runtime is not started or is
                 closed, or a stage is dead (one of its worker threads died outside the executor call;
@@ -418,16 +414,14 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
                 self._shape.learn_locked(shape)
         # the C++ pipeline assigns the id, checks the queue bounds, pushes into every entry stage
         # and counts the request; a refusal ends it at once (its future raises pard.Rejected)
-        if in_tokens or max_tokens or max_new:
-            in_tokens, max_tokens, max_new = check_tokens(self._spec, in_tokens, max_tokens, max_new)
-            return self._live.submit(payload, slo_s, tier, deadline, in_tokens, max_tokens, max_new)
+        if in_tokens or max_tokens or max_new:  # for the llm stages
+            return self._live.submit(payload, slo_s, tier, deadline, *check_tokens(self._spec, in_tokens, max_tokens, max_new))
         return self._live.submit(payload, slo_s, tier, deadline)
 
     def replay(self, arrivals_s: Any, payloads: Sequence[Any], *,
                slo: float | None = None, progress: Callable[[float], None] | None = None) -> list[RequestFuture]:
         """Submit one request per arrival time, in wall-clock time, from the calling thread:
-        :func:`pard.runtime.replay.replay` with this runtime's :meth:`submit` (same arguments; a Workload's
-        tokens go to the LLM stages)."""
+        :func:`pard.runtime.replay.replay` with :meth:`submit` (same arguments; a Workload's tokens too)."""
         return replay(self.submit, arrivals_s, payloads, slo=slo, progress=progress)
 
     # ------------------------------------------------------------------ results

@@ -80,7 +80,6 @@ public:
         std::unique_ptr<Payload[]> payloads;
         std::unique_ptr<int[]> parts_left;
         std::unique_ptr<std::int64_t[]> tally;
-        std::unique_ptr<LiveTokens[]> tokens;  // one per slot, only when the pipeline carries tokens
     };
     struct alignas(64) Stripe {
         // what every request touches first, in two cache lines
@@ -164,9 +163,8 @@ public:
     // Opens a slot for new request `rid` sent at `send_ns` (caller holds its stripe lock): pending,
     // handed to `stage`, its outcome row written, counted submitted and in flight.
     std::uint32_t open_locked(Stripe& st, std::uint64_t rid, std::int64_t send_ns, std::int64_t slo_ns, double slo_s,
-                              std::int32_t tier, int stage, int sinks, Handle&& handle, const LiveTokens& tokens = {}) {
+                              std::int32_t tier, int stage, int sinks, Handle&& handle) {
         const std::uint32_t s = alloc_slot_locked(st, rid);
-        if (tokens_) tokens_of(s) = tokens;
         Slot& sl = slot_ref(s);
         sl.rid = rid;
         sl.send_ns = send_ns;
@@ -194,11 +192,6 @@ public:
     Payload* payloads_of(std::uint32_t s) noexcept { return of_slot(s, &Chunk::payloads, stride_); }
     int* parts_left_of(std::uint32_t s) noexcept { return of_slot(s, &Chunk::parts_left, static_cast<std::size_t>(n_joins_)); }
     std::int64_t* tally_of(std::uint32_t s) noexcept { return of_slot(s, &Chunk::tally, n_stages_); }
-    // Slot s's tokens; only in a pipeline that carries them (carry_tokens).
-    LiveTokens& tokens_of(std::uint32_t s) noexcept { return *of_slot(s, &Chunk::tokens, 1); }
-    // Whether requests carry tokens (a pipeline with an LLM stage): set once, before the first submit.
-    void carry_tokens() noexcept { tokens_ = true; }
-    [[nodiscard]] bool carries_tokens() const noexcept { return tokens_; }
     Payload& input_ref(std::uint32_t s, int k) noexcept { return payloads_of(s)[static_cast<std::size_t>(k)]; }
     Payload& part_ref(std::uint32_t s, std::size_t j, int k) noexcept {
         return payloads_of(s)[n_stages_ * (1 + j) + static_cast<std::size_t>(k)];
@@ -423,7 +416,6 @@ private:
             chunk->parts_left = std::make_unique<int[]>(nj);
             chunk->tally = std::make_unique<std::int64_t[]>(kChunk * n_stages_);  // zeroed
             std::fill(chunk->parts_left.get(), chunk->parts_left.get() + nj, -1);
-            if (tokens_) chunk->tokens = std::make_unique<LiveTokens[]>(kChunk);
             const std::size_t c = st.n_chunks++;
             st.chunks[c] = chunk.get();
             st.chunk_ptr[c].store(chunk->slots.get(), std::memory_order_release);
@@ -448,7 +440,6 @@ private:
     const std::vector<std::atomic<std::int64_t>*> stale_;
     std::size_t stride_ = 1;  // payloads per slot (see Chunk)
     std::size_t rows_ = 0;
-    bool tokens_ = false;      // carry_tokens()
     int shift_ = 0;            // ids rid .. of one block of 2^shift_ share a stripe
     std::vector<Row> rows_v_;  // the outcome ring: row rid % rows_ (under stripe(rid)'s lock)
     std::array<Stripe, kStripes> stripes_;

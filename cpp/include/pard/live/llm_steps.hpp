@@ -32,6 +32,7 @@
 #include "pard/live/ledger.hpp"
 #include "pard/live/router.hpp"
 #include "pard/live/stage_states.hpp"
+#include "pard/live/tokens.hpp"
 #include "pard/live/types.hpp"
 #include "pard/outcome.hpp"
 #include "pard/policy.hpp"
@@ -79,9 +80,10 @@ public:
         Payload out;
     };
 
-    LlmSteps(const std::vector<LiveStageSpec>& specs, Book& ledger, StageStates<Payload>& stages, Route& router,
-             Batches& batches, const Clock& clock)
-        : specs_(specs), ledger_(ledger), stages_(stages), router_(router), batches_(batches), clock_(clock) {}
+    LlmSteps(const std::vector<LiveStageSpec>& specs, Book& ledger, TokenBook<Book::kStripes>& tokens,
+             StageStates<Payload>& stages, Route& router, Batches& batches, const Clock& clock)
+        : specs_(specs), ledger_(ledger), tokens_(tokens), stages_(stages), router_(router), batches_(batches),
+          clock_(clock) {}
     LlmSteps(const LlmSteps&) = delete;
     LlmSteps& operator=(const LlmSteps&) = delete;
 
@@ -257,7 +259,7 @@ private:
             sl->queued &= ~bit;
             const auto s = static_cast<std::uint32_t>(r.id & kSlotMask);
             Payload& in = ledger_.input_ref(s, k);
-            const std::int32_t max_new = ledger_.tokens_of(s).max_new;
+            const std::int32_t max_new = tokens_.at_locked(s).max_new;
             Seq q;
             q.r = r;
             q.stop_at = max_new > 0 ? std::min(max_new, sp.cap(r)) : sp.cap(r);
@@ -280,6 +282,7 @@ private:
 
     const std::vector<LiveStageSpec>& specs_;
     Book& ledger_;
+    TokenBook<Book::kStripes>& tokens_;
     StageStates<Payload>& stages_;
     Route& router_;
     Batches& batches_;

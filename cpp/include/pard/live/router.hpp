@@ -17,6 +17,7 @@
 
 #include "pard/live/ledger.hpp"
 #include "pard/live/stage_states.hpp"
+#include "pard/live/tokens.hpp"
 #include "pard/live/types.hpp"
 #include "pard/outcome.hpp"
 #include "pard/policy.hpp"
@@ -48,6 +49,8 @@ public:
     }
     Router(const Router&) = delete;
     Router& operator=(const Router&) = delete;
+    // The requests' tokens (pard/live/tokens.hpp), read into each Request it queues; set before any submit.
+    void set_tokens(TokenBook<Book::kStripes>* tokens) noexcept { tokens_ = tokens; }
 
     // How many stages of `specs` join two or more predecessors (the ledger's per-slot layout).
     static int count_joins(const std::vector<LiveStageSpec>& specs) noexcept {
@@ -80,8 +83,8 @@ public:
         sl.queued |= std::uint64_t{1} << k;
         sl.stage = k;
         Request r{make_key(sl.rid, s), sl.send_ns, sl.deadline_ns, arrival_ns, sl.tier, 0};
-        if (ledger_.carries_tokens()) {  // every stage's rule may price the LLM stages below by them
-            const LiveTokens& t = ledger_.tokens_of(s);
+        if (tokens_ != nullptr && tokens_->on()) {  // every stage's rule may price the LLM stages below by them
+            const LiveTokens& t = tokens_->at_locked(s);
             r.in_tokens = t.in;
             r.max_tokens = t.max_tokens;
         }
@@ -177,6 +180,7 @@ private:
     std::vector<int> join_index_;  // stage -> its column among the join stages, -1: not a join
     Book& ledger_;
     StageStates<Payload>& stages_;
+    TokenBook<Book::kStripes>* tokens_ = nullptr;
 };
 
 }  // namespace pard::live
