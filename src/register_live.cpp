@@ -224,6 +224,15 @@ void register_live(py::module_& m) {
              "`finished` ((key, output) pairs) done, or raised `error`. Returns (stops, joins): the keys to stop and "
              "(key, payload, in_tokens, max_new) per joiner; waits (GIL released) while nothing runs and nothing is "
              "queued; None to stop.")
+        .def("llm_terms", [](LiveRuntime& r, int k, const std::vector<int>& workers, double mu, double service_rate,
+                             double path_rate) {
+                 if (workers.size() != r.pipe().n_stages()) throw py::value_error("llm_terms: one worker count per stage");
+                 r.pipe().llm_terms(k, workers, mu, service_rate, path_rate);
+                 return py::make_tuple(mu, service_rate, path_rate);
+             },
+             py::arg("stage"), py::arg("workers"), py::arg("mu"), py::arg("service_rate"), py::arg("path_rate"),
+             "Stage k's (mu, service_rate, path_rate) with its own and the LLM stages' below token-based load "
+             "terms (pard/live/llm_load.hpp), as the simulator publishes them; unchanged without an LLM stage.")
         .def("purge", [](LiveRuntime& r, int k, double now_s, double t_e_s) {
                  std::vector<Done> done;
                  r.pipe().purge(k, to_ns(now_s, "now_s"), to_ns(t_e_s, "expected_start_s"), done);

@@ -312,6 +312,9 @@ class LivePipeline:
     def submit(self, payload: Any, slo_s: float, tier: int, deadline_s: float | None = None, in_tokens: int = 0,
                max_tokens: int = 0, max_new: int = 0) -> LiveFuture: ...
     def llm_worker(self, stage: int, workers: int) -> LiveLlmWorker: ...  # ValueError unless an llm stage
+    # (mu, service_rate, path_rate) with the LLM stages' token-based load terms (unchanged without one)
+    def llm_terms(self, stage: int, workers: list[int], mu: float, service_rate: float,
+                  path_rate: float) -> tuple[float, float, float]: ...
     # a step boundary: (stops, [(key, payload, in_tokens, max_new)]), or None to stop; waits while idle
     def llm_step(self, worker: LiveLlmWorker, finished: Any, error: BaseException | None, start_s: float,
                  end_s: float) -> tuple[list[int], list[tuple[int, Any, int, int]]] | None: ...

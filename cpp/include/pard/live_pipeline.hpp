@@ -30,6 +30,7 @@
 #include <atomic>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -272,6 +273,11 @@ public:
     }
     // Blocks until the worker's stage has something queued or stop() (the caller releases its guard).
     bool llm_wait(const LlmWorker& w) { return llm_steps_.wait(w); }
+    // Stage k's published mu, service rate and path rate with the LLM stages' work terms
+    // (pard/live/llm_load.hpp); unchanged without an LLM stage. The planner thread only.
+    void llm_terms(int k, const std::vector<int>& workers, double& mu, double& service_rate, double& path_rate) {
+        if (llm_loads_) llm_loads_->adjust(k, workers, now_ns(), mu, service_rate, path_rate);
+    }
     // Whether stage k is an LLM stage (its workers step through llm_boundary).
     [[nodiscard]] bool is_llm(int k) const { return spec(k).sched->llm().cost() != nullptr; }
 
@@ -392,8 +398,10 @@ private:
             any = any || is_llm(static_cast<int>(k));
             specs_[k].sched->llm().set_below(std::move(v));
         }
-        if (any) tokens_.enable();
-        router_.set_tokens(&tokens_);
+        if (!any) return;
+        tokens_.enable();
+        llm_loads_ = std::make_unique<live::LlmLoads>(specs_, below);
+        router_.set_llm(&tokens_, llm_loads_.get());
     }
 
     // The constructor's checks, before any part is built from the stages.
@@ -418,7 +426,8 @@ private:
     Book ledger_;
     Route router_;
     Batches batcher_;
-    live::TokenBook<kStripes> tokens_;  // the requests' tokens, with an LLM stage (link_llm)
+    live::TokenBook<kStripes> tokens_;             // the requests' tokens, with an LLM stage (link_llm)
+    std::unique_ptr<live::LlmLoads> llm_loads_;    // the LLM stages' load terms, with one (link_llm)
     LlmSteps llm_steps_;
 };
 

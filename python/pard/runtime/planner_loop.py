@@ -47,6 +47,7 @@ class PlannerLoop:
         self._tick = tick
         self._tick_s = tick_s
         self._live = live
+        self._llm = any(st.spec.kind == "llm" for st in stages)
         self._planner = planner
         self.recorder = recorder
         self._clock = clock
@@ -112,9 +113,14 @@ class PlannerLoop:
             with self._lock:
                 stats = self._take(now)
             try:
-                terms = self._planner.update(now, stats, [st.workers for st in self._stages])
+                workers = [st.workers for st in self._stages]
+                terms = self._planner.update(now, stats, workers)
                 for st, term in zip(self._stages, terms):
-                    st.sched.publish(**term.publish_kwargs())
+                    kw = term.publish_kwargs()
+                    if self._llm:  # LLM stages' load counts work, as the simulator publishes it
+                        kw["mu"], kw["service_rate"], kw["path_rate"] = self._live.llm_terms(
+                            st.index, workers, kw["mu"], kw["service_rate"], kw["path_rate"])
+                    st.sched.publish(**kw)
                 self.terms_log.append((now, terms))
             except BaseException as e:  # noqa: BLE001 - keep serving with the last published terms (SystemExit too)
                 self._error(e)

@@ -17,6 +17,7 @@
 
 #include "pard/live/ledger.hpp"
 #include "pard/live/stage_states.hpp"
+#include "pard/live/llm_load.hpp"
 #include "pard/live/tokens.hpp"
 #include "pard/live/types.hpp"
 #include "pard/outcome.hpp"
@@ -49,8 +50,12 @@ public:
     }
     Router(const Router&) = delete;
     Router& operator=(const Router&) = delete;
-    // The requests' tokens (pard/live/tokens.hpp), read into each Request it queues; set before any submit.
-    void set_tokens(TokenBook<Book::kStripes>* tokens) noexcept { tokens_ = tokens; }
+    // With an LLM stage, set before any submit: the requests' tokens (pard/live/tokens.hpp), read into each
+    // Request it queues, and the LLM stages' load terms (pard/live/llm_load.hpp), told of their arrivals.
+    void set_llm(TokenBook<Book::kStripes>* tokens, LlmLoads* loads) noexcept {
+        tokens_ = tokens;
+        loads_ = loads;
+    }
 
     // How many stages of `specs` join two or more predecessors (the ledger's per-slot layout).
     static int count_joins(const std::vector<LiveStageSpec>& specs) noexcept {
@@ -83,7 +88,7 @@ public:
         sl.queued |= std::uint64_t{1} << k;
         sl.stage = k;
         Request r{make_key(sl.rid, s), sl.send_ns, sl.deadline_ns, arrival_ns, sl.tier, 0};
-        if (tokens_ != nullptr && tokens_->on()) {  // every stage's rule may price the LLM stages below by them
+        if (tokens_ != nullptr) {  // every stage's rule may price the LLM stages below by them
             const LiveTokens& t = tokens_->at_locked(s);
             r.in_tokens = t.in;
             r.max_tokens = t.max_tokens;
@@ -97,6 +102,7 @@ public:
             return false;
         }
         st.arrivals[ku].push_back(to_s(arrival_ns));
+        if (loads_ != nullptr) loads_->note(k, r);
         return true;
     }
 
@@ -181,6 +187,7 @@ private:
     Book& ledger_;
     StageStates<Payload>& stages_;
     TokenBook<Book::kStripes>* tokens_ = nullptr;
+    LlmLoads* loads_ = nullptr;
 };
 
 }  // namespace pard::live
