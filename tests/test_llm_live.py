@@ -170,6 +170,37 @@ def test_stage_above_drops_what_the_llm_stage_cannot_serve_in_time() -> None:
     assert eng.steps > 0
 
 
+def test_llm_stop_ends_a_sequence_that_can_no_longer_finish() -> None:
+    """Under llm_stop, a sequence whose engine runs 20x slower than the spec says is stopped at a step
+    boundary once its remaining tokens cannot finish by its deadline: dropped `infeasible` at the LLM
+    stage, stopped in the engine, and never decoded after; without llm_stop it finishes late."""
+    import dataclasses
+
+    from pard.policies import get_policy
+
+    fast = chain(slo=0.3, decode={1: 0.001, 4: 0.0015}, max_output_tokens=50)
+    slow = chain(slo=0.3, decode={1: 0.02, 4: 0.03}, max_output_tokens=50).stage("generate")
+    outcomes = {}
+    for stop in (True, False):
+        eng = Recording(ProfiledLlmEngine(slow))
+        policy = dataclasses.replace(get_policy("pard"), llm_stop=stop)
+        with pard.Runtime(fast, {"embed": CallableExecutor(_embed), "generate": eng}, policy=policy) as rt:
+            fut = rt.submit(0, in_tokens=4, max_tokens=50, max_new=50)
+            _settle([fut])
+            rt.close(timeout_s=20)
+        outcomes[stop] = (rt.counts(), fut, eng)
+    counts, fut, eng = outcomes[True]
+    assert counts["dropped"] == 1, counts
+    with pytest.raises(Dropped) as info:
+        fut.result(timeout=0)
+    assert info.value.stage == "generate" and info.value.reason == "infeasible"
+    key = next(k for _, ids in eng.steps for k in ids)
+    stop = eng.stopped_at(key)
+    assert stop is not None and all(i < stop for i in eng.ran(key)) and len(eng.ran(key)) < 50
+    counts, fut, eng = outcomes[False]
+    assert counts["late"] == 1 and len(fut.result(timeout=0)) == 50, counts
+
+
 def test_submit_checks_tokens() -> None:
     """Token counts are ints >= 0 and a prompt plus its cap must fit the LLM stage's KV budget."""
     spec = chain(slo=1.0)
