@@ -178,13 +178,15 @@ class AsyncRuntimeMixin:
             raise
         return out, STATES[fut.outcome_state]
 
-    async def submit_async(self, payload: Any, *, slo: float | None = None, tier: int = 0) -> Any:
-        """``await``-able form of :meth:`submit`: returns the output or raises as ``future.result()``.
+    async def submit_async(self, payload: Any, *, slo: float | None = None, tier: int = 0, in_tokens: int = 0,
+                           max_tokens: int = 0, max_new: int = 0) -> Any:
+        """``await``-able form of :meth:`submit` (same arguments): returns the output or raises as
+        ``future.result()``.
 
-        Cancelling the awaiting task cancels the request.
+        Cancelling the awaiting task cancels the request (at an LLM stage, its sequence stops at the next step).
         """
         rt: Runtime = self  # type: ignore[assignment]
-        fut = rt.submit(payload, slo=slo, tier=tier)
+        fut = rt.submit(payload, slo=slo, tier=tier, in_tokens=in_tokens, max_tokens=max_tokens, max_new=max_new)
         try:
             waiter = wrap_future(fut)
         except BaseException:  # e.g. no running event loop: end the request rather than leak it
