@@ -201,6 +201,26 @@ def test_llm_stop_ends_a_sequence_that_can_no_longer_finish() -> None:
     assert counts["late"] == 1 and len(fut.result(timeout=0)) == 50, counts
 
 
+def test_a_dead_llm_worker_fails_its_running_sequences() -> None:
+    """An LLM worker that dies outside its engine call (here the engine returns None, not results) fails
+    the sequences it ran and marks the stage dead: nothing stays pending."""
+    spec = chain(slo=10.0)
+
+    class Broken(ProfiledLlmEngine):
+        def step(self, joins: Any = (), stops: Any = ()) -> Any:
+            out = super().step(joins, stops)
+            return None if self.steps > 1 else out
+
+    with pard.Runtime(spec, {"embed": CallableExecutor(_embed), "generate": Broken(spec.stage("generate"))},
+                      policy="pard") as rt:
+        fut = rt.submit(0, in_tokens=4, max_new=20)
+        with pytest.raises(pard.ExecutorError):
+            fut.result(timeout=20)
+        rt.close(timeout_s=20)
+    c = rt.counts()
+    assert c["failed"] == 1 and c["pending"] == 0, c
+
+
 def test_submit_checks_tokens() -> None:
     """Token counts are ints >= 0 and a prompt plus its cap must fit the LLM stage's KV budget."""
     spec = chain(slo=1.0)

@@ -71,9 +71,8 @@ def _prompt(payload: Any, in_tokens: int) -> Any:
     return max(int(in_tokens), 1)
 
 
-def serve_llm(st: Any, live: Any, now: Callable[[], float], engine: Any) -> None:
-    """Worker body of llm stage ``st`` over ``engine`` until the runtime stops."""
-    w = live.llm_worker(st.index, st.workers)
+def serve_llm(st: Any, w: Any, live: Any, now: Callable[[], float], engine: Any) -> None:
+    """Worker body of llm stage ``st`` (its ``LiveLlmWorker`` ``w``) over ``engine`` until the runtime stops."""
     tokens: dict[int, list[int]] = {}  # key -> token ids produced so far
     finished: list[tuple[int, list[int]]] = []
     err: BaseException | None = None

@@ -128,10 +128,11 @@ class WorkerPool:
     def _worker(self, st: Stage) -> None:
         """A worker thread's body: :meth:`_serve`, and if that ever raises, :meth:`_died`."""
         if st.spec.kind == "llm":  # steps an engine at token boundaries (runtime/llm_workers.py)
+            lw = self._live.llm_worker(st.index, st.workers)
             try:
-                serve_llm(st, self._live, self._clock.now, st.executor())
-            except BaseException as e:  # noqa: BLE001 - never die silently: fail what the stage's queue holds
-                self._died(st, e, None)
+                serve_llm(st, lw, self._live, self._clock.now, st.executor())
+            except BaseException as e:  # noqa: BLE001 - never die silently: fail its sequences and the queue
+                self._died(st, e, None, lw.running)
             return
         w = self._live.worker(st.index)
         try:
@@ -139,7 +140,7 @@ class WorkerPool:
         except BaseException as e:  # noqa: BLE001 - never die silently: fail what this worker held
             self._died(st, e, w)
 
-    def _died(self, st: Stage, exc: BaseException, w: Any) -> None:
+    def _died(self, st: Stage, exc: BaseException, w: Any, running: Sequence[int] = ()) -> None:
         """A worker of ``st`` ended by an exception outside the executor call: mark the stage dead."""
         info = (threading.current_thread().name, exc)
         with self._dead_lock:
@@ -148,7 +149,7 @@ class WorkerPool:
                 self._live.mark_dead(st.index, info)
             if self.dead is None:
                 self.dead = st
-        for key in self._live.held_at(st.index, w):
+        for key in [*running, *self._live.held_at(st.index, w)]:
             self._live.fail_dead(key, st.index, st.dead)
 
     def _serve(self, st: Stage, w: Any) -> None:
