@@ -4,9 +4,14 @@ read at their mean lengths."""
 from __future__ import annotations
 
 import json
+from importlib import resources
 
+import pytest
+import yaml
+
+import pard
 from pard import workloads as wl
-from pard.config import builtin
+from pard.config import PipelineSpec, builtin
 from pard.sim_llm import bound_spec
 
 from _cli import run_main
@@ -33,3 +38,40 @@ def test_rag_simulates_with_drawn_token_pairs(tmp_path, capsys):
         assert r["compute_by_stage"]["generate"]["useful_s"] > 0
     cal = data["policies"]["pard"]["llm_calibration"]["generate"]
     assert cal["token_aware"] and cal["n"] == data["policies"]["pard"]["on_time"] + data["policies"]["pard"]["late"]
+
+
+def test_pard_run_and_profile_refuse_an_llm_pipeline_by_name(capsys):
+    for cmd in ("run", "profile"):
+        code, _, err = run_main(capsys, cmd, "--pipeline", "rag")
+        assert code == 2
+        assert "llm stage 'generate'" in err and "pard simulate --pipeline rag" in err
+        assert "Traceback" not in err
+
+
+def test_a_request_that_can_never_fit_the_kv_budget_is_named_not_left_waiting():
+    with pytest.raises(pard.PardError, match=r"in_tokens\[1\] = 500000 .* kv_tokens = 400000"):
+        pard.simulate("rag", [0.0, 0.1, 0.2], "vllm", in_tokens=[100, 500000, 100], out_tokens=[10, 10, 10])
+    # a hint shrinks the reservation: the same prompt fits when its answer is capped low enough
+    spec = builtin("rag")
+    kv = spec.stage("generate").kv_tokens
+    r = pard.simulate(spec, [0.0], "pard", in_tokens=[kv - 5], out_tokens=[3], max_tokens=[5])
+    assert r.submitted == 1
+
+
+def test_capacity_reads_the_kv_budget():
+    raw = yaml.safe_load((resources.files("pard") / "pipelines" / "rag.yaml").read_text())
+    caps = []
+    for kv in (20_000, 400_000):
+        raw["stages"][3]["kv_tokens"] = kv
+        caps.append(PipelineSpec.model_validate(raw).capacity().stages["generate"])
+    # 20 000 KV tokens hold 19 hintless sequences of the 1 024-token cap: no more than the 16 max_seqs, so the
+    # spec-level capacity is the same; at 8 192 tokens only 8 fit
+    assert caps[0] == pytest.approx(caps[1])
+    raw["stages"][3]["kv_tokens"] = 8192
+    small = PipelineSpec.model_validate(raw)
+    assert small.capacity().stages["generate"] < 0.8 * caps[1]
+
+
+def test_scale_names_a_workload_passed_for_arrivals():
+    with pytest.raises(pard.PardError, match="got a Workload: pass its arrivals_s"):
+        wl.scale(wl.azure_llm_conv(tokens=True), 5.0)

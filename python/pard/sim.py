@@ -220,7 +220,7 @@ def simulate(
     """Simulate ``pipeline`` serving ``arrivals`` under ``policy``; return the run's :class:`Report`.
 
     Args:
-        pipeline: a PipelineSpec, a built-in name (``tm``, ``lv``, ``ga``, ``da``) or a spec file.
+        pipeline: a PipelineSpec, a built-in name (``tm``, ``lv``, ``ga``, ``da``, ``rag``) or a spec file.
         arrivals: arrival times at the pipeline, float seconds, sorted, ``>= 0``, shape ``(n,)``; or a
             :class:`pard.workloads.Workload`, whose per-request SLOs and tiers are used unless ``slo`` /
             ``tiers`` are given (its tier names matched to the spec's ``tiers`` by name).

@@ -52,7 +52,29 @@ def llm_tokens(spec: "PipelineSpec", n: int, *, in_tokens: Any, out_tokens: Any,
                     f"workload has none: pass {name}= to simulate, or a Workload with token counts (e.g. "
                     f"pard.workloads.azure_llm_conv(tokens=True), or pairs from pard.workloads.draw_tokens(n))")
     lows = {"in_tokens": 0, "out_tokens": 1, "max_tokens": 0}
-    return {name: None if v is None else _tokens(name, v, n, lows[name]) for name, v in given.items()}
+    out = {name: None if v is None else _tokens(name, v, n, lows[name]) for name, v in given.items()}
+    for st in spec.stages:
+        if st.kind == "llm" and out["in_tokens"] is not None:
+            _check_kv_fit(st, out["in_tokens"], out["max_tokens"])
+    return out
+
+
+def _check_kv_fit(st: Any, ins: I32, hints: I32 | None) -> None:
+    """PardValueError naming the first request whose KV reservation (prompt + its output cap) exceeds the
+    llm stage's ``kv_tokens``: no engine of that size can ever run it, and it would wait at the head of the
+    queue for ever (a real engine refuses such a prompt outright)."""
+    cap = np.full(ins.shape, int(st.max_output_tokens), dtype=np.int64)
+    if hints is not None:
+        cap = np.where(hints > 0, np.minimum(hints.astype(np.int64), cap), cap)
+    need = ins.astype(np.int64) + cap
+    bad = need > int(st.kv_tokens)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise PardValueError(
+            f"in_tokens[{i}] = {int(ins[i])} plus its output cap ({int(cap[i])} tokens) needs {int(need[i])} KV tokens, "
+            f"more than llm stage {st.name!r}'s kv_tokens = {int(st.kv_tokens)}: no worker can ever run it "
+            f"({int(bad.sum())} request(s) like it); raise kv_tokens, lower max_output_tokens or give a max_tokens hint, "
+            f"or leave such prompts out")
 
 
 def bound_spec(spec: "PipelineSpec", tokens: Mapping[str, Any]) -> "PipelineSpec":
@@ -71,8 +93,9 @@ def bound_spec(spec: "PipelineSpec", tokens: Mapping[str, Any]) -> "PipelineSpec
                 cap = np.where(hint > 0, np.minimum(hint, cap), cap)
             mean_out = float(np.minimum(tokens["out_tokens"], cap).mean()) if cap.size else 1.0
             mean_in = float(tokens["in_tokens"].mean()) if tokens["in_tokens"].size else 0.0
+            reserve = float((tokens["in_tokens"].astype(np.int64) + cap).mean()) if cap.size else 1.0
             st = st.model_copy(update={"profile": request_profile(st.prefill, st.decode, st.max_seqs, mean_in,
-                                                                   max(mean_out, 1.0))})
+                                                                   max(mean_out, 1.0), st.kv_tokens / reserve)})
         stages.append(st)
     return spec.model_copy(update={"stages": stages})
 

@@ -106,6 +106,16 @@ def restate(option: str, value: Any, exc: BaseException) -> UsageError:
     return UsageError(f"{option} {str(value)!r}: {message[len(head):] if message.startswith(head) else message}")
 
 
+def refuse_llm(option: str, value: str | Path, spec: Any, command: str) -> None:
+    """UsageError when ``spec`` has an llm stage: ``command`` measures and replays stage models, which an LLM
+    stage has none of; the message says where such a pipeline runs."""
+    llm = [st.name for st in spec.stages if getattr(st, "kind", "dnn") == "llm"]
+    if llm:
+        raise UsageError(f"{option} {str(value)!r}: `pard {command}` measures and replays the stages' models, and "
+                         f"llm stage {llm[0]!r} has none here; simulate it (`pard simulate --pipeline {value}`) or "
+                         f"run it embedded with an LLM engine (docs/llm.md)")
+
+
 def load_spec(option: str, value: str | Path) -> Any:
     """The PipelineSpec ``option`` names: a built-in pipeline (``tm``, ``lv``, ``ga``, ``da``) or a spec file.
 

@@ -10,7 +10,7 @@ from .._extras import require
 from ..errors import UsageError
 from ..profiling import measure_profile, size_workers
 from .measure import measure, sizing_line
-from .parsers import add_command, add_models, add_pipeline, check_output, console, cores, load_spec, models_arg, positive
+from .parsers import add_command, add_models, add_pipeline, check_output, console, cores, load_spec, models_arg, positive, refuse_llm
 
 __all__ = ["register", "run"]
 
@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``pard profile``; returns the exit code."""
     err = console(stderr=True)
     spec = load_spec("--pipeline", args.pipeline)
+    refuse_llm("--pipeline", args.pipeline, spec, "profile")
     if args.repeats < 1:
         raise UsageError(f"--repeats must be an int >= 1, got {args.repeats!r}")
     n_cores = cores(args.cores, err)

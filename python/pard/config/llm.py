@@ -67,14 +67,26 @@ def check_tokens(field: str, v: Any, low: int = 1) -> int:
 
 
 def request_profile(prefill: Mapping[str, float], decode: Mapping[int, float], max_seqs: int,
-                    mean_in: float, mean_out: float) -> dict[int, float]:
-    """The request-level ``d(b)`` (s) of the module docstring at each decode point up to ``max_seqs``."""
+                    mean_in: float, mean_out: float, kv_seqs: float | None = None) -> dict[int, float]:
+    """The request-level ``d(b)`` (s) of the module docstring at each decode point up to ``max_seqs``.
+
+    ``kv_seqs``: how many sequences the KV budget holds at once (``kv_tokens`` over the mean reservation);
+    past it the sequences run in turns, so ``d(b)`` grows in proportion to ``b`` and the throughput stays
+    that of ``kv_seqs`` running together."""
     pre = prefill["base"] + prefill["per_token"] * mean_in
-    bs = sorted(b for b in decode if b <= max_seqs) or [min(decode)]
-    if max_seqs not in bs and max_seqs > bs[-1]:
-        bs.append(max_seqs)
     pts = _profile.points(decode)
-    return {int(b): min(b * pre + mean_out * float(_profile.duration(*pts, b)), MAX_DURATION_S) for b in bs}
+    limit = max_seqs if kv_seqs is None else max(1, min(max_seqs, int(kv_seqs)))
+    bs = sorted(b for b in decode if b <= max_seqs) or [min(decode)]
+    for extra in (limit, max_seqs):
+        if extra not in bs and extra > bs[0]:
+            bs.append(extra)
+    bs.sort()
+
+    def d(b: int) -> float:
+        n = min(b, limit)
+        return (b * pre + mean_out * float(_profile.duration(*pts, n))) * (b / n if b > n else 1.0)
+
+    return {int(b): min(d(b), MAX_DURATION_S) for b in bs}
 
 
 def _check_decode(v: Any) -> dict[int, float]:
@@ -133,7 +145,8 @@ def fill_llm_stage(data: Any) -> Any:
     data["kv_tokens"] = check_tokens("kv_tokens", data["kv_tokens"])
     data["max_output_tokens"] = check_tokens("max_output_tokens", data["max_output_tokens"])
     derived = {"profile": request_profile(data["prefill"], data["decode"], data["max_seqs"], 0.0,
-                                          float(data["max_output_tokens"])),
+                                          float(data["max_output_tokens"]),
+                                          data["kv_tokens"] / data["max_output_tokens"]),
                "max_batch": data["max_seqs"]}
     for f, want in derived.items():
         given = data.get(f)

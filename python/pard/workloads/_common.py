@@ -76,6 +76,10 @@ def rng(seed: int | np.random.Generator) -> np.random.Generator:
 
 def as_arrivals(arrivals: npt.ArrayLike, name: str = "arrivals") -> F64:
     """``arrivals`` as a 1-D float64 array of finite times >= 0 (ValueError otherwise)."""
+    if hasattr(arrivals, "arrivals_s") and hasattr(arrivals, "tier_names"):  # a Workload, not its times
+        raise PardTypeError(f"{name} must be an array of arrival times in seconds, got a Workload: pass its "
+                            f"arrivals_s (a rescaled trace's requests no longer line up with the Workload's "
+                            f"per-request fields; draw new ones, e.g. pard.workloads.draw_tokens)")
     a = np.asarray(arrivals, dtype=np.float64)
     if a.ndim != 1:
         raise PardValueError(f"{name} must be a 1-D array of seconds, got shape {a.shape}")
