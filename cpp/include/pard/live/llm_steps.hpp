@@ -250,7 +250,7 @@ private:
         w.delays.clear();
         StripeLock cur;
         for (const Request& r : w.out.batch) {
-            auto& st = cur.at(ledger_.stripe(r.id >> kSlotBits));
+            cur.at(ledger_.stripe(r.id >> kSlotBits));  // r's stripe stays locked for its slot's reads below
             auto* sl = ledger_.pending_slot_locked(r.id);
             if (sl == nullptr) {
                 ++ghosts;
