@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "llm_spec_arg.hpp"
 #include "pard/policy.hpp"
 #include "pard/profile.hpp"
 #include "pard/stage_scheduler.hpp"
@@ -36,22 +37,6 @@ std::pair<const std::uint8_t*, std::uint64_t> cancelled_mask(const MaskArg& canc
                                     std::to_string(cancelled->ndim()) + " size=" + std::to_string(cancelled->size()));
     }
     return {cancelled->data(), static_cast<std::uint64_t>(cancelled->size())};
-}
-
-// An LLM stage's spec from the dict wiring.core_stages builds for it (prefill_base_s, prefill_per_token_s,
-// decode (a Profile), max_seqs, kv_tokens, max_output_tokens); ValueError naming a missing key.
-llm::LlmStageSpec llm_spec_arg(const py::dict& d) {
-    for (const char* key : {"prefill_base_s", "prefill_per_token_s", "decode", "max_seqs", "kv_tokens", "max_output_tokens"}) {
-        if (!d.contains(key)) throw std::invalid_argument(std::string("StageScheduler: llm is missing the key '") + key + "'");
-    }
-    llm::LlmStageSpec sp;
-    sp.decode = d["decode"].cast<Profile>();
-    sp.prefill_base_ns = to_ns(d["prefill_base_s"].cast<double>(), "llm.prefill_base_s");
-    sp.prefill_per_token_ns = d["prefill_per_token_s"].cast<double>() * 1e9;
-    sp.max_seqs = d["max_seqs"].cast<std::int64_t>();
-    sp.kv_tokens = d["kv_tokens"].cast<std::int64_t>();
-    sp.max_output_tokens = d["max_output_tokens"].cast<std::int32_t>();
-    return sp;
 }
 
 }  // namespace
@@ -177,7 +162,7 @@ void register_scheduler(py::module_& m) {
                  c.entry = entry;
                  if (llm) {  // an LLM stage: its d(b) is the decode step, its batch the running sequences
                      c.llm = true;
-                     c.llm_spec = llm_spec_arg(*llm);
+                     c.llm_spec = llm_spec_from(*llm, "StageScheduler: llm");
                      c.profile = c.llm_spec.decode;
                      c.max_batch = c.llm_spec.max_seqs;
                  }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compute_split_dict.hpp"
+#include "llm_spec_arg.hpp"
 #include "pard/simulator.hpp"
 #include "register.hpp"
 #include "seconds.hpp"
@@ -91,18 +92,7 @@ SimStageConfig parse_stage(const py::handle& h, std::size_t i) {
     }
     c.name = d.contains("name") ? py::str(d["name"]).cast<std::string>() : "stage" + std::to_string(i);
     if (c.llm) {  // the scheduler's d(b) is the decode step, its batch the running sequences
-        if (!py::isinstance<Profile>(d["decode"])) throw py::type_error(where + ".decode must be a pard._core.Profile");
-        c.llm_spec.decode = d["decode"].cast<Profile>();
-        c.llm_spec.prefill_base_ns = to_ns(d["prefill_base_s"].cast<double>(), "prefill_base_s");
-        const double per_token_s = d["prefill_per_token_s"].cast<double>();
-        if (!(std::isfinite(per_token_s) && per_token_s >= 0.0 && per_token_s <= 1.0)) {
-            throw std::invalid_argument(where + ".prefill_per_token_s=" + std::to_string(per_token_s) + " must be in [0, 1] s");
-        }
-        c.llm_spec.prefill_per_token_ns = per_token_s * 1e9;
-        c.llm_spec.max_seqs = d["max_seqs"].cast<std::int64_t>();
-        c.llm_spec.kv_tokens = d["kv_tokens"].cast<std::int64_t>();
-        c.llm_spec.max_output_tokens = d["max_output_tokens"].cast<std::int32_t>();
-        c.llm_spec.validate("Simulator: " + where);
+        c.llm_spec = llm_spec_from(d, "Simulator: " + where);
         c.profile = c.llm_spec.decode;
         c.max_batch = c.llm_spec.max_seqs;
     } else {

@@ -59,9 +59,7 @@ public:
             service_rate = rate;
         }
         for (int j : below_[static_cast<std::size_t>(k)]) {
-            if (!terms_of(j, workers, now_ns, m, rate)) continue;
-            mu = std::max(mu, m);
-            if (path_rate > 0.0) path_rate = std::min(path_rate, rate);
+            if (terms_of(j, workers, now_ns, m, rate)) sim::LlmLoad::fold_below(m, rate, mu, path_rate);
         }
     }
 
@@ -86,11 +84,8 @@ private:
             });
         }
         s->load.trim(now_ns);
-        if (s->load.arrivals.empty()) return false;
-        const double w = std::max(1, workers[static_cast<std::size_t>(j)]);
-        mu = s->load.sum / (w * static_cast<double>(sim::LlmLoad::kWindowNs) * 1e-9);
-        rate = w * static_cast<double>(s->load.arrivals.size()) / s->load.sum;
-        return true;
+        const int w = workers[static_cast<std::size_t>(j)];
+        return s->load.terms(w, w, mu, rate);
     }
 
     struct NoCancel {

@@ -73,6 +73,19 @@ struct LlmLoad {
         }
         if (arrivals.empty()) sum = 0.0;
     }
+    // The stage's terms from the window: mu = its work / (window x serving workers), the service rate =
+    // ordered workers / mean work (req/s). False with no arrival in the window.
+    bool terms(int serving, int ordered, double& mu, double& rate) const {
+        if (arrivals.empty()) return false;
+        mu = sum / (std::max(1, serving) * static_cast<double>(kWindowNs) * 1e-9);
+        rate = std::max(1, ordered) * static_cast<double>(arrivals.size()) / sum;
+        return true;
+    }
+    // A stage above an LLM stage with terms (m, r): the larger load factor, the smaller path rate.
+    static void fold_below(double m, double r, double& mu, double& path_rate) {
+        mu = std::max(mu, m);
+        if (path_rate > 0.0) path_rate = std::min(path_rate, r);
+    }
 };
 
 // The step logic over a Simulator's state (Sim is pard::Simulator, which befriends this driver).
@@ -172,13 +185,9 @@ struct LlmDriver {
         const auto terms_of = [&s](std::size_t j, double& mu, double& rate) {
             auto& l = s.stages_[j];
             l.llm_load.trim(s.now_);
-            if (l.llm_load.arrivals.empty()) return false;
-            const double w = std::max(1, s.workers(j));
-            int target = 0;
-            for (const auto& wk : l.workers) target += wk.counts() ? 1 : 0;
-            mu = l.llm_load.sum / (w * static_cast<double>(LlmLoad::kWindowNs) * 1e-9);
-            rate = std::max(1, target) * static_cast<double>(l.llm_load.arrivals.size()) / l.llm_load.sum;
-            return true;
+            int ordered = 0;
+            for (const auto& wk : l.workers) ordered += wk.counts() ? 1 : 0;
+            return l.llm_load.terms(s.workers(j), ordered, mu, rate);
         };
         double mu = 0.0, rate = 0.0;
         if (s.stages_[k].llm && terms_of(k, mu, rate)) {
@@ -187,9 +196,7 @@ struct LlmDriver {
         }
         if (k >= s.llm_below_.size()) return;
         for (std::size_t j : s.llm_below_[k]) {
-            if (!terms_of(j, mu, rate)) continue;
-            t.mu = std::max(t.mu, mu);
-            if (t.path_rate > 0.0) t.path_rate = std::min(t.path_rate, rate);
+            if (terms_of(j, mu, rate)) LlmLoad::fold_below(mu, rate, t.mu, t.path_rate);
         }
     }
 
