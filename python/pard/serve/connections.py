@@ -45,7 +45,7 @@ else:
     except ImportError:
         from uvicorn.protocols.http.h11_impl import H11Protocol as _Base
 
-__all__ = ["LOST", "Lost", "WHOLE", "MAX_HEADER_BYTES", "GuardedProtocol", "guarded_protocol", "default_max_connections", "raise_fd_limit"]
+__all__ = ["BODY", "LOST", "Lost", "WHOLE", "MAX_HEADER_BYTES", "GuardedProtocol", "guarded_protocol", "default_max_connections", "raise_fd_limit"]
 
 log = logging.getLogger("uvicorn.error")
 
@@ -67,6 +67,11 @@ LOST = "pard.lost"
 #: would (False: not now, send it as ASGI messages); set by :class:`GuardedProtocol` on the httptools
 #: protocol, absent elsewhere.
 WHOLE = "pard.whole"
+#: The ASGI scope key of ``body() -> bytes | None``: the request's whole body once all of it has arrived
+#: (taken: as one ASGI ``receive`` would give it), None while some is still to come; set by
+#: :class:`GuardedProtocol` on the httptools protocol, absent elsewhere.  A small body arrives with its
+#: headers, so the route takes it without a receive and a timer.
+BODY = "pard.body"
 
 
 class Lost:
@@ -240,6 +245,7 @@ class GuardedProtocol(_Base):
         if raw is None:
             cycle.scope[LOST] = self._lost
             cycle.scope[WHOLE] = functools.partial(_write_whole, cycle)
+            cycle.scope[BODY] = functools.partial(_whole_body, cycle)
             super()._start_asgi_task(cycle, app)
             return
         cycle.response_started = cycle.response_complete = True
@@ -294,6 +300,17 @@ class GuardedProtocol(_Base):
         self.guard.waiting.pop(self, None)
         if not self.transport.is_closing():
             self.transport.close()
+
+
+def _whole_body(cycle: Any) -> bytes | None:
+    """``cycle``'s request body if all of it has arrived (taken, as uvicorn's ``receive`` takes it), else None
+    (more to come, a ``100-continue`` not yet sent, or the client gone: ``receive`` says which)."""
+    if cycle.more_body or cycle.disconnected or cycle.response_complete or cycle.waiting_for_100_continue:
+        return None
+    body = bytes(cycle.body)
+    cycle.body = bytearray()
+    cycle.message_event.clear()
+    return body
 
 
 def _write_whole(cycle: Any, build: Callable[[bool, Any], bytes]) -> bool:

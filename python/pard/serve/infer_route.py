@@ -19,11 +19,16 @@ from http import HTTPStatus
 from typing import Any
 
 from ..runtime.door import Ticket
-from .connections import LOST, WHOLE
-from .params import body_wait_s
+from .connections import BODY, LOST, WHOLE
+from .params import ENVOY_TIMEOUT, TIER_HEADER, TIMEOUT_HEADER, body_wait_s
 from .service import Answer, ServedPipeline, _error
 
 __all__ = ["infer_path", "handle_infer", "raw_answer"]
+
+
+#: The request headers the route and the service read (uvicorn gives header names in lower case).
+HEADERS_READ = frozenset(name.encode("latin-1") for name in (
+    "content-length", "inference-header-content-length", TIER_HEADER, TIMEOUT_HEADER, ENVOY_TIMEOUT))
 
 
 def infer_path(path: str) -> tuple[str, str | None] | None:
@@ -120,22 +125,28 @@ async def handle_infer(svc: ServedPipeline, scope: Any, receive: Any, send: Any,
             text = f"model {model!r} has no version {version!r}; its versions: ['1']"
         await _send(send, svc.count(_error(404, "invalid", text)), scope)
         return
-    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"] if k in HEADERS_READ}
     config = svc.config
-    # the body's deadline as the headers give it, but never past the longer of header_timeout_s and the
-    # default SLO plus grace: a client must not hold a request open for the 1e9 s its header may ask for
-    wait_s = min(body_wait_s(headers, svc.default_slo_s, svc.answer_grace_s, config.queue.allow_timeout_override),
-                 max(config.server.header_timeout_s, svc.default_slo_s + svc.answer_grace_s))
+    limit = config.server.max_body_bytes
+    whole = scope.get(BODY)
+    body = whole() if whole is not None else None  # all of it came with the headers: no receive, no timer
     try:
-        left = None if arrived is None else max(0.0, arrived + wait_s - svc.runtime.now())  # None: not built
-        body = await _within(_read_body(receive, headers.get("content-length"), config.server.max_body_bytes), left)
+        if body is None:
+            # the body's deadline as the headers give it, but never past the longer of header_timeout_s and
+            # the default SLO plus grace: a client must not hold a request open for the 1e9 s its header asks
+            wait_s = min(body_wait_s(headers, svc.default_slo_s, svc.answer_grace_s,
+                                     config.queue.allow_timeout_override),
+                         max(config.server.header_timeout_s, svc.default_slo_s + svc.answer_grace_s))
+            left = None if arrived is None else max(0.0, arrived + wait_s - svc.runtime.now())  # None: not built
+            body = await _within(_read_body(receive, headers.get("content-length"), limit), left)
+        elif len(body) > limit:
+            raise _TooLarge
     except asyncio.TimeoutError:
         answer = svc.count(_error(408, "body_timeout", f"the request body had not arrived {wait_s:.3f} s after "
                                   "the request (its deadline plus server.answer_grace_s); it is dropped",
                                   reason="body_timeout"))
     except _TooLarge:
-        answer = svc.count(_error(413, "invalid", f"the request body exceeds server.max_body_bytes "
-                                  f"({config.server.max_body_bytes} bytes)"))
+        answer = svc.count(_error(413, "invalid", f"the request body exceeds server.max_body_bytes ({limit} bytes)"))
     else:
         answer = await svc.infer(model, body, headers, lambda: _disconnected(receive), arrived_s=arrived,
                                  admitted=ticket, lost=scope.get(LOST))

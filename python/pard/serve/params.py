@@ -20,8 +20,13 @@ from typing import Any
 from .config import ServeConfig
 from .protocol import InferRequest, ProtocolError
 
-__all__ = ["request_deadline", "request_tier", "body_wait_s", "door_deadline", "ENVOY_TIMEOUT"]
+__all__ = ["request_deadline", "request_tier", "body_wait_s", "door_deadline", "ENVOY_TIMEOUT", "TIER_HEADER",
+           "TIMEOUT_HEADER"]
 
+#: The request's tier, by name or number.
+TIER_HEADER = "x-pard-tier"
+#: The request's own budget (ms), when ``queue.allow_timeout_override`` allows it.
+TIMEOUT_HEADER = "x-request-timeout-ms"
 #: Envoy's header with the time (ms) the proxy waits for this request's answer before it answers 504 itself.
 ENVOY_TIMEOUT = "x-envoy-expected-rq-timeout-ms"
 
@@ -53,7 +58,7 @@ def door_deadline(headers: Mapping[str, str], t0: float, default_slo_s: float, a
     passed over here (the request is answered 400 naming it once the body is read)."""
     budget = _header_budget_s(headers, default_slo_s, allow_override)
     tier = default_tier
-    raw = headers.get("x-pard-tier")
+    raw = headers.get(TIER_HEADER)
     if raw is not None:
         names = list(tiers)
         if raw in names:
@@ -91,7 +96,7 @@ def _header_budget_s(headers: Mapping[str, str], default_slo_s: float, allow_ove
 
 def _header_timeout_s(headers: Mapping[str, str]) -> float | None:
     """``X-Request-Timeout-Ms`` in seconds, None without it; ProtocolError for a bad value."""
-    raw = headers.get("x-request-timeout-ms")
+    raw = headers.get(TIMEOUT_HEADER)
     return None if raw is None else _positive("header X-Request-Timeout-Ms", raw, 1e-3)
 
 
@@ -104,7 +109,7 @@ def _envoy_timeout_s(headers: Mapping[str, str]) -> float | None:
 def request_tier(req: InferRequest, headers: Mapping[str, str], tiers: Mapping[str, float],
                  config: ServeConfig) -> int:
     """The request's tier code (an index into ``tiers``, the pipeline's name -> weight)."""
-    raw = headers.get("x-pard-tier")
+    raw = headers.get(TIER_HEADER)
     names = list(tiers)
     if raw is not None:
         if raw in names:

@@ -125,6 +125,12 @@ def _shape(where: str, value: Any) -> tuple[int, ...]:
     return tuple(value)
 
 
+#: Up to this many elements, a flat float list is range-checked in Python (below NumPy's per-call cost).
+SMALL_JSON_DATA = 256
+#: The largest finite value of each float datatype.
+_FMAX = {dt: float(np.finfo(dt).max) for dt in {d for d in DATATYPES.values() if d.kind == "f"}}
+
+
 def _out_of_range(where: str, data: list[Any], datatype: str, exc: Exception) -> ProtocolError:
     """The error for a list of numbers NumPy could not convert: name the first element out of
     ``datatype``'s range, or (none found) the whole list and NumPy's reason."""
@@ -149,8 +155,15 @@ def _from_json_data(where: str, data: Any, shape: tuple[int, ...], datatype: str
     else:
         if not isinstance(data, list):
             raise ProtocolError(f"{where}.data must be a list of numbers, got {_show(data)}")
-        _check_json_kinds(where, data, datatype)  # any even nesting is read row-major, as Triton reads it
+        flat = _check_json_kinds(where, data, datatype)  # any even nesting is read row-major, as Triton reads it
         dt = DATATYPES[datatype]
+        if flat and dt.kind == "f" and 0 < len(data) <= SMALL_JSON_DATA and max(max(data), -min(data)) <= _FMAX[dt]:
+            # a short flat list within range: Python's min and max bound it for less than NumPy's error-state
+            # and finiteness checks cost per call (JSON has no inf or NaN; orjson refuses 1e400)
+            arr = np.array(data, dtype=dt)
+            if arr.size != count:
+                raise ProtocolError(f"{where}.data holds {arr.size} elements but shape {list(shape)} needs {count}")
+            return arr.reshape(shape)
         try:
             if dt.kind == "f" and dt.itemsize < 8:
                 with np.errstate(over="ignore"):  # an overflow becomes inf, refused below
@@ -168,20 +181,21 @@ def _from_json_data(where: str, data: Any, shape: tuple[int, ...], datatype: str
     return arr.reshape(shape)
 
 
-def _check_json_kinds(where: str, data: list[Any], datatype: str) -> None:
+def _check_json_kinds(where: str, data: list[Any], datatype: str) -> bool:
     """Each JSON element must be of its datatype's kind: ``true``/``false`` for BOOL only, whole numbers
-    for the integer types (NumPy would read ``true`` as 1 and truncate ``1.5`` to 1 without a word)."""
+    for the integer types (NumPy would read ``true`` as 1 and truncate ``1.5`` to 1 without a word).
+    Returns whether ``data`` is a flat list (no nesting)."""
     kind = DATATYPES[datatype].kind
     allowed = {bool} if kind == "b" else {int} if kind in "iu" else {int, float}
     if set(map(type, data)) <= allowed:  # a flat list, the common case: no object array to build
-        return
+        return True
     try:
         flat = np.asarray(data, dtype=object).reshape(-1)
     except ValueError:
         flat = np.array([None])  # cannot be laid out at all: the loop below names it ragged
     items = flat.tolist()
     if set(map(type, items)) <= allowed:  # one pass at C speed; the loop below only names the culprit
-        return
+        return False
     need = "true or false" if kind == "b" else "a whole number" if kind in "iu" else "a number"
     i, x = next((i, x) for i, x in enumerate(items) if type(x) not in allowed)
     if isinstance(x, list) or x is None and flat.size == 1 and isinstance(data[0], list):
