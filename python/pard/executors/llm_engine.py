@@ -13,15 +13,16 @@ Neighbours: :mod:`.llama_cpp` (the real engine and :class:`StepResult`), :mod:`p
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, Union, runtime_checkable
 
 from ..errors import ConfigError, PardValueError
 from .llama_cpp import StepResult
 
-__all__ = ["LlmEngine", "ProfiledLlmEngine", "is_llm_engine"]
+__all__ = ["LlmEngine", "ProfiledLlmEngine", "is_llm_engine", "profiled_llm"]
 
 #: One joiner: ``(request_id, prompt, max_new)``, the prompt a list of token ids or a token count.
 Join = tuple[int, Union[Sequence[int], int], int]
@@ -139,3 +140,13 @@ class ProfiledLlmEngine:
 
     def __repr__(self) -> str:
         return f"ProfiledLlmEngine(max_seqs={self._max_seqs}, running={len(self._running)})"
+
+
+def profiled_llm(stage: Any) -> Callable[[], ProfiledLlmEngine]:
+    """A factory of one :class:`ProfiledLlmEngine` per worker of llm stage ``stage``: the stand-in an llm
+    stage gets where the DNN stages get pard's reference models (no ``stages=`` given).
+
+    Raises: pard.ConfigError when ``stage`` is not an llm stage with prefill and decode.
+    """
+    ProfiledLlmEngine(stage)  # refuses a stage that is not one now, not in a worker thread later
+    return functools.partial(ProfiledLlmEngine, stage)

@@ -16,6 +16,7 @@ from .. import _core
 from .._checks import show
 from ..errors import ConfigError, PardTypeError, PardValueError, PardWarning
 from ..executors import ArrayExecutor, _shape_arg, as_executor
+from ..executors.llm_engine import profiled_llm
 from ..profile import peak_throughput
 from ..wiring import budget_fractions, core_profile, llm_arg
 from .llm_workers import llm_engine_arg
@@ -57,6 +58,19 @@ def options_arg(options: Any, name: str, target: Callable[..., Any], *, skip: tu
     return dict(options)
 
 
+def refuse_dnn_below_llm(spec: PipelineSpec) -> None:
+    """The reference models stand in for DNN stages and :func:`pard.executors.llm_engine.profiled_llm` for
+    llm stages; a DNN stage below an llm stage would get token ids where its reference network takes a
+    fixed-shape tensor, so such a pipeline needs its own executors.  ConfigError naming the stages."""
+    under: dict[str, bool] = {}  # stage -> an llm stage runs above it
+    for name in spec.topological_order():
+        under[name] = any(spec.stage(p).kind == "llm" or under[p] for p in spec.predecessors(name))
+    below = [st.name for st in spec.stages if st.kind != "llm" and under[st.name]]
+    if below:
+        raise ConfigError(f"pipeline {spec.name!r}: stage(s) {below} run below an llm stage, and pard's reference "
+                          f"models cannot take its token ids; give every stage an executor (stages=...)")
+
+
 def executors_arg(spec: PipelineSpec, stages: Mapping[str, Any] | None, model_options: Any,
                   join: Callable[[list[Any]], Any] | None) -> tuple[dict[str, Any], Callable[[list[Any]], Any]]:
     """Stage name -> executor, and the join function (see :class:`pard.Runtime`'s ``stages``, ``join``)."""
@@ -65,6 +79,7 @@ def executors_arg(spec: PipelineSpec, stages: Mapping[str, Any] | None, model_op
         from ..config import BUILTIN_NAMES
         from ..models import INPUT_SHAPE, join_inputs, reference_models  # the reference models load only here
 
+        refuse_dnn_below_llm(spec)
         if spec.name not in BUILTIN_NAMES:  # a forgotten `stages=` would serve random networks in production
             warnings.warn(f"pard.Runtime({spec.name!r}) was given no `stages`: it serves pard's reference models "
                           f"(seeded random networks shaped like the profile) for {names}, not your models; pass "
@@ -75,8 +90,9 @@ def executors_arg(spec: PipelineSpec, stages: Mapping[str, Any] | None, model_op
                                                       skip=("pipeline",)))
         entries = set(spec.entry_stages())
         executors = {
-            n: ArrayExecutor(m, payload_shape=INPUT_SHAPE if n in entries else None,
-                             to_host=not spec.stage(n).successors)
+            n: (profiled_llm(spec.stage(n)) if spec.stage(n).kind == "llm" else
+                ArrayExecutor(m, payload_shape=INPUT_SHAPE if n in entries else None,
+                              to_host=not spec.stage(n).successors))
             for n, m in models.items()
         }
         return executors, join if join is not None else join_inputs

@@ -17,7 +17,6 @@ Either leaves the request's arrival time in its scope (:data:`ARRIVED`): its SLO
 from __future__ import annotations
 
 import json
-from http import HTTPStatus
 from typing import Any, Callable
 
 from ..runtime.door import Refusal, Ticket

@@ -4,7 +4,9 @@
   (:func:`pard.models.reference_models`), in an :class:`pard.ArrayExecutor`;
 * :func:`sleep_profile` -- a stage that takes exactly its profile's ``d(b)`` per batch (sleeping,
   so it uses no CPU) and returns its payloads: a stand-in model for tests and overhead benchmarks,
-  where the runtime's and the HTTP front's costs must not hide behind model compute.
+  where the runtime's and the HTTP front's costs must not hide behind model compute;
+* :func:`profiled_llm` -- an llm stage's stand-in engine that sleeps its spec's step costs
+  (:class:`pard.executors.ProfiledLlmEngine`, one per worker).
 """
 
 from __future__ import annotations
@@ -12,14 +14,16 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from ..config import resolve_pipeline
 from ..errors import ConfigError
 from ..executors import ArrayExecutor
 from ..models import INPUT_SHAPE, reference_models
+from .config import ServeConfigError, sample_payload
 
-__all__ = ["reference_model", "sleep_profile"]
+__all__ = ["profiled_llm", "reference_model", "sleep_profile", "warm_up"]
 
 _MODELS: dict[tuple[str, float, int], dict[str, Any]] = {}
 _MODELS_LOCK = threading.Lock()
@@ -79,3 +83,44 @@ def sleep_profile(*, stage: Any, factor: float = 1.0) -> Any:
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not (math.isfinite(factor) and factor >= 0):
         raise ConfigError(f"sleep_profile: factor must be a finite number >= 0, got {factor!r}")
     return _Sleeper(stage, float(factor))
+
+
+def profiled_llm(*, stage: Any) -> Any:
+    """A factory of one :class:`pard.executors.ProfiledLlmEngine` per worker of llm stage ``stage`` (it
+    sleeps the stage's prefill and decode costs and generates token 0).
+
+    Raises: ConfigError when ``stage`` is not an llm stage.
+    """
+    from ..executors.llm_engine import profiled_llm as factory
+
+    return factory(stage)
+
+
+def warm_up(spec: Any, inputs: list[Any], executors: Mapping[str, Any], join: Any, source: str) -> dict[str, Any]:
+    """Run one zero payload of ``inputs`` through every stage of ``spec`` in topological order (first calls
+    are slow: caches, BLAS); returns each stage's output.  Skipped ({}) while the input shape is unknown;
+    an llm stage, which runs only in the runtime's step loop, and the stages below it are not warmed.
+
+    Raises: ServeConfigError naming the file ``source`` and the stage whose warm-up batch raised.
+    """
+    payload = sample_payload(inputs) if inputs else None
+    if payload is None:
+        return {}
+    order = spec.topological_order()
+    outs: dict[str, Any] = {}
+    for name in order:
+        preds = spec.predecessors(name)
+        if spec.stage(name).kind == "llm" or any(p not in outs for p in preds):
+            continue
+        if not preds:
+            x = payload
+        elif len(preds) == 1:
+            x = outs[preds[0]]
+        else:
+            x = (join or tuple)([outs[p] for p in sorted(preds, key=order.index)])
+        try:
+            outs[name] = list(executors[name]([x]))[0]
+        except Exception as exc:  # a broken model or factory: say which stage, before serving
+            raise ServeConfigError(f"{source}: stages.{name}: the warm-up batch raised "
+                                   f"{type(exc).__name__}: {exc}") from exc
+    return outs

@@ -17,10 +17,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from .config import ServeConfig
 from .protocol import InferRequest, ProtocolError
 
-__all__ = ["request_deadline", "request_tier", "body_wait_s", "door_deadline", "ENVOY_TIMEOUT", "TIER_HEADER",
+__all__ = ["request_deadline", "request_tier", "request_tokens", "body_wait_s", "door_deadline", "ENVOY_TIMEOUT", "TIER_HEADER",
            "TIMEOUT_HEADER"]
 
 #: The request's tier, by name or number.
@@ -143,3 +145,26 @@ def _positive(field_name: str, raw: Any, unit_s: float) -> float:
     if isinstance(raw, bool) or not (math.isfinite(value) and value > 0) or value * unit_s > 1e9:
         raise ProtocolError(f"{field_name} must be a finite number > 0 (at most 1e9 s), got {raw!r}")
     return value * unit_s
+
+
+def request_tokens(req: InferRequest, payload: Any) -> tuple[int, int]:
+    """``(in_tokens, max_tokens)`` of a request to a pipeline with an llm stage (DESIGN §3.8), from its
+    ``parameters``: ``in_tokens``, the prompt's length (default: the length of a flat integer input, which
+    the engine takes as token ids; else 0, unknown), and ``max_tokens``, the cap on its output (default 0:
+    the stage's ``max_output_tokens``).  ProtocolError naming a value that is not an int in ``[0, 2^31)``."""
+    params = req.parameters
+    out = []
+    for name in ("in_tokens", "max_tokens"):
+        value = params.get(name)
+        if value is None:
+            value = _token_ids(payload) if name == "in_tokens" else 0
+        elif isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+            raise ProtocolError(f"parameters.{name} must be an int in [0, 2^31), got {value!r}")
+        out.append(value)
+    return out[0], out[1]
+
+
+def _token_ids(payload: Any) -> int:
+    """The number of token ids in ``payload`` when it is a flat integer array, else 0."""
+    arr = payload if isinstance(payload, np.ndarray) else None
+    return int(arr.size) if arr is not None and arr.ndim == 1 and arr.dtype.kind in "iu" else 0

@@ -43,17 +43,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import Dropped, ExecutorError, PardError, Rejected
+from ..executors.llm_engine import profiled_llm
 from ..models import INPUT_SHAPE, join_inputs
 from ..runtime import Runtime
 from ..runtime.aio import retry_after_s
 from ..runtime.door import Door, Ticket
+from ..runtime.setup import refuse_dnn_below_llm
 from .awaiting import ClientClosed, GaveUp, QueueFull, await_answer
-from .config import ServeConfig, ServeConfigError, TensorSpec, check_body_fits, check_warm_outputs, sample_payload
-from .factories import reference_model
+from .config import ServeConfig, ServeConfigError, TensorSpec, check_body_fits, check_warm_outputs
+from .factories import reference_model, warm_up
 from .failure_log import FailureLog
 from .metrics import TIER_OUTCOMES, Observed
 from .outcomes import answered_outcome, merged_outcomes, tier_outcome, tier_report
-from .params import request_deadline, request_tier
+from .params import request_deadline, request_tier, request_tokens
 from .protocol import InferRequest, ProtocolError, datatype_of, decode_request_async, encode_response
 from .stall import StallWatch
 
@@ -65,6 +67,8 @@ __all__ = ["Answer", "ServedPipeline", "SERVER_OUTCOMES", "output_pairs", "retry
 log = logging.getLogger("pard.serve")
 
 #: Outcomes counted by the server itself (requests that never reached the runtime, or left early).
+#: The metadata of an llm exit stage's output: the generated token ids.
+LLM_OUTPUT = {"datatype": "INT64", "shape": [-1]}
 SERVER_OUTCOMES = ("invalid", "unavailable", "queue_full", "busy", "client_closed", "output_error", "body_timeout")
 
 
@@ -128,6 +132,7 @@ class ServedPipeline:
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
         self.spec = config.pipeline_spec()
+        self._llm = any(st.kind == "llm" for st in self.spec.stages)  # requests carry tokens
         self.model_name: str = config.server.model_name or str(self.spec.name)
         self.runtime: Any = None
         self.inputs: list[TensorSpec] = list(config.inputs or [])
@@ -187,7 +192,7 @@ class ServedPipeline:
             executors, join = self._executors()
             for t in self.inputs:  # also the reference models' input, which the file did not declare
                 check_body_fits(t, f"inputs ({t.name}, the input the stage models take)", cfg.server.max_body_bytes)
-            warm = self._warm(executors, join) if cfg.warmup else {}
+            warm = warm_up(self.spec, self.inputs, executors, join, cfg.source) if cfg.warmup else {}
             check_warm_outputs(cfg.outputs or [], warm, self.spec.exit_stages(), cfg.source)
             runtime = Runtime(
                 self.spec, executors, policy=cfg.policy, workers=cfg.workers, planner=cfg.planner or None,
@@ -204,7 +209,7 @@ class ServedPipeline:
         if not self.outputs:
             exits = self.spec.exit_stages()
             self.outputs = [TensorSpec(name=f"OUTPUT{i}", stage=s if len(exits) > 1 else None,
-                                       **_described(warm.get(s)))
+                                       **(LLM_OUTPUT if self.spec.stage(s).kind == "llm" else _described(warm.get(s))))
                             for i, s in enumerate(exits)]
         self.runtime = runtime
         self.door = Door(runtime, max_loop_lag_s=self.max_loop_lag_s)
@@ -216,30 +221,9 @@ class ServedPipeline:
         if not self.inputs:  # the reference models take images of INPUT_SHAPE
             self.inputs = [TensorSpec(name="INPUT0", datatype="FP32", shape=list(INPUT_SHAPE))]
         opts = self.config.model_options.model_dump() if self.config.model_options is not None else {}
-        return {st.name: reference_model(stage=st, pipeline=self.spec, **opts) for st in self.spec.stages}, join_inputs
-
-    def _warm(self, executors: Mapping[str, Any], join: Any) -> dict[str, Any]:
-        """Run one zero payload through every stage in topological order (first calls are slow:
-        caches, BLAS); returns each stage's output.  Skipped ({}) while the input shape is unknown."""
-        payload = sample_payload(self.inputs) if self.inputs else None
-        if payload is None:
-            return {}
-        outs: dict[str, Any] = {}
-        for name in self.spec.topological_order():
-            preds = self.spec.predecessors(name)
-            if not preds:
-                x = payload
-            elif len(preds) == 1:
-                x = outs[preds[0]]
-            else:
-                parts = [outs[p] for p in sorted(preds, key=self.spec.topological_order().index)]
-                x = (join or tuple)(parts)
-            try:
-                outs[name] = list(executors[name]([x]))[0]
-            except Exception as exc:  # a broken model or factory: say which stage, before serving
-                raise ServeConfigError(f"{self.config.source}: stages.{name}: the warm-up batch raised "
-                                       f"{type(exc).__name__}: {exc}") from exc
-        return outs
+        refuse_dnn_below_llm(self.spec)
+        return {st.name: profiled_llm(st) if st.kind == "llm" else reference_model(stage=st, pipeline=self.spec, **opts)
+                for st in self.spec.stages}, join_inputs
 
     def begin_drain(self) -> None:
         """Stop admitting: readiness fails and new requests get 503 from now on (idempotent)."""
@@ -392,7 +376,7 @@ class ServedPipeline:
         """The answer to a decoded request: the pipeline's output, or why there is none."""
         try:
             give_up_s = deadline + self.answer_grace_s  # then 504: no client waits for a hung stage until shutdown
-            fut = self._submit(payload, slo, tier, deadline)
+            fut = self._submit(req, payload, slo, tier, deadline)
             result, state = await await_answer(self.runtime, fut, lost, disconnected,
                                                 give_up_s - self.runtime.now(), self._orphaned)
         except QueueFull as e:
@@ -444,9 +428,10 @@ class ServedPipeline:
             answer.headers["x-pard-outcome"] = judged
         return answer
 
-    def _submit(self, payload: Any, slo: float, tier: int, deadline: float) -> Any:
-        """``queue.max_queue_size`` checked, then the request submitted (its future): the check and the
-        submit run in one step of the event loop, so no other request slips in between."""
+    def _submit(self, req: InferRequest, payload: Any, slo: float, tier: int, deadline: float) -> Any:
+        """``queue.max_queue_size`` checked, then the request submitted (its future), with its tokens where the
+        pipeline has an llm stage (:func:`.params.request_tokens`): the check and the submit run in one step
+        of the event loop, so no other request slips in between."""
         rt = self.runtime
         limit = self.config.queue.max_queue_size
         if limit:
@@ -455,6 +440,10 @@ class ServedPipeline:
                 raise QueueFull(f"{limit} requests already wait at stage {entry!r} (queue.max_queue_size)",
                                  entry, retry_after_s(rt))
         assert self.door is not None
+        if self._llm:
+            in_tokens, max_tokens = request_tokens(req, payload)
+            return rt.submit(payload, slo=slo, tier=tier, deadline=self.door.pipeline_deadline(deadline),
+                             in_tokens=in_tokens, max_tokens=max_tokens)
         return rt.submit(payload, slo=slo, tier=tier, deadline=self.door.pipeline_deadline(deadline))
 
     def _orphaned(self, state: str) -> None:
