@@ -17,8 +17,9 @@ from ..plotting import plot_reports
 from ..report import comparison_dict, comparison_table
 from ..sim import compare
 from ..sim_llm import bound_spec
-from ..workloads import (BUILTIN_TRACES, TRACE_FORMATS, UNITS, draw_tokens, load_requests, load_trace,
-                         resolve_file_format)
+from ..workloads import (BUILTIN_TRACES, TRACE_FORMATS, UNITS, TraceTokens, draw_tokens, file_tokens, load_requests,
+                         load_trace, resolve_file_format)
+from .llm_table import llm_rows, llm_table
 from .parsers import (add_command, DEFAULT_POLICIES, add_json, add_pipeline, check_output, check_plot_suffix, console,
                       is_stdout, load_spec, non_negative, slo_seconds, policies, positive, write_json)
 from .parsers import seed as seed_arg
@@ -40,7 +41,9 @@ def register(subparsers: Any) -> None:
     add_pipeline(p, "lv")
     p.add_argument("--trace", default="azure-conv", metavar="{azure-conv,bursty,poisson,FILE}",
                    help="the bundled Azure LLM conversation trace, a generator, or a trace file; "
-                        "default azure-conv")
+                        "default azure-conv.  For a pipeline with an llm stage, a csv file's in_tokens / "
+                        "out_tokens / max_tokens columns (or the Azure names ContextTokens / GeneratedTokens) "
+                        "give its requests' token counts; without them, pairs are drawn from the bundled trace")
     p.add_argument("--trace-format", choices=TRACE_FORMATS, default=None,
                    help="format of a trace FILE (default: guessed conservatively from its first lines and "
                         "shown in the header: an Azure LLM or Functions header, else csv; a file of whole "
@@ -167,7 +170,7 @@ def _header(spec: Any, label: str, arrivals: np.ndarray, slo: Any, load: float |
             f"{n} request{'' if n == 1 else 's'} over {span:g} s ({asked}{actual})")
 
 
-#: What the CLI tells a user whose pipeline has an llm stage (its requests need token counts).
+#: What the CLI tells a user whose pipeline has an llm stage and a trace without token counts.
 _TOKENS_NOTE = ("the llm stage's requests carry (input, output) token pairs drawn from the bundled Azure LLM "
                 "conversation trace (seeded by --seed); the capacity reads the llm stage at their mean lengths")
 
@@ -176,12 +179,46 @@ _TOKENS_NOTE = ("the llm stage's requests carry (input, output) token pairs draw
 _TOKEN_SAMPLE = 100_000
 
 
-def _llm_tokens(spec: Any, seed: int, n: int) -> dict[str, Any] | None:
-    """``n`` token pairs (seeded) when ``spec`` has an llm stage; else None."""
-    if not any(st.kind == "llm" for st in spec.stages):
-        return None
-    ins, outs = draw_tokens(n, seed=seed)
-    return {"in_tokens": ins, "out_tokens": outs, "max_tokens": None}
+class _Tokens:
+    """Where an llm pipeline's token counts come from: the trace file's own columns (``file``), else pairs
+    drawn from the bundled trace; ``exact``: the file is replayed exactly, so each row keeps its own counts."""
+
+    def __init__(self, file: TraceTokens | None, exact: bool, trace: str) -> None:
+        self.file, self.exact, self.trace = file, exact, trace
+
+    def sample(self, seed: int) -> dict[str, Any]:
+        """Token counts the capacity's mean lengths are read from."""
+        if self.file is not None:
+            return self.file.draw(_TOKEN_SAMPLE, seed)
+        ins, outs = draw_tokens(_TOKEN_SAMPLE, seed=seed)
+        return {"in_tokens": ins, "out_tokens": outs, "max_tokens": None}
+
+    def for_arrivals(self, n: int, args: argparse.Namespace) -> dict[str, Any]:
+        """The ``n`` arrivals' token keywords for :func:`pard.compare`."""
+        if self.file is None:
+            ins, outs = draw_tokens(n, seed=args.seed)
+            return {"in_tokens": ins, "out_tokens": outs, "max_tokens": None}
+        if not self.exact:
+            return self.file.draw(n, args.seed)
+        got = self.file.for_replay(args.start, args.duration)
+        if got["in_tokens"].size != n:  # pragma: no cover - the same rows and window as the replay's
+            raise UsageError(f"--trace {self.trace!r}: {got['in_tokens'].size} token rows for {n} arrivals")
+        return got
+
+    def note(self) -> str:
+        """The line that says which token counts the run used."""
+        if self.file is None:
+            return _TOKENS_NOTE
+        how = ("each request its own row's counts (an exact replay)" if self.exact else
+               "pairs drawn from the file's rows (seeded by --seed: a rescaled trace's requests are new)")
+        return (f"the llm stage's requests carry the token counts of {self.trace}'s columns {self.file.columns}: "
+                f"{how}; the capacity reads the llm stage at their mean lengths")
+
+    def label(self) -> str:
+        """The JSON's ``settings.tokens``."""
+        if self.file is None:
+            return "bundled azure-conv pairs"
+        return f"file columns {self.file.columns} ({'exact replay' if self.exact else 'drawn from the rows'})"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -192,10 +229,15 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec("--pipeline", args.pipeline)
     if args.slo is not None:
         warn_unreachable_slo(spec, args.slo)
-    tokens = _llm_tokens(spec, args.seed, _TOKEN_SAMPLE)
-    capacity = bound_spec(spec, tokens).capacity().pipeline if tokens else spec.capacity().pipeline
     fmt = resolve_file_format(Path(args.trace), args.trace_format, args.column, spell=spell)[0] if is_file else None
     exact = args.load is None and fmt == "csv"
+    tokens = None
+    if any(st.kind == "llm" for st in spec.stages):
+        found = None if fmt is None else file_tokens(Path(args.trace), fmt, column=args.column, unit=args.unit,
+                                                     spell=spell)
+        tokens = _Tokens(found, exact, args.trace)
+    capacity = (bound_spec(spec, tokens.sample(args.seed)).capacity().pipeline if tokens
+                else spec.capacity().pipeline)
     load = None if exact else (1.0 if args.load is None else args.load)
     try:
         arrivals, per_request, label = _arrivals(args, spec, load, capacity)
@@ -209,10 +251,8 @@ def run(args: argparse.Namespace) -> int:
     for note in _notes(args, spec, fmt):
         err.print(f"[yellow]note:[/] {escape(note)}")
     if tokens:
-        drawn = _llm_tokens(spec, args.seed, int(arrivals.size))
-        assert drawn is not None
-        per_request.update(in_tokens=drawn["in_tokens"], out_tokens=drawn["out_tokens"])
-        err.print(f"[yellow]note:[/] {escape(_TOKENS_NOTE)}")
+        per_request.update(tokens.for_arrivals(int(arrivals.size), args))
+        err.print(f"[yellow]note:[/] {escape(tokens.note())}")
     span = float(args.duration) if args.duration is not None and not exact else float(arrivals[-1] - arrivals[0])
     line = _header(spec, label, arrivals, per_request["slo"], load, span, capacity)
     err.print(f"[bold]{escape(spec.name)}[/] {escape(line)}")
@@ -224,12 +264,21 @@ def run(args: argparse.Namespace) -> int:
     out.print(comparison_table(reports, title=f"{spec.name} / {label} / load {load if load else 'replay'}"))
     if len(spec.tiers) > 1:
         out.print(tier_table(reports))
+    llm = llm_table(reports)
+    if llm is not None:
+        out.print(llm)
     if args.json is not None:
         # an exact replay's load is the one the header states: the actual rate over the capacity
         shown = load if not exact else (arrivals.size / span / capacity if span > 0 else None)
         settings = {"requests": int(arrivals.size), "span_s": span, "seed": args.seed, "jitter_cv": args.jitter,
                     "autoscale": bool(args.autoscale), "slo_s": args.slo, "duration_s": args.duration}
-        write_json(args.json, comparison_dict(reports, pipeline=spec.name, trace=label, load=shown, settings=settings))
+        if tokens:
+            settings["tokens"] = tokens.label()
+        doc = comparison_dict(reports, pipeline=spec.name, trace=label, load=shown, settings=settings)
+        for name, r in reports.items():
+            if r.llm_calibration is not None:
+                doc["policies"][name]["llm_stages"] = llm_rows(r)
+        write_json(args.json, doc)
         if not is_stdout(args.json):
             err.print(f"wrote {escape(str(args.json))}")  # stderr: stdout holds the table
     if args.plot is not None:

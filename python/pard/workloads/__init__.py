@@ -17,6 +17,8 @@ sorted (DESIGN §5):
   :func:`resolve_file_format` (sniffing a trace file's format), :func:`read_csv_trace`.
 - :mod:`~pard.workloads.requests` — :class:`Workload` (arrivals plus per-request SLO and tier
   arrays), :func:`assign_tiers`, and :func:`csv_requests` for files that carry them.
+- :mod:`~pard.workloads.token_columns` — :func:`file_tokens`: a trace file's per-request token counts
+  (``in_tokens`` / ``out_tokens`` / ``max_tokens``, or the Azure names) for an LLM stage.
 
 Typical use::
 
@@ -27,14 +29,16 @@ Typical use::
 
 from __future__ import annotations
 
-from . import files, requests, synthetic, traces, transforms
+from . import files, requests, synthetic, token_columns, traces, transforms
 from ..errors import TooManyArrivalsError
 from ._common import MAX_ARRIVALS
 from .files import *  # noqa: F403 - each submodule's __all__ is its public part
 from .requests import *  # noqa: F403
 from .synthetic import *  # noqa: F403
+from .token_columns import *  # noqa: F403
 from .traces import *  # noqa: F403
 from .transforms import *  # noqa: F403
 
 __all__ = [*traces.__all__, *synthetic.__all__, *transforms.__all__, *requests.__all__, *files.__all__,
+           *token_columns.__all__,
            "MAX_ARRIVALS", "TooManyArrivalsError"]
