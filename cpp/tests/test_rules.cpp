@@ -3,6 +3,7 @@
 // that abort; run under TSan and ASan with the other C++ tests.
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <vector>
 
 #include "pard/batch.hpp"
@@ -12,6 +13,7 @@
 #include "pard/rules/duration_scale.hpp"
 #include "pard/rules/floor.hpp"
 #include "pard/rules/llm_deadline.hpp"
+#include "pard/rules/llm_queue_bound.hpp"
 #include "pard/rules/nexus_window.hpp"
 #include "pard/rules/order.hpp"
 #include "pard/rules/overload.hpp"
@@ -311,6 +313,27 @@ void vllm_cap_counts_batches_within_the_slo() {
     CHECK(!rules::vllm_rejects(7, 8) && rules::vllm_rejects(8, 8));         // the 9th waiting request is refused
 }
 
+// vllm's token side: the request cap's requests at the running mean prompt; either cap full rejects.
+void vllm_token_cap_is_the_request_cap_at_the_mean_prompt() {
+    CHECK(rules::vllm_token_cap(256, 500.0) == 128'000);
+    CHECK(rules::vllm_token_cap(256, 0.0) == std::numeric_limits<std::int64_t>::max());  // no finished request yet
+    CHECK(rules::vllm_token_cap(8, 0.25) == 8);                                           // at least a token each
+    CHECK(!rules::vllm_tokens_reject(120'000, 8'000, 128'000));                          // fills it exactly: kept
+    CHECK(rules::vllm_tokens_reject(120'000, 8'001, 128'000));
+    CHECK(!rules::vllm_tokens_reject(0, 500'000, 128'000));  // an empty queue takes any prompt
+}
+
+// The LLM queue bound in work: drain time = work / workers; over when it exceeds the largest slack (n > 1);
+// the last served misses when the rest's drain, its cost and the terms below pass its deadline.
+void llm_queue_bound_counts_work() {
+    CHECK(rules::llm_drain_ns(900 * kMs, 3) == 300 * kMs && rules::llm_drain_ns(900 * kMs, 0) == 900 * kMs);
+    CHECK(!rules::llm_queue_over(1, 10'000 * kMs, 1 * kMs));  // a lone request: nothing ahead of it
+    CHECK(rules::llm_queue_over(2, 300 * kMs + 1, 300 * kMs) && !rules::llm_queue_over(2, 300 * kMs, 300 * kMs));
+    // now 100 ms, the rest drains in 200 ms, its own cost 150 ms, 50 ms below: finish at 500 ms
+    CHECK(!rules::llm_last_misses(req(1, 500 * kMs), 100 * kMs, 200 * kMs, 150 * kMs, 50 * kMs));
+    CHECK(rules::llm_last_misses(req(1, 500 * kMs - 1), 100 * kMs, 200 * kMs, 150 * kMs, 50 * kMs));
+}
+
 // scorpio: rejects iff the first token (t_e + prefill) falls after the deadline; equal is kept.
 void scorpio_judges_the_first_token() {
     CHECK(!rules::scorpio_rejects(req(1, 100 * kMs), 90 * kMs, 10 * kMs));
@@ -365,6 +388,8 @@ int main() {
     baselines_judge_at_the_batch_start();
     nexus_window_takes_the_first_feasible_run();
     vllm_cap_counts_batches_within_the_slo();
+    vllm_token_cap_is_the_request_cap_at_the_mean_prompt();
+    llm_queue_bound_counts_work();
     scorpio_judges_the_first_token();
     llm_deadline_rules();
     std::printf("test_rules: ok\n");

@@ -399,10 +399,12 @@ private:
     template <class IsCancelled>
     void drain_locked(const PublishedTerms& t, std::vector<Drop>& drops, IsCancelled& is_cancelled) {
         admission_.begin(t);
+        std::int64_t waiting_tokens = llm_.vllm_waiting_tokens(cfg_.policy.drop, heap());
         queue_.drain([&](const Request& r) {
             int v = admission_.verdict(r, heap().size());
-            if (v < 0 && llm_.vllm_rejects(cfg_.policy.drop, r, heap().size())) v = static_cast<int>(Reason::kRejected);
+            if (v < 0 && llm_.vllm_rejects(cfg_.policy.drop, r, heap().size(), waiting_tokens)) v = static_cast<int>(Reason::kRejected);
             if (v < 0) {
+                waiting_tokens += r.in_tokens;
                 queue_.push(r);
             } else {
                 discard(drops, r, static_cast<Reason>(static_cast<std::uint8_t>(v)), is_cancelled);

@@ -87,6 +87,14 @@ public:
     Request pop_bottom() { return take(first_nonempty(by_value_.rbegin(), by_value_.rend()), false); }
 
     // Removes, from every tier's low end, requests while pred(min of that tier) holds; out(Request&&).
+    // Calls f(r) for every queued request, in no particular order (an LLM stage sums their work).
+    template <class F>
+    void for_each(F&& f) const {
+        for (const auto& h : heaps_) {
+            for (const Request& r : h) f(r);
+        }
+    }
+
     template <class Pred, class Out>
     void drain_min_while(Pred pred, Out out) {
         for (auto& h : heaps_) size_ -= h.drain_min_while(pred, out);

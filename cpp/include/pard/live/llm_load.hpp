@@ -85,6 +85,7 @@ private:
         }
         s->load.trim(now_ns);
         const int w = workers[static_cast<std::size_t>(j)];
+        specs_[static_cast<std::size_t>(j)].sched->llm().set_workers(w);  // the queue bound's drain rate
         return s->load.terms(w, w, mu, rate);
     }
 

@@ -5,7 +5,8 @@
 // The requests joining a worker that runs `running` sequences: at most `slots` of them, and only while
 // their KV reservations fit in kv_free tokens (the first that does not fit waits: no skipping ahead).
 // Drain and admission as form_batch (vllm's queue cap among them, pard/llm/stage_llm.hpp); pard purges the
-// low end and judges each request by its own cost (rules/llm_deadline.hpp), scorpio by its first token
+// low end, holds the queue to its bound in work (rules/llm_queue_bound.hpp) and judges each request by its
+// own cost (rules/llm_deadline.hpp), scorpio by its first token
 // (rules/scorpio_ttft.hpp), nexus by the running means' cost as d_k, the other rules as at a DNN stage.
 #pragma once
 
@@ -17,6 +18,8 @@
 #include "pard/llm/stage_llm.hpp"
 #include "pard/rules/baseline_drops.hpp"
 #include "pard/rules/llm_deadline.hpp"
+#include "pard/rules/llm_queue_bound.hpp"
+#include "pard/rules/overload.hpp"
 #include "pard/rules/scorpio_ttft.hpp"
 
 namespace pard::llm {
@@ -41,7 +44,8 @@ struct LlmJoin {
             s.heap().drain_min_while([&](const Request& r) { return rules::llm_drops(r, base, cost->cost_ns(r, running + 1)); },
                                    [&](Request&& r) { s.discard(out.drops, r, Reason::kInfeasible, is_cancelled); });
         }
-        const bool pop_max = s.ranked_ || s.current_order() == Order::kHbf;
+        const bool over = rule == DropRule::kPard && over_bound(s, *cost, now_ns, running, t, out, is_cancelled);
+        const bool pop_max = s.ranked_ || s.current_order() == Order::kHbf || over;
         while (slots > 0 && !s.queue_.empty()) {
             const Request r = s.queue_.pop(pop_max);
             if (is_cancelled(r.id)) {
@@ -76,6 +80,46 @@ struct LlmJoin {
         s.queue_.end_run();
         out.expected_duration_ns = sp.step_ns(running);
         s.store_sizes();
+    }
+
+    // The predicted work (ns) of every request queued (mu_ held).
+    template <class Sched>
+    static std::int64_t queued_work_ns(Sched& s, const LlmCost& cost) {
+        std::int64_t work = 0;
+        s.heap().for_each([&](const Request& r) { work += cost.work_ns(r); });
+        return work;
+    }
+
+    // pard with Policy::reactive (mu_ held): the queue bound in work (rules/llm_queue_bound.hpp). True when the
+    // queue is over it: the stage pops HBF now, and (Policy::shed, once the planner's measured duration ratio
+    // is in: rules::may_shed) sheds from the low end, reason `shed`, each request that would miss even served
+    // after the rest of the queue. Sets the stage's overloaded_now() for the stages above (overload_below).
+    template <class Sched>
+    static bool over_bound(Sched& s, const LlmCost& cost, std::int64_t now_ns, std::int64_t running,
+                           const PublishedTerms& t, BatchResult& out, IsCancelled& is_cancelled) {
+        const Policy& p = s.cfg_.policy;
+        bool over = false;
+        if (p.reactive && !p.keyed_by_arrival() && s.heap().size() > 1) {
+            std::int64_t work = queued_work_ns(s, cost);
+            const std::int64_t workers = s.llm_.workers();
+            const std::int64_t slack_max = s.latest_deadline() - now_ns - t.downstream_ns;
+            over = rules::llm_queue_over(s.heap().size(), rules::llm_drain_ns(work, workers), slack_max);
+            if (over && p.shed && rules::may_shed(s.terms_.load())) {
+                while (s.heap().size() > 1) {
+                    const Request r = s.heap().pop_bottom();
+                    const std::int64_t w = cost.work_ns(r);
+                    if (!rules::llm_last_misses(r, now_ns, rules::llm_drain_ns(work - w, workers), cost.cost_ns(r, running + 1),
+                                                t.downstream_ns)) {
+                        s.heap().push(r);
+                        break;
+                    }
+                    work -= w;
+                    s.discard(out.drops, r, Reason::kShed, is_cancelled);
+                }
+            }
+        }
+        s.overloaded_.store(over, std::memory_order_relaxed);
+        return over;
     }
 
     // Runs fn(cost model) under the stage's batch-forming lock: a live worker's step boundary observes the

@@ -38,6 +38,12 @@ public:
     }
     void set_running(std::int64_t n) noexcept { running_.store(n, std::memory_order_relaxed); }
 
+    // The workers that drain this stage's queue: the ordered workers its load terms count, set where they are
+    // published (the simulator's load_terms, the live LlmLoads); the queue bound's rate
+    // (rules/llm_queue_bound.hpp). Any thread; relaxed.
+    void set_workers(int w) noexcept { workers_.store(w < 1 ? 1 : w, std::memory_order_relaxed); }
+    [[nodiscard]] std::int64_t workers() const noexcept { return workers_.load(std::memory_order_relaxed); }
+
     // The LLM stages below this one. Set once, before any batch forms; they must outlive this one.
     void set_below(std::vector<const StageLlm*> below) { below_ = std::move(below); }
 
@@ -51,17 +57,27 @@ public:
         return best;
     }
 
-    // vllm at an LLM stage: whether an arrival that finds `waiting` queued is rejected (rules/vllm_cap.hpp),
-    // the mean request time at the running means.
-    [[nodiscard]] bool vllm_rejects(DropRule rule, const Request& r, std::size_t waiting) const {
+    // vllm at an LLM stage: whether an arrival that finds `waiting` requests with waiting_tokens prompt tokens
+    // queued is rejected by either cap (rules/vllm_cap.hpp), the mean request time at the running means.
+    [[nodiscard]] bool vllm_rejects(DropRule rule, const Request& r, std::size_t waiting, std::int64_t waiting_tokens) const {
         if (!cost_ || rule != DropRule::kVllm) return false;
-        return rules::vllm_rejects(waiting, rules::vllm_queue_cap(cost_->spec().max_seqs, r.deadline_ns - r.send_ns,
-                                                                   cost_->cost_ns(r, running())));
+        const std::int64_t cap = rules::vllm_queue_cap(cost_->spec().max_seqs, r.deadline_ns - r.send_ns,
+                                                       cost_->cost_ns(r, running()));
+        return rules::vllm_rejects(waiting, cap) ||
+               rules::vllm_tokens_reject(waiting_tokens, r.in_tokens, rules::vllm_token_cap(cap, cost_->mean_in()));
+    }
+    // The prompt tokens queued in `heap` when vllm's token cap applies here (else 0, unread).
+    template <class Heap>
+    [[nodiscard]] std::int64_t vllm_waiting_tokens(DropRule rule, const Heap& heap) const {
+        std::int64_t n = 0;
+        if (cost_ && rule == DropRule::kVllm) heap.for_each([&n](const Request& r) { n += r.in_tokens; });
+        return n;
     }
 
 private:
     std::unique_ptr<LlmCost> cost_;
     std::atomic<std::int64_t> running_{0};
+    std::atomic<std::int64_t> workers_{1};
     std::vector<const StageLlm*> below_;
 };
 

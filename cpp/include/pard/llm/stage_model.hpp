@@ -154,6 +154,8 @@ public:
         const double step = static_cast<double>(spec_.step_ns(spec_.max_seqs)) / static_cast<double>(spec_.max_seqs);
         return (static_cast<double>(prefill_ns(r)) + static_cast<double>(predicted_len(r)) * step) * 1e-9;
     }
+    // work(r) in ns.
+    [[nodiscard]] std::int64_t work_ns(const Request& r) const { return static_cast<std::int64_t>(std::llround(work_s(r) * 1e9)); }
 
     // A sequence finished after `out` tokens: the distribution and the running means learn it.
     void observe(const Request& r, std::int32_t out) {

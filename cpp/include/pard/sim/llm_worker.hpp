@@ -187,6 +187,7 @@ struct LlmDriver {
             l.llm_load.trim(s.now_);
             int ordered = 0;
             for (const auto& wk : l.workers) ordered += wk.counts() ? 1 : 0;
+            l.sched->llm().set_workers(ordered);  // the queue bound's drain rate (rules/llm_queue_bound.hpp)
             return l.llm_load.terms(s.workers(j), ordered, mu, rate);
         };
         double mu = 0.0, rate = 0.0;
