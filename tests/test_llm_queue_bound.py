@@ -49,3 +49,34 @@ def test_vllm_caps_waiting_tokens_as_well_as_requests():
     long = _burst("vllm", 8000, 30, 1.0)
     assert long.stages[0].rejected == long.rejected >= 20
     assert long.on_time + long.late + long.rejected == long.submitted
+
+
+def test_the_live_runtime_holds_the_same_bound():
+    """The live runtime runs the same join (LlmJoin) on a profiled engine: the long burst is shed at the LLM
+    stage, the short one served, and every request ends once."""
+    import time
+
+    from pard.executors import ProfiledLlmEngine
+
+    spec = PipelineSpec(name="one-llm", slo=1.0, stages=[
+        dict(name="generate", kind="llm", prefill={"base": 0.002, "per_token": 0.00005},
+             decode={1: 0.004, 4: 0.005}, max_seqs=2, kv_tokens=200_000, max_output_tokens=16)])
+    shed = {}
+    for prompt in (100, 8000):
+        with pard.Runtime(spec, {"generate": ProfiledLlmEngine(spec.stage("generate"))}, policy="pard") as rt:
+            futs = []
+            for i in range(WARM):  # spaced: each finishes, and the planner measures the stage
+                futs.append(rt.submit(i, in_tokens=100, max_new=5))
+                time.sleep(0.05)
+            time.sleep(1.5)
+            futs += [rt.submit(WARM + i, in_tokens=prompt, max_new=5) for i in range(10)]
+            for f in futs:
+                try:
+                    f.result(timeout=30)
+                except pard.Dropped:
+                    pass
+            rt.close(timeout_s=20)
+            counts = rt.counts()
+            assert counts["pending"] == 0 and counts["submitted"] == WARM + 10
+            shed[prompt] = rt.report().stages[0].dropped_by_reason.get("shed", 0)
+    assert shed[100] == 0 and shed[8000] >= 5
