@@ -73,10 +73,11 @@ void register_scheduler(py::module_& m) {
         .def(py::init([](const std::string& order, const std::string& drop, double thr_s, double alpha,
                          bool tiered, bool reactive, std::int64_t max_queue, bool max_queue_entry_only, bool shed,
                          bool pace, const std::string& overload_below, bool coherent_rank, bool live_queues, bool virtual_queue,
-                         bool llm_tokens, double llm_quantile, bool llm_stop) {
+                         bool llm_tokens, double llm_quantile, bool llm_stop, bool llm_lbf) {
                  Policy p;
                  p.llm_tokens = llm_tokens;
                  p.llm_stop = llm_stop;
+                 p.llm_lbf = llm_lbf;
                  p.llm_quantile = llm_quantile;
                  p.order = parse_order(order);
                  p.drop = parse_drop(drop);
@@ -103,7 +104,7 @@ void register_scheduler(py::module_& m) {
              py::arg("max_queue") = 0, py::arg("max_queue_entry_only") = false, py::arg("shed") = true,
              py::arg("pace") = false, py::arg("overload_below") = "none", py::arg("coherent_rank") = false,
              py::arg("live_queues") = false, py::arg("virtual_queue") = false, py::arg("llm_tokens") = false,
-             py::arg("llm_quantile") = 0.5, py::arg("llm_stop") = false)
+             py::arg("llm_quantile") = 0.5, py::arg("llm_stop") = false, py::arg("llm_lbf") = false)
         .def_property_readonly("order", [](const Policy& p) { return std::string(order_name(p.order)); })
         .def_property_readonly("drop", [](const Policy& p) { return std::string(drop_name(p.drop)); })
         .def_property_readonly("dagor_threshold_s", [](const Policy& p) { return to_s(p.dagor_threshold_ns); })
@@ -121,13 +122,14 @@ void register_scheduler(py::module_& m) {
         .def_property_readonly("llm_tokens", [](const Policy& p) { return p.llm_tokens; })
         .def_property_readonly("llm_quantile", [](const Policy& p) { return p.llm_quantile; })
         .def_property_readonly("llm_stop", [](const Policy& p) { return p.llm_stop; })
+        .def_property_readonly("llm_lbf", [](const Policy& p) { return p.llm_lbf; })
         .def("__eq__", [](const Policy& a, const Policy& b) {
             return a.order == b.order && a.drop == b.drop && a.dagor_threshold_ns == b.dagor_threshold_ns &&
                    a.dagor_alpha == b.dagor_alpha && a.tiered == b.tiered && a.reactive == b.reactive && a.shed == b.shed &&
                    a.pace == b.pace && a.overload_below == b.overload_below && a.coherent_rank == b.coherent_rank &&
                    a.live_queues == b.live_queues && a.virtual_queue == b.virtual_queue &&
                    a.max_queue == b.max_queue && a.max_queue_entry_only == b.max_queue_entry_only &&
-                   a.llm_tokens == b.llm_tokens && a.llm_quantile == b.llm_quantile && a.llm_stop == b.llm_stop;
+                   a.llm_tokens == b.llm_tokens && a.llm_quantile == b.llm_quantile && a.llm_stop == b.llm_stop && a.llm_lbf == b.llm_lbf;
         })
         .def("__repr__", [](const Policy& p) {
             return std::string("Policy(order='") + order_name(p.order) + "', drop='" + drop_name(p.drop) +
@@ -140,7 +142,8 @@ void register_scheduler(py::module_& m) {
                    ", virtual_queue=" + (p.virtual_queue ? "True" : "False") + ", max_queue=" + std::to_string(p.max_queue) +
                    ", max_queue_entry_only=" + (p.max_queue_entry_only ? "True" : "False") +
                    ", llm_tokens=" + (p.llm_tokens ? "True" : "False") + ", llm_quantile=" + std::to_string(p.llm_quantile) +
-                   ", llm_stop=" + (p.llm_stop ? "True" : "False") + ")";
+                   ", llm_stop=" + (p.llm_stop ? "True" : "False") +
+                   ", llm_lbf=" + (p.llm_lbf ? "True" : "False") + ")";
         });
 
     py::class_<StageScheduler>(m, "StageScheduler", "One stage's ingress ring, DEPQ, order and drop rule.")

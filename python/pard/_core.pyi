@@ -73,11 +73,12 @@ class Policy:
                  max_queue: int = 0, max_queue_entry_only: bool = False, shed: bool = True,
                  pace: bool = False, overload_below: str = "none", coherent_rank: bool = False,
                  live_queues: bool = False, virtual_queue: bool = False, llm_tokens: bool = False,
-                 llm_quantile: float = 0.5, llm_stop: bool = False) -> None: ...
+                 llm_quantile: float = 0.5, llm_stop: bool = False, llm_lbf: bool = False) -> None: ...
     # order: "fcfs" | "lbf" | "hbf" | "adaptive"
     # drop: "none" | "pard" | "clipper" | "nexus" | "dagor" | "triton" | "ray-serve" | "vllm" | "scorpio"
     # llm_tokens: at LLM stages, each request's own predicted length (llm_quantile in (0, 1)), else the means;
     # llm_stop: the pard rule stops a running sequence that can no longer finish by its deadline
+    # llm_lbf: the pard rule's joins at an LLM stage pop the lowest budget first whatever the order
     # tiered: one heap per tier (served / shed by weight); reactive: the hot-path overload test;
     # max_queue: reject at that many queued (0 = none), at entry stages only with max_queue_entry_only
     # overload_below: "none" | "overloaded" (what a stage reads of the stages below it)
@@ -118,6 +119,8 @@ class Policy:
     def llm_quantile(self) -> float: ...
     @property
     def llm_stop(self) -> bool: ...
+    @property
+    def llm_lbf(self) -> bool: ...
     def __eq__(self, other: object) -> bool: ...
 
 class StageScheduler:
@@ -364,8 +367,9 @@ class SyncPlanner:
                  window_s: float, samples: int, cv_history_s: float, min_cv_intervals: int,
                  constants: list[float], generator: Any, idle_batch: bool, half_life_s: float,
                  prior_batches: float, pace_below: list[list[int]], overload_upper: bool,
-                 mu_at_capacity_entry: bool) -> None: ...
+                 mu_at_capacity_entry: bool, live_queue: list[bool] = ...) -> None: ...
     # mode: none, sf, lower, upper, full or busy (PolicySpec.downstream)
+    # live_queue: per stage, publish its queueing delay as 0 (PolicySpec.llm_live_queue at an LLM stage); [] none
     # constants: (scale_min, scale_max, precollected_wait)
     # per stage: (downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate,
     # path_rate, demand_rate, overload_downstream_s, floor_downstream_s, outrank_downstream_s, batch_size,

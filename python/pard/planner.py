@@ -217,6 +217,7 @@ class Planner:
             generator=self._rng, idle_batch=pol.idle_batch, half_life_s=HALF_LIFE_S, prior_batches=PRIOR_BATCHES,
             pace_below=[b if paces(pol.pace, st.paths) else [] for b, st in zip(below, stages)],
             overload_upper=pol.overload_upper, mu_at_capacity_entry=pol.mu_at_capacity_entry,
+            live_queue=[bool(pol.llm_live_queue and st.llm) for st in stages],
         )
         self._last_now: float | None = None
         self._terms: list[StageTerms] | None = None

@@ -30,6 +30,7 @@ class PlannerStage:
         paths: the stage's downstream paths: each a tuple of stage indices from a successor of this
             stage to a sink, the stage itself excluded.  Empty for a sink.
         entry: True for a stage that receives the pipeline's input (its arrivals set the window's CV).
+        llm: True for an LLM stage (its queueing term is read live under ``PolicySpec.llm_live_queue``).
     """
 
     name: str
@@ -38,6 +39,7 @@ class PlannerStage:
     max_batch: int
     paths: tuple[tuple[int, ...], ...] = ()
     entry: bool = False
+    llm: bool = False
 
     def duration(self, batch: float | F64) -> Any:
         """``d(b)`` in seconds for a (possibly fractional) batch size ``b``: :func:`pard.profile.duration`
@@ -51,12 +53,12 @@ class PlannerStage:
     @classmethod
     def from_profile(
         cls, name: str, profile: Mapping[int, float], max_batch: int,
-        paths: Sequence[Sequence[int]] = (), entry: bool = False,
+        paths: Sequence[Sequence[int]] = (), entry: bool = False, llm: bool = False,
     ) -> "PlannerStage":
         """Build from a ``{batch: duration_s}`` profile mapping (as ``StageSpec.profile``)."""
         pts = sorted((int(b), float(d)) for b, d in profile.items())
         return cls(name, tuple(b for b, _ in pts), tuple(d for _, d in pts), int(max_batch),
-                   tuple(tuple(int(i) for i in p) for p in paths if len(p)), bool(entry))
+                   tuple(tuple(int(i) for i in p) for p in paths if len(p)), bool(entry), bool(llm))
 
 
 @dataclass(frozen=True)

@@ -188,6 +188,16 @@ class PolicySpec:
             ``pard``: on an engine whose joins' prefills dominate, the freed slot is refilled at once and the
             new prefill stalls every running sequence, which costs more goodput and LLM compute than the
             stopped sequence's last steps save (bench/llm_chain.py; bench/RESULTS.md).
+        llm_lbf: with the pard rule, an LLM stage's joins pop the lowest budget first whatever the published
+            order (``pard``). Each join is judged by the request's own cost, so the least slack that can still
+            finish goes first; under HBF the requests a burst left queued wait behind newer ones until they
+            expire, just before the workers ordered for the burst (or the slots long answers hold) free up
+            (bench/RESULTS.md, ``rag``).
+        llm_live_queue: the planner publishes an LLM stage's queueing delay as 0, so the stages above read
+            its queue live only (``live_queues``: what it holds over its service rate, the workers still
+            starting counted), not as the window's mean of past waits (``pard``). An LLM request waits
+            seconds, and the waits of a queue that built while workers started describe a queue those workers
+            are about to drain: read as a mean they make the entry refuse what the grown stage would serve.
         lam: the policy's own downstream quantile (None: the paper's 0.1); a ``lam`` passed to
             ``simulate`` / the planner overrides it.
         description: one line for tables and ``--help``.
@@ -225,6 +235,8 @@ class PolicySpec:
     llm_tokens: bool = False
     llm_quantile: float = 0.5
     llm_stop: bool = False
+    llm_lbf: bool = False
+    llm_live_queue: bool = False
     lam: float | None = None
     description: str = ""
 
@@ -284,6 +296,7 @@ class PolicySpec:
             llm_tokens=self.llm_tokens,
             llm_quantile=float(self.llm_quantile),
             llm_stop=self.llm_stop,
+            llm_lbf=self.llm_lbf,
         )
 
     def for_autoscaling(self) -> PolicySpec:
@@ -314,7 +327,7 @@ def _specs() -> dict[str, PolicySpec]:
                    coherent_branches=True, idle_batch=True, mu_at_capacity=True, mu_at_capacity_entry=False,
                    coherent_paths=True,
                    prior_terms=True, overload_upper=True, overload_below="overloaded", coherent_rank=True,
-                   live_queues=True, llm_tokens=True, llm_quantile=0.5,
+                   live_queues=True, llm_tokens=True, llm_quantile=0.5, llm_lbf=True, llm_live_queue=True,
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "
                                "utilisation-aware downstream estimate corrected online (DESIGN 3.7)"),
         PolicySpec("pard-paper", "adaptive", "pard", "full",

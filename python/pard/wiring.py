@@ -40,7 +40,7 @@ def planner_stages(spec: PipelineSpec) -> list[PlannerStage]:
         PlannerStage.from_profile(
             st.name, st.batch_profile, st.batch_limit,
             paths=[[index[n] for n in path] for path in spec.downstream_paths(st.name)],
-            entry=st.name in entries,
+            entry=st.name in entries, llm=st.kind == "llm",
         )
         for st in spec.stages
     ]

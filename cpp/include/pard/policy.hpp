@@ -154,6 +154,9 @@ struct Policy {
     // LLM stages, pard rule: stop a running sequence at a step boundary once it can no longer finish by its
     // deadline (pard/sim/llm_worker.hpp, step 2).
     bool llm_stop = false;
+    // LLM stages, pard rule: the joins pop the lowest budget first whatever the published order
+    // (pard/llm/stage_join.hpp says why).
+    bool llm_lbf = false;
 
     // Validates the parameters; throws std::invalid_argument naming the field and value.
     void validate() const {

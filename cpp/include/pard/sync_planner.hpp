@@ -58,6 +58,10 @@ struct SyncPlannerConfig {
     std::vector<std::vector<int>> below;               // coherent_paths' downstream stages ([] when off)
     std::vector<std::vector<int>> pace_below;          // pace: the stages whose least rate is path_rate ([] each: none)
     std::vector<bool> entry;
+    // PolicySpec.llm_live_queue: stages (an LLM stage's) whose queueing delay is published as 0, so that the
+    // pop rules above read their queue live only (queue_lag.hpp), not as the window's mean of past waits.
+    // Empty: none.
+    std::vector<bool> live_queue;
     std::vector<double> max_batch;                     // B_k as float
     std::vector<double> full_d;                        // d_k(B_k)
     std::vector<std::vector<double>> d_table;          // d_k(0 .. B_k)
@@ -359,6 +363,7 @@ private:
             const double wqn = wsum(k, 2);
             const double wqs = wsum(k, 1);
             q_[k] = wqn > 0 ? wqs / wqn : 0.0;
+            if (k < c_.live_queue.size() && c_.live_queue[k]) q_[k] = 0.0;
             const double wbn = wsum(k, 4);
             const double wbs = wsum(k, 3);
             if (wbn > 0) {

@@ -6,7 +6,7 @@
 // their KV reservations fit in kv_free tokens (the first that does not fit waits: no skipping ahead).
 // Drain and admission as form_batch (vllm's queue cap among them, pard/llm/stage_llm.hpp); pard purges the
 // low end, holds the queue to its bound in work (rules/llm_queue_bound.hpp) and judges each request by its
-// own cost (rules/llm_deadline.hpp), scorpio by its first token
+// own cost (rules/llm_deadline.hpp), in deadline order under Policy::llm_lbf, scorpio by its first token
 // (rules/scorpio_ttft.hpp), nexus by the running means' cost as d_k, the other rules as at a DNN stage.
 #pragma once
 
@@ -45,7 +45,12 @@ struct LlmJoin {
                                    [&](Request&& r) { s.discard(out.drops, r, Reason::kInfeasible, is_cancelled); });
         }
         const bool over = rule == DropRule::kPard && over_bound(s, *cost, now_ns, running, t, out, is_cancelled);
-        const bool pop_max = s.ranked_ || s.current_order() == Order::kHbf || over;
+        // Policy::llm_lbf: deadline order at the joins, over the bound too (its shed has already run). Every join
+        // is judged by the request's own cost, so the request with the least slack that can still finish goes
+        // first; under HBF the requests a burst left queued wait behind the newer ones until they expire, just
+        // before the workers ordered for the burst (or the slots its long answers hold) would have served them.
+        const bool pop_max = !(rule == DropRule::kPard && s.cfg_.policy.llm_lbf) &&
+                             (s.ranked_ || s.current_order() == Order::kHbf || over);
         while (slots > 0 && !s.queue_.empty()) {
             const Request r = s.queue_.pop(pop_max);
             if (is_cancelled(r.id)) {
