@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 #include "pard/batch.hpp"
 #include "pard/estimator.hpp"
@@ -39,16 +40,26 @@ struct LlmJoin {
         auto* cost = s.llm_.cost();
         cost->trim(now_ns);
         const LlmStageSpec& sp = cost->spec();
+        // pard: a request that cannot finish here may still finish on another worker of the stage (a less
+        // busy one, or one starting up): it is dropped only when it fits nowhere, and left queued for the
+        // other worker when it fits there only.
+        const auto fits_elsewhere = [&](const Request& r, std::int64_t base) {
+            const std::int64_t c = s.llm_.elsewhere_ns(r, now_ns);
+            return c >= 0 && !rules::llm_drops(r, base, c);
+        };
         if (rule == DropRule::kPard) {  // step 2 with the request's own cost at one more running sequence
             const std::int64_t base = now_ns + t.downstream_ns;
-            s.heap().drain_min_while([&](const Request& r) { return rules::llm_drops(r, base, cost->cost_ns(r, running + 1)); },
-                                   [&](Request&& r) { s.discard(out.drops, r, Reason::kInfeasible, is_cancelled); });
+            s.heap().drain_min_while([&](const Request& r) {
+                                         return rules::llm_drops(r, base, cost->cost_ns(r, running + 1)) && !fits_elsewhere(r, base);
+                                     },
+                                     [&](Request&& r) { s.discard(out.drops, r, Reason::kInfeasible, is_cancelled); });
         }
         const bool over = rule == DropRule::kPard && over_bound(s, *cost, now_ns, running, t, out, is_cancelled);
         // Policy::llm_lbf: deadline order at the joins, over the bound too (its shed has already run). Every join
         // is judged by the request's own cost, so the request with the least slack that can still finish goes
         // first; under HBF the requests a burst left queued wait behind the newer ones until they expire, just
         // before the workers ordered for the burst (or the slots its long answers hold) would have served them.
+        std::vector<Request> elsewhere;  // popped, left for another worker
         const bool pop_max = !(rule == DropRule::kPard && s.cfg_.policy.llm_lbf) &&
                              (s.ranked_ || s.current_order() == Order::kHbf || over);
         while (slots > 0 && !s.queue_.empty()) {
@@ -65,7 +76,13 @@ struct LlmJoin {
             const std::int64_t n = running + 1;
             int v = -1;
             if (rule == DropRule::kPard) {
-                if (rules::llm_drops(r, now_ns + t.downstream_ns, cost->cost_ns(r, n))) v = static_cast<int>(Reason::kInfeasible);
+                if (rules::llm_drops(r, now_ns + t.downstream_ns, cost->cost_ns(r, n))) {
+                    if (fits_elsewhere(r, now_ns + t.downstream_ns)) {
+                        elsewhere.push_back(r);
+                        continue;
+                    }
+                    v = static_cast<int>(Reason::kInfeasible);
+                }
             } else if (rule == DropRule::kScorpio) {
                 if (rules::scorpio_rejects(r, now_ns, sp.prefill_ns(r.in_tokens))) v = static_cast<int>(Reason::kRejected);
             } else if (rule == DropRule::kNexus) {
@@ -82,6 +99,7 @@ struct LlmJoin {
             --slots;
             ++running;
         }
+        for (const Request& r : elsewhere) s.heap().push(r);
         s.queue_.end_run();
         out.expected_duration_ns = sp.step_ns(running);
         s.store_sizes();

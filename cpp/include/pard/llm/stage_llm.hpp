@@ -4,6 +4,7 @@
 // The join at a step boundary is pard/llm/stage_join.hpp.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -43,6 +44,24 @@ public:
     // (rules/llm_queue_bound.hpp). Any thread; relaxed.
     void set_workers(int w) noexcept { workers_.store(w < 1 ? 1 : w, std::memory_order_relaxed); }
     [[nodiscard]] std::int64_t workers() const noexcept { return workers_.load(std::memory_order_relaxed); }
+    // Where else at this stage a queued request could join, as the simulator knows it before a worker's
+    // joins: the fewest sequences running on another serving worker (-1: none), and the earliest time a
+    // starting worker serves (-1: none). The live runtime sets neither: a worker judges by its own batch.
+    void set_elsewhere(std::int64_t least_running, std::int64_t ready_ns) noexcept {
+        least_running_ = least_running;
+        ready_ns_ = ready_ns;
+    }
+    // The earliest finish (ns from now_ns) of r at this stage elsewhere than on a worker running `running`
+    // sequences: on the least busy other worker now, or on a starting one once it serves; -1 without either.
+    [[nodiscard]] std::int64_t elsewhere_ns(const Request& r, std::int64_t now_ns) const {
+        std::int64_t best = -1;
+        if (least_running_ >= 0) best = cost_->cost_ns(r, least_running_ + 1);
+        if (ready_ns_ >= 0) {
+            const std::int64_t c = std::max<std::int64_t>(0, ready_ns_ - now_ns) + cost_->cost_ns(r, 1);
+            best = best < 0 || c < best ? c : best;
+        }
+        return best;
+    }
 
     // The LLM stages below this one. Set once, before any batch forms; they must outlive this one.
     void set_below(std::vector<const StageLlm*> below) { below_ = std::move(below); }
@@ -78,6 +97,8 @@ private:
     std::unique_ptr<LlmCost> cost_;
     std::atomic<std::int64_t> running_{0};
     std::atomic<std::int64_t> workers_{1};
+    std::int64_t least_running_ = -1;  // set_elsewhere (the simulator's one thread)
+    std::int64_t ready_ns_ = -1;
     std::vector<const StageLlm*> below_;
 };
 

@@ -126,6 +126,7 @@ struct LlmDriver {
         if (!w.retiring) {
             const auto slots = sp.max_seqs - static_cast<std::int64_t>(run.seqs.size());
             if (slots > 0) {
+                if (s.cfg_.policy.drop == DropRule::kPard) elsewhere(s, k, wi);
                 auto cancelled = [&s](std::uint64_t id) { return !s.out_.pending(id); };
                 LlmJoin<decltype(cancelled)>::form(*st.sched, now, static_cast<std::int64_t>(run.seqs.size()), slots,
                                                    sp.kv_tokens - run.kv_used, st.scratch, cancelled);
@@ -202,6 +203,23 @@ struct LlmDriver {
     }
 
 private:
+    // What pard's joins at worker wi may read of the stage's other workers (StageLlm::set_elsewhere).
+    static void elsewhere(Sim& s, std::size_t k, std::size_t wi) {
+        auto& st = s.stages_[k];
+        std::int64_t least = -1, ready = -1;
+        for (std::size_t j = 0; j < st.workers.size(); ++j) {
+            const auto& o = st.workers[j];
+            if (j == wi || !o.counts()) continue;
+            if (o.st == Sim::WState::kCold) {
+                ready = ready < 0 || o.ready_at < ready ? o.ready_at : ready;
+            } else {
+                const auto n = static_cast<std::int64_t>(o.llm.seqs.size());
+                least = least < 0 || n < least ? n : least;
+            }
+        }
+        st.sched->llm().set_elsewhere(least, ready);
+    }
+
     // Step 2: cancelled copies, and (Policy::llm_stop) the sequences that can no longer finish in time, stop.
     // The estimate is at the decode step alone, decode(n): a sequence stops only once even an uncontended
     // pace would miss its deadline.
