@@ -126,7 +126,7 @@ struct LlmDriver {
         if (!w.retiring) {
             const auto slots = sp.max_seqs - static_cast<std::int64_t>(run.seqs.size());
             if (slots > 0) {
-                if (s.cfg_.policy.drop == DropRule::kPard) elsewhere(s, k, wi);
+                if (s.cfg_.policy.drop == DropRule::kPard && s.cfg_.policy.llm_tokens) elsewhere(s, k, wi);
                 auto cancelled = [&s](std::uint64_t id) { return !s.out_.pending(id); };
                 LlmJoin<decltype(cancelled)>::form(*st.sched, now, static_cast<std::int64_t>(run.seqs.size()), slots,
                                                    sp.kv_tokens - run.kv_used, st.scratch, cancelled);
@@ -203,7 +203,8 @@ struct LlmDriver {
     }
 
 private:
-    // What pard's joins at worker wi may read of the stage's other workers (StageLlm::set_elsewhere).
+    // What pard's joins at worker wi may read of the stage's other workers (StageLlm::set_elsewhere); only
+    // a token-aware policy (Policy::llm_tokens) reads it, so the paper's method keeps its own rule.
     static void elsewhere(Sim& s, std::size_t k, std::size_t wi) {
         auto& st = s.stages_[k];
         std::int64_t least = -1, ready = -1;
