@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
 from pard.config import PipelineSpec
 from pard.policies import get_policy
@@ -60,3 +61,29 @@ def test_llm_live_queue_publishes_no_queueing_delay_at_the_llm_stage() -> None:
         seen[live] = q
     assert seen[True] and max(seen[True]) == 0.0
     assert max(seen[False]) > 0.1
+
+
+def test_a_request_waits_for_the_worker_it_fits() -> None:
+    """pard leaves a queued request that cannot finish on the busy worker forming its joins (16 running), but can on
+    the other (one sequence running, in a long prefill step), queued for that one: it finishes on time there, at
+    5.85 s; judged by the busy worker's pace alone (the means-priced rule, which does not look elsewhere) it is
+    dropped."""
+    spec = PipelineSpec(name="two", slo=100.0, stages=[{
+        **LLM, "prefill": {"base": 0.01, "per_token": 0.0001}, "decode": {1: 0.01, 16: 0.1}, "max_seqs": 16,
+        "workers": 2}])
+    warm = [0.05 * i for i in range(40)]                       # 40 short answers: the stage learns 20 tokens
+    # 15 long answers fill worker 0; a big prompt starts a long step on worker 1; then the request under test;
+    # a last arrival keeps the run's per-second bins past the long answers
+    arr = np.array(warm + [4.0] * 15 + [5.0, 5.1, 200.0])
+    ins = np.array([0] * 40 + [0] * 15 + [5000, 0, 0])
+    outs = np.array([20] * 40 + [1000] * 15 + [1000, 20, 1])
+    slo = np.array([100.0] * 56 + [1.5, 100.0])                 # 20 tokens within 1.5 s
+    last = 56
+    states = {}
+    for tokens in (True, False):
+        pol = dataclasses.replace(get_policy("pard"), llm_tokens=tokens)
+        r = simulate(spec, arr, pol, slo=slo, in_tokens=ins, out_tokens=outs, jitter_cv=0.0)
+        states[tokens] = (int(r.state[last]), float(r.finish_s[last]))
+    # on time on worker 1: its prefill step ends at 5.0 + 0.51 + decode(1); then a prefill base and 20 steps at 2
+    assert states[True][0] == 1 and states[True][1] == pytest.approx(5.0 + 0.52 + 0.01 + 20 * (0.01 + 0.09 / 15))
+    assert states[False][0] == 3  # dropped at worker 0's boundary
