@@ -1,6 +1,7 @@
 """pard's order and queue reading at an LLM stage (DESIGN §3.8): its joins pop the lowest budget first
-whatever the published order (Policy.llm_lbf, cpp/include/pard/llm/stage_join.hpp), and the planner publishes
-its queueing delay as 0 so that the stages above read its queue live only (PolicySpec.llm_live_queue)."""
+whatever the published order (Policy.llm_lbf, cpp/include/pard/llm/stage_join.hpp), a request that fits only on
+another worker waits for it (StageLlm::set_elsewhere), and the planner publishes the stage's queueing delay as 0 so
+that the stages above read its queue live only (PolicySpec.llm_live_queue)."""
 
 from __future__ import annotations
 
