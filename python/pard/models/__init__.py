@@ -96,11 +96,13 @@ def stage_set(pipeline: Any, kind: str = "onnx", *, scale: float = 1.0, seed: in
     ``"onnx"``: :func:`onnx_models` in :class:`pard.executors.OnnxExecutor` (CUDA provider where
     present); ``"numpy"``: :func:`reference_models` in :class:`pard.executors.ArrayExecutor` (CuPy
     on a GPU).  ``pipeline`` is a PipelineSpec or a built-in name; an exit stage's outputs come
-    back to the host.
+    back to the host.  An llm stage gets a factory of llama.cpp engines running the tiny llama
+    (:func:`pard.profiling.llm.tiny_llm_engine`, extra ``pard[llm]``), one engine per worker.
 
     Raises:
         pard.ConfigError: ``kind`` is not one of :data:`MODEL_KINDS`, or a bad ``scale``.
-        ImportError: ``"onnx"`` without the onnx/onnxruntime packages (``pip install 'pard[onnx]'``).
+        ImportError: ``"onnx"`` without the onnx/onnxruntime packages (``pip install 'pard[onnx]'``), or
+            an llm stage without llama-cpp-python and gguf (``pip install 'pard[llm]'``).
     """
     from ..errors import ConfigError
 
@@ -126,6 +128,11 @@ def stage_set(pipeline: Any, kind: str = "onnx", *, scale: float = 1.0, seed: in
         executors = {n: ArrayExecutor(m, payload_shape=m.input_shape if n in entries else None,
                                       to_host=not pipeline.stage(n).successors) for n, m in ref.items()}
         shapes = {n: tuple(m.input_shape) for n, m in ref.items()}
+    for st in pipeline.stages:  # an llm stage steps an engine at token boundaries, not a batch model
+        if getattr(st, "kind", "dnn") == "llm":
+            from ..profiling.llm import tiny_llm_engine
+
+            executors[st.name] = tiny_llm_engine(st, seed=seed)
     return StageSet(kind, executors, shapes, join_inputs, engine_description(kind))
 
 

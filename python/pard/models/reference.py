@@ -241,7 +241,8 @@ def _graph(pipeline: Any) -> tuple[list[str], dict[str, list[str]], dict[str, fl
     for st in pipeline.stages:
         for succ in st.successors:
             preds[succ].append(st.name)
-        if hasattr(st, "duration") and hasattr(st, "max_batch"):
+        # an llm stage runs on its own engine (tiny_llama), so it does not size the array models
+        if hasattr(st, "duration") and hasattr(st, "max_batch") and getattr(st, "kind", "dnn") != "llm":
             per_request[st.name] = float(st.duration(int(st.max_batch))) / int(st.max_batch)
     # predecessors in topological order, so a join's concatenation order is deterministic
     rank = {name: i for i, name in enumerate(order)}

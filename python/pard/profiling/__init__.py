@@ -27,7 +27,12 @@ was marked stale (:func:`mark_stale`: ``pard run`` does so when a live run's bat
 than :data:`DRIFT_LIMIT` from it on the bottleneck stage, see :func:`profile_drift`) or when it is
 older than :data:`MAX_AGE_S` (the load a machine carries changes over hours).
 
-One concern per module: :mod:`~pard.profiling.measure` (timing, sizing),
+LLM stages.  An llm stage has no batch profile: :func:`measure_profile` measures its prefill and decode
+step on its engine (:mod:`~pard.profiling.llm`; for the built-in models the tiny llama on llama.cpp) and
+writes them into the stage.
+
+One concern per module: :mod:`~pard.profiling.measure` (timing, sizing), :mod:`~pard.profiling.llm` (an
+llm stage's engine),
 :mod:`~pard.profiling.cache` (the cache) and :mod:`~pard.profiling.fit` (profiles from a run's batches,
 drift).
 """
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 from .cache import MAX_AGE_S, cache_dir, cached_profile, mark_stale
 from .fit import DRIFT_LIMIT, profile_drift, profile_from_batches
+from .llm import TINY_CONTEXT, measure_llm, tiny_llm_engine
 from .measure import ProfileResult, busy_cores, default_batch_sizes, machine_id, measure_profile, size_workers
 
 __all__ = [
@@ -52,4 +58,7 @@ __all__ = [
     "mark_stale",
     "MAX_AGE_S",
     "DRIFT_LIMIT",
+    "measure_llm",
+    "tiny_llm_engine",
+    "TINY_CONTEXT",
 ]

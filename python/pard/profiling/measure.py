@@ -18,6 +18,7 @@ from .._extras import available
 from .._version import __version__
 from ..config import resolve_pipeline
 from ..errors import PardValueError
+from .llm import llm_stage_fields, measure_llm
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config import PipelineSpec
@@ -109,12 +110,16 @@ class ProfileResult:
         cached: True when it came from the cache.
         measured_at: when it was measured (Unix time, s), if known.
         refreshed_because: why a cached entry was measured afresh (marked stale, too old), else None.
+        llm: llm stage name -> :func:`pard.profiling.llm.measure_llm`'s whole measurement (fit errors,
+            checks); empty when read from the cache or without an llm stage.
     """
 
     def __init__(self, spec: PipelineSpec, samples: dict[str, dict[int, list[float]]], workers: list[int],
                  wall_s: float, machine: dict[str, Any], path: Path | None = None, cached: bool = False,
-                 measured_at: float | None = None, refreshed_because: str | None = None) -> None:
+                 measured_at: float | None = None, refreshed_because: str | None = None,
+                 llm: dict[str, dict[str, Any]] | None = None) -> None:
         self.spec = spec
+        self.llm = dict(llm or {})
         self.samples = samples
         self.workers = workers
         self.wall_s = wall_s
@@ -160,7 +165,8 @@ def measure_profile(
     models: str = "numpy",
     progress: Callable[[str, int, int], None] | None = None,
 ) -> ProfileResult:
-    """Time every stage at every batch size under the load the live run puts beside it.
+    """Time every stage at every batch size under the load the live run puts beside it; measure every
+    llm stage's prefill and decode on its engine (:func:`pard.profiling.llm.measure_llm`).
 
     Stages are measured one after another.  While stage ``k``'s workers are timed (all of them at
     once), the other stages' workers run batches of their largest size as background load:
@@ -174,8 +180,10 @@ def measure_profile(
 
     Args:
         pipeline: a PipelineSpec, a built-in name or a spec file (as :func:`pard.config.load`).
-        stages: stage name -> executor (called with a list of payloads); default the built-in stage
-            models of kind ``models`` (:func:`pard.models.stage_set`, ``model_options`` passed on).
+        stages: stage name -> executor (called with a list of payloads); for an llm stage an LLM engine
+            or a zero-argument factory of one; default the built-in stage models of kind ``models``
+            (:func:`pard.models.stage_set`, ``model_options`` passed on; an llm stage's engine is the
+            tiny llama on llama.cpp, extra ``pard[llm]``).
             An executor's ``bind(stage, workers=, threads=blas_threads)`` hook is called first.
         inputs: stage name -> ``make(b)`` returning ``b`` payloads for that stage; required with
             custom ``stages``; default random float32 arrays of each built-in model's input shape.
@@ -184,7 +192,8 @@ def measure_profile(
             each stage's ``max_batch``.
         warmup: untimed runs per batch size and worker before the timed ones (>= 0).
         repeats: timed runs per batch size and worker (>= 1); the profile point is the median over
-            every worker's runs.
+            every worker's runs.  An llm stage is measured on one engine, alone, with
+            ``min(repeats, 3)`` repeats of each decode count and prompt length.
         co_load: the background load, see above.
         blas_threads: BLAS threads during the measurement (as the runtime; None leaves it), also the
             ``threads`` an executor's ``bind`` hook gets.  The BLAS limit needs threadpoolctl (the
@@ -199,13 +208,16 @@ def measure_profile(
     Returns:
         a :class:`ProfileResult`; its ``spec`` has, per stage, ``profile = {b: median d(b)}``
         made non-decreasing in ``b`` (a running maximum: noise must not make a bigger batch look
-        cheaper, which ``StageSpec`` rejects), and ``workers`` as measured.
+        cheaper, which ``StageSpec`` rejects), and ``workers`` as measured; per llm stage the
+        measured ``prefill``, ``decode``, ``max_seqs`` and ``kv_tokens`` (the engine's context).
 
     Raises:
         ValueError / TypeError: bad arguments (named); whatever an executor raises propagates.
     """
     spec = resolve_pipeline(pipeline)
-    names = [st.name for st in spec.stages]
+    llm = {st.name for st in spec.stages if st.kind == "llm"}
+    names = [st.name for st in spec.stages if st.name not in llm]  # the batch-timed stages
+    every = [st.name for st in spec.stages]
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise PardValueError(f"warmup must be an int >= 0, got {warmup!r}")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
@@ -213,8 +225,8 @@ def measure_profile(
     if co_load not in ("capacity", "full", "none"):
         raise PardValueError(f"co_load must be 'capacity', 'full' or 'none', got {co_load!r}")
     ws = [int(st.workers) for st in spec.stages] if workers is None else [int(w) for w in workers]
-    if len(ws) != len(names) or any(w < 1 for w in ws):
-        raise PardValueError(f"workers must list one int >= 1 per stage ({len(names)}), got {list(workers or [])!r}")
+    if len(ws) != len(every) or any(w < 1 for w in ws):
+        raise PardValueError(f"workers must list one int >= 1 per stage ({len(every)}), got {list(workers or [])!r}")
 
     if stages is None:
         from ..models import stage_set
@@ -229,25 +241,32 @@ def measure_profile(
     else:
         from ..executors import as_executor
 
-        missing = [n for n in names if n not in stages]
+        missing = [n for n in every if n not in stages]
         if missing:
             raise PardValueError(f"stages lacks an executor for {missing}")
         if inputs is None or any(n not in inputs for n in names):
-            raise PardValueError("custom stages need inputs: stage name -> make(b) returning b payloads, for every stage")
+            raise PardValueError("custom stages need inputs: stage name -> make(b) returning b payloads, for every "
+                                 "dnn stage")
         executors = {n: as_executor(stages[n]) for n in names}
+        executors.update({n: stages[n] for n in llm})
     for st, w in zip(spec.stages, ws):  # engine executors: sessions per worker, server config checks
+        if st.name in llm:
+            continue
         bind = getattr(executors[st.name], "bind", None)
         if callable(bind):
             bind(st, workers=w, threads=blas_threads)
     makers: Mapping[str, Callable[[int], Any]] = inputs
     sizes = {}
     for st in spec.stages:
+        if st.name in llm:
+            continue
         bs = default_batch_sizes(int(st.max_batch)) if batch_sizes is None or st.name not in batch_sizes \
             else sorted({int(b) for b in batch_sizes[st.name]})
         if not bs or bs[0] < 1:
             raise PardValueError(f"batch_sizes[{st.name!r}] must hold ints >= 1, got {bs!r}")
         sizes[st.name] = bs
-    duty = _duty_cycles(spec, ws)
+    duty = dict(zip(every, _duty_cycles(spec, ws)))
+    wk = dict(zip(every, ws))
     biggest = {n: makers[n](sizes[n][-1]) for n in names}
 
     samples: dict[str, dict[int, list[float]]] = {n: {b: [] for b in sizes[n]} for n in names}
@@ -296,21 +315,21 @@ def measure_profile(
         ctx = threadpool_limits(limits=blas_threads, user_api="blas")
     t_start = time.perf_counter()
     try:
-        for k, name in enumerate(names):
+        for name in names:
             if errors:
                 break
             stop = threading.Event()
-            gate = threading.Barrier(ws[k])
+            gate = threading.Barrier(wk[name])
             bg = []
             if co_load != "none":
-                for j, other in enumerate(names):
-                    if j == k:
+                for other in names:
+                    if other == name:
                         continue
-                    u = 1.0 if co_load == "full" else duty[j]
+                    u = 1.0 if co_load == "full" else duty[other]
                     bg += [threading.Thread(target=background, args=(other, u, stop), daemon=True)
-                           for _ in range(ws[j])]
+                           for _ in range(wk[other])]
             timed_threads = [threading.Thread(target=measure, args=(name, {b: makers[name](b) for b in sizes[name]},
-                                                                    gate), daemon=True) for _ in range(ws[k])]
+                                                                    gate), daemon=True) for _ in range(wk[name])]
             for t in bg:
                 t.start()
             for t in timed_threads:
@@ -323,13 +342,17 @@ def measure_profile(
     finally:
         if ctx is not None:
             ctx.restore_original_limits()
-    wall = time.perf_counter() - t_start
     real = [e for e in errors if not isinstance(e, threading.BrokenBarrierError)]
     if real:
         raise real[0]
+    llm_docs = {n: _measure_llm_stage(executors[n], min(repeats, 3)) for n in every if n in llm}
+    wall = time.perf_counter() - t_start
 
     data = spec.to_dict()
     for st_data, w in zip(data["stages"], ws):
+        if st_data["name"] in llm:
+            st_data.update(llm_stage_fields(llm_docs[st_data["name"]]), workers=w)
+            continue
         prof: dict[int, float] = {}
         running = 0.0
         for b in sizes[st_data["name"]]:
@@ -341,4 +364,21 @@ def measure_profile(
             f"co-load {co_load}]")
     data["description"] = f"{data.get('description', '')} {note}".strip()
     measured = type(spec).from_dict(data, source="measured profile")
-    return ProfileResult(measured, samples, ws, wall, machine_id(), measured_at=time.time())
+    return ProfileResult(measured, samples, ws, wall, machine_id(), measured_at=time.time(), llm=llm_docs)
+
+
+def _measure_llm_stage(executor: Any, repeats: int) -> dict[str, Any]:
+    """:func:`pard.profiling.llm.measure_llm` on an llm stage's engine (one made by the factory
+    ``executor`` is closed afterwards), alone: its cost is the engine's, not a batch's.  The prefill is
+    matched to the bundled Azure trace's prompt lengths, the ones ``pard run`` and ``pard simulate``
+    give an llm pipeline's requests."""
+    from ..executors.llm_engine import is_llm_engine
+
+    from ..workloads import azure_llm_conv
+
+    engine = executor if is_llm_engine(executor) else executor()
+    try:  # the prefill matched to the prompts of the bundled trace, the token counts pard runs replay
+        return measure_llm(engine, repeats=repeats, prompt_sample=azure_llm_conv(tokens=True).in_tokens)
+    finally:
+        if engine is not executor:
+            engine.close()
