@@ -2,7 +2,7 @@
 
 pard's LLM stage (DESIGN §3.8, issue 38) models a step of iteration-level batching as
 ``decode(n) + sum over joiners of (base + per_token * prompt tokens)``.  This script measures that
-model on :class:`pard.executors.llama_cpp.LlamaCppEngine` running the tiny random-weight llama of
+model (with :func:`pard.profiling.llm.measure_llm`, what ``pard profile`` runs) on :class:`pard.executors.llama_cpp.LlamaCppEngine` running the tiny random-weight llama of
 :mod:`pard.models.tiny_llama` (or one of the sizes given), and prints it in the stage spec's form,
 so a spec (and later ``pard profile``) can use it:
 
@@ -26,122 +26,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
-
-import numpy as np
 
 from pard.executors.llama_cpp import LlamaCppEngine
 from pard.models.tiny_llama import write_tiny_llama
-
-# prompt length of the sequences a decode measurement keeps running (prefilled before timing)
-DECODE_PROMPT = 8
-
-
-def _timed_step(engine: LlamaCppEngine, joins: Sequence[Any] = ()) -> float:
-    start = time.perf_counter()
-    engine.step(joins)
-    return time.perf_counter() - start
-
-
-def _counts(max_seqs: int) -> list[int]:
-    out, n = [], 1
-    while n < max_seqs:
-        out.append(n)
-        n *= 2
-    return out + [max_seqs]
-
-
-def decode_step_s(engine: LlamaCppEngine, n: int, steps: int, repeats: int, next_id: list[int]) -> float:
-    """Median seconds of a step with ``n`` sequences running and no joiner."""
-    samples: list[float] = []
-    for _ in range(repeats):
-        ids = list(range(next_id[0], next_id[0] + n))
-        next_id[0] += n
-        # max_new leaves every sequence running through the timed steps: prefill, warm-up, steps
-        engine.step([(rid, DECODE_PROMPT, steps + 3) for rid in ids])
-        engine.step()
-        samples += [_timed_step(engine) for _ in range(steps)]
-        engine.step(stops=ids)
-        assert not engine.running()
-    return statistics.median(samples)
-
-
-def join_step_s(engine: LlamaCppEngine, prompt: int, repeats: int, next_id: list[int], running: int = 0,
-                steps: int = 3) -> float:
-    """Median seconds of a step in which one sequence of ``prompt`` tokens joins ``running`` others."""
-    samples: list[float] = []
-    for _ in range(repeats):
-        ids = list(range(next_id[0], next_id[0] + running))
-        next_id[0] += running + 1
-        if ids:
-            engine.step([(rid, DECODE_PROMPT, 2 * steps + 4) for rid in ids])
-            engine.step()
-        for _ in range(steps):
-            samples.append(_timed_step(engine, [(next_id[0], prompt, 1)]))  # done in its prefill step
-            next_id[0] += 1
-        if ids:
-            engine.step(stops=ids)
-    return statistics.median(samples)
-
-
-def measure(engine: LlamaCppEngine, *, prompts: list[int], steps: int = 20, repeats: int = 3) -> dict[str, Any]:
-    """The stage profile of ``engine``: ``{"prefill": {"base", "per_token"}, "decode": {n: s}, ...}``.
-
-    Seconds throughout.  ``prompts`` are the prompt lengths of the prefill fit (each + 1 must fit in
-    the engine's context); decode is measured at 1, 2, 4, ... up to ``engine.max_seqs``.
-    """
-    next_id = [0]
-    engine.step([(next_id[0], DECODE_PROMPT, 4)])   # warm llama.cpp's buffers up
-    while engine.running():
-        engine.step()
-    raw = {n: decode_step_s(engine, n, steps, repeats, next_id) for n in _counts(engine.max_seqs)}
-    decode, top = {}, 0.0
-    for n, s in raw.items():
-        top = max(top, s)
-        decode[n] = top
-    prefill_raw = {p: join_step_s(engine, p, repeats, next_id) - decode[1] for p in prompts}
-    xs = np.array(list(prefill_raw), dtype=float)
-    ys = np.maximum(np.array(list(prefill_raw.values())), 1e-9)
-    # least squares on the relative error, so the short prompts count as much as the long ones
-    per_token, base = np.polyfit(xs, ys, 1, w=1.0 / ys) if len(xs) > 1 else (0.0, float(ys[0]))
-    per_token, base = max(float(per_token), 0.0), max(float(base), 0.0)
-    fit_err = {str(p): (base + per_token * p) / v - 1.0 for p, v in zip(prefill_raw, ys)}
-    # attention makes prefill superlinear (its cost grows with P^2 and the width); the spec's form is
-    # linear, so the quadratic fit is reported beside it as the size of what the linear form leaves out
-    quad = [float(c) for c in np.polyfit(xs, ys, 2, w=1.0 / ys)] if len(xs) > 2 else None
-
-    n_mid = max(1, engine.max_seqs // 2)
-    p_mid = prompts[len(prompts) // 2]
-    mixed = join_step_s(engine, p_mid, repeats, next_id, running=n_mid)
-    parts = _interp(decode, n_mid + 1) + prefill_raw[p_mid]
-    gain = {str(n): n * decode[1] / s for n, s in decode.items()}
-    return {
-        "prefill": {"base": base, "per_token": per_token},
-        "decode": decode,
-        "max_seqs": engine.max_seqs,
-        "kv_tokens": engine.context,
-        "measured": {"decode_s": {str(n): s for n, s in raw.items()},
-                     "prefill_s": {str(p): v for p, v in prefill_raw.items()},
-                     "prefill_fit_rel_error": fit_err,
-                     "prefill_quadratic": None if quad is None else
-                     {"per_token2": quad[0], "per_token": quad[1], "base": quad[2]}},
-        "checks": {
-            "batching_gain": gain,
-            "additivity": {"running": n_mid, "prompt": p_mid, "measured_s": mixed,
-                           "parts_s": parts, "ratio": mixed / parts},
-        },
-    }
-
-
-def _interp(table: dict[int, float], n: int) -> float:
-    keys = sorted(table)
-    return float(np.interp(n, keys, [table[k] for k in keys]))
+from pard.profiling.llm import measure_llm
 
 
 def to_yaml(doc: dict[str, Any]) -> str:
@@ -172,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         model = args.model or write_tiny_llama(Path(tmp) / "tiny.gguf", layers=args.layers, width=args.width,
                                                heads=args.heads, vocab=args.vocab, context=max(args.context, 2048))
         with LlamaCppEngine(model, max_seqs=args.max_seqs, context=args.context, threads=args.threads) as eng:
-            doc = measure(eng, prompts=prompts, steps=args.steps, repeats=args.repeats)
+            doc = measure_llm(eng, prompts=prompts, steps=args.steps, repeats=args.repeats)
     doc["model"] = {"path": str(args.model) if args.model else None, "layers": args.layers, "width": args.width,
                     "heads": args.heads, "vocab": args.vocab, "threads": args.threads}
     if args.json:
