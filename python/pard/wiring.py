@@ -37,8 +37,8 @@ def planner_stages(spec: PipelineSpec) -> list[PlannerStage]:
     index = {st.name: k for k, st in enumerate(spec.stages)}
     entries = set(spec.entry_stages())
     return [
-        PlannerStage.from_profile(
-            st.name, st.batch_profile, st.batch_limit,
+        PlannerStage.from_profile(  # an llm step runs up to max_seqs sequences, past its best request batch
+            st.name, st.batch_profile, st.max_seqs if st.kind == "llm" else st.batch_limit,
             paths=[[index[n] for n in path] for path in spec.downstream_paths(st.name)],
             entry=st.name in entries, llm=st.kind == "llm",
         )
