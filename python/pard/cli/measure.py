@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import UsageError
 from ..models import engine_description
 from ..profiling import ProfileResult, busy_cores, cached_profile, size_workers
-from .parsers import load_spec, refuse_llm
+from .parsers import load_spec, require_llm_engine
 
 __all__ = ["sizing_line", "measure", "age", "run_profile"]
 
@@ -86,7 +86,7 @@ def run_profile(args: argparse.Namespace, cores: int, err: Any) -> tuple[Any, di
                 f"--profile {str(args.profile)!r}: no such file (write one with `pard profile --out "
                 f"{args.profile}`, or leave --profile out to use the cached or a freshly measured profile)")
         spec = load_spec("--profile", args.profile)
-        refuse_llm("--profile", args.profile, spec, "run")
+        require_llm_engine("--profile", args.profile, spec, "run")
         if getattr(args, "pipeline_given", False):
             check_same_pipeline(load_spec("--pipeline", args.pipeline), spec, args)
         mtime = args.profile.stat().st_mtime
@@ -96,7 +96,7 @@ def run_profile(args: argparse.Namespace, cores: int, err: Any) -> tuple[Any, di
         err.print(sizing_line(spec, [st.workers for st in spec.stages], cores, args.models))
     else:
         base = load_spec("--pipeline", args.pipeline)
-        refuse_llm("--pipeline", args.pipeline, base, "run")
+        require_llm_engine("--pipeline", args.pipeline, base, "run")
         res = measure(args, base, cores, err, refresh=args.refresh_profile)
         spec = res.spec
         cache_path = res.path

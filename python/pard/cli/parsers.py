@@ -19,7 +19,7 @@ from ..errors import PardError, UsageError
 from ..policies import POLICIES
 from ..workloads import BUILTIN_TRACES, TRACE_FORMATS, UNITS
 
-__all__ = ["load_spec", "restate", "json_target", "add_json", "is_stdout", "write_json", "STDOUT", "add_command", "positive", "non_negative", "slo_seconds", "seed", "policies", "cores", "spell", "console", "check_output", "make_output_dir",
+__all__ = ["load_spec", "restate", "require_llm_engine", "json_target", "add_json", "is_stdout", "write_json", "STDOUT", "add_command", "positive", "non_negative", "slo_seconds", "seed", "policies", "cores", "spell", "console", "check_output", "make_output_dir",
            "check_plot_suffix", "machine_cores", "clean", "add_pipeline", "add_models", "models_arg", "DEFAULT_POLICIES", "PIPE_WIDTH",
            "BUILTIN_NAMES", "BUILTIN_TRACES", "TRACE_FORMATS", "UNITS"]
 
@@ -106,14 +106,17 @@ def restate(option: str, value: Any, exc: BaseException) -> UsageError:
     return UsageError(f"{option} {str(value)!r}: {message[len(head):] if message.startswith(head) else message}")
 
 
-def refuse_llm(option: str, value: str | Path, spec: Any, command: str) -> None:
-    """UsageError when ``spec`` has an llm stage: ``command`` measures and replays stage models, which an LLM
-    stage has none of; the message says where such a pipeline runs."""
+def require_llm_engine(option: str, value: str | Path, spec: Any, command: str) -> None:
+    """UsageError when ``spec`` has an llm stage and the llama.cpp engine it runs on here (the tiny llama,
+    :func:`pard.profiling.llm.tiny_llm_engine`) is not installed; the message names the install command."""
+    from .._extras import available
+
     llm = [st.name for st in spec.stages if getattr(st, "kind", "dnn") == "llm"]
-    if llm:
-        raise UsageError(f"{option} {str(value)!r}: `pard {command}` measures and replays the stages' models, and "
-                         f"llm stage {llm[0]!r} has none here; simulate it (`pard simulate --pipeline {value}`) or "
-                         f"run it embedded with an LLM engine (docs/llm.md)")
+    missing = [m for m in ("llama_cpp", "gguf") if not available(m)]
+    if llm and missing:
+        raise UsageError(f"{option} {str(value)!r}: `pard {command}` runs llm stage {llm[0]!r} on llama.cpp (a tiny "
+                         f"random-weight llama), which needs {' and '.join(missing)}: pip install \".[llm]\" (or "
+                         f"'pard[llm]'); or simulate it: `pard simulate --pipeline {value}`")
 
 
 def load_spec(option: str, value: str | Path) -> Any:

@@ -31,7 +31,7 @@ PROBE_BUDGET_S = 0.3
 
 
 class MachineProbe:
-    """Times the bottleneck stage's model on its largest profiled batch (one session, one thread).
+    """Times the bottleneck dnn stage's model on its largest profiled batch (one session, one thread).
 
     Args:
         spec: the pipeline (its capacity picks the bottleneck stage and its profile the batch size).
@@ -41,7 +41,9 @@ class MachineProbe:
     """
 
     def __init__(self, spec: Any, models: str, *, scale: float = 1.0, seed: int = 0) -> None:
-        self.stage = spec.capacity().bottleneck
+        caps = spec.capacity().stages  # the slowest dnn stage: an llm stage steps an engine, not a batch
+        self.stage = min((st.name for st in spec.stages if st.kind != "llm"), key=caps.__getitem__,
+                         default=spec.capacity().bottleneck)
         st = spec.stage(self.stage)
         built = stage_set(spec, models, scale=scale)
         self._ex = built.executors[self.stage]

@@ -14,8 +14,10 @@ from .._extras import require
 from ..models import sample_inputs, stage_set
 from ..outcomes import LATE, ON_TIME
 from ..profiling import profile_drift, profile_from_batches
+from ..errors import RuntimeStateError
 from ..runtime import Runtime
 from ..sim import simulate
+from .llm_run import StepLog
 from .probe import MachineProbe
 
 __all__ = ["LiveRuns", "replay_policies", "send_lag", "LAG_WARN_SLO_SHARE"]
@@ -27,8 +29,9 @@ LAG_WARN_SLO_SHARE = 0.1
 class LiveRuns:
     """What the live replays produced, by policy: the runtimes with their replay start, the simulated
     and refit reports, the per-run figures for ``live.policies`` (with ``machine_probe_s``, the
-    :class:`~pard.cli.probe.MachineProbe` times before and after the run), every run's batches, and
-    what the probe times (``probe``)."""
+    :class:`~pard.cli.probe.MachineProbe` times before and after the run), every run's batches, what
+    the probe times (``probe``), and with an llm stage what its engines did (``llm_steps``,
+    :meth:`~pard.cli.llm_run.StepLog.check`)."""
 
     def __init__(self) -> None:
         self.runs: dict[str, tuple[Runtime, float]] = {}
@@ -37,6 +40,7 @@ class LiveRuns:
         self.info: dict[str, Any] = {}
         self.batches: list[dict[str, np.ndarray]] = []
         self.probe: dict[str, Any] = {}
+        self.llm_steps: dict[str, dict[str, Any]] = {}
 
 
 def send_lag(send_s: np.ndarray, arrivals_s: np.ndarray) -> dict[str, float] | None:
@@ -71,8 +75,15 @@ def _run_info(rt: Runtime, spec: Any, batches: dict[str, np.ndarray], drain_s: f
 
 
 def replay_policies(args: argparse.Namespace, spec: Any, arrivals: np.ndarray, err: Any,
-                    drain_limit_s: float) -> LiveRuns:
-    """Replay ``arrivals`` live once per ``args.policies``, each followed by its two simulations."""
+                    drain_limit_s: float, workload: Any = None) -> LiveRuns:
+    """Replay ``arrivals`` live once per ``args.policies``, each followed by its two simulations.
+
+    ``workload``: the arrivals with their token counts (a :class:`pard.workloads.Workload`) for a pipeline
+    with an llm stage, replayed and simulated with them; its engines' steps are recorded.
+
+    Raises:
+        pard.errors.RuntimeStateError: a run whose requests do not all end in exactly one terminal state.
+    """
     rp = require("rich.progress", "cli", "the pard command")
     workers = [st.workers for st in spec.stages]
     models = getattr(args, "models", "numpy")
@@ -90,6 +101,11 @@ def replay_policies(args: argparse.Namespace, spec: Any, arrivals: np.ndarray, e
             offset = i * float(args.duration)
             # fresh executors per run: each runtime's workers bind their own engine sessions
             built = stage_set(spec, models, scale=float(args.scale))
+            log = StepLog() if workload is not None else None
+            if log is not None:  # record what the llm stages' engines decode, step by step
+                for st in spec.stages:
+                    if st.kind == "llm":
+                        built.executors[st.name] = log.wrap(built.executors[st.name])
             before = probe()
             rt = Runtime(spec, built.executors, join=built.join, policy=name, workers=workers,
                          planner={"seed": args.seed + 1})
@@ -98,7 +114,7 @@ def replay_policies(args: argparse.Namespace, spec: Any, arrivals: np.ndarray, e
                 def tick(t: float, o: float = offset) -> None:
                     bar.update(task, completed=min(o + t, total))
 
-                rt.replay(arrivals, payloads, progress=tick)
+                rt.replay(arrivals if workload is None else workload, payloads, progress=tick)
                 t_drain = time.perf_counter()
                 # what is still queued this long after the last arrival cannot finish on time any
                 # more; it is cancelled (counted as dropped, reason "cancelled") to bound the run
@@ -106,8 +122,11 @@ def replay_policies(args: argparse.Namespace, spec: Any, arrivals: np.ndarray, e
                 drain_s = time.perf_counter() - t_drain
             finally:
                 rt.close(drain=False)
+            _check_conservation(rt, name)
             batches = rt.batches()
             res.runs[name] = (rt, t_rep)
+            if log is not None:
+                res.llm_steps[name] = log.check(rt.outcomes(), rt.now() - time.perf_counter())
             res.batches.append(batches)
             res.info[name] = _run_info(rt, spec, batches, drain_s)
             res.info[name]["machine_probe_s"] = [before, probe()]
@@ -121,8 +140,18 @@ def replay_policies(args: argparse.Namespace, spec: Any, arrivals: np.ndarray, e
             # the live send times; the few the replay sent a little after the window's end (it lags
             # by milliseconds under load) are clamped into it, so both reports span the same seconds
             send = np.clip(rt.outcomes()["send_s"] - t_rep, 0.0, np.nextafter(float(args.duration), 0.0))
-            res.simulated[name] = simulate(spec, send, name, workers=workers, seed=args.seed)
+            tokens = {} if workload is None else {"in_tokens": workload.in_tokens, "out_tokens": workload.out_tokens}
+            res.simulated[name] = simulate(spec, send, name, workers=workers, seed=args.seed, **tokens)
             res.refit[name] = simulate(profile_from_batches(spec, batches), send, name, workers=workers,
-                                       seed=args.seed)
+                                       seed=args.seed, **tokens)
             bar.update(task, completed=offset + float(args.duration))
     return res
+
+
+def _check_conservation(rt: Runtime, policy: str) -> None:
+    """Every submitted request of a closed run ended in exactly one terminal state."""
+    c = rt.counts()
+    ended = sum(c[s] for s in ("on_time", "late", "dropped", "rejected", "failed"))
+    if c["pending"] or ended != c["submitted"]:
+        raise RuntimeStateError(f"pard run: the {policy} run does not conserve requests: submitted "
+                                f"{c['submitted']}, ended {ended}, pending {c['pending']} ({c})")

@@ -31,6 +31,7 @@ from ..errors import UsageError
 from ..report import comparison_table
 from ..workloads import BUILTIN_TRACES, GENERATED_TRACES, TRACE_FORMATS, UNITS, load_trace, resolve_file_format
 from .compare import agreement_table, bound_line, check_profile, drop_reasons, probe_line, reasons_line, refit_note
+from .llm_run import has_llm, llm_block, llm_capacity, llm_workload
 from .measure import run_profile
 from .parsers import (add_command, add_json, add_models, add_pipeline, check_output, check_plot_suffix, console, cores,
                       is_stdout, machine_cores, make_output_dir, models_arg, non_negative, policies, positive)
@@ -143,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
     check_trace(args, err)  # a bad trace fails now, not after the profile is measured
     spec, used, cache_path = run_profile(args, n_cores, err)  # 1.
     workers = [st.workers for st in spec.stages]
-    capacity = spec.capacity().pipeline
+    llm = has_llm(spec)  # an llm stage's capacity is read at the trace's mean token lengths
+    capacity = llm_capacity(spec, args.seed) if llm else spec.capacity().pipeline
     arrivals, label = load_trace(args.trace, trace_format=args.trace_format, scaling="amplify",  # 2.
                                  rate=args.load * capacity, start_s=args.start, duration_s=args.duration,
                                  seed=args.seed, column=args.column, unit=args.unit, spell=spell)
@@ -154,8 +156,15 @@ def run(args: argparse.Namespace) -> int:
               f"trace {label}, {args.duration:g} s from {args.start:g} s at load {args.load:g}: "
               f"{arrivals.size} requests, peak 1 s rate "
               f"{np.bincount(arrivals.astype(np.int64)).max():.0f} req/s")
+    workload = None
+    if llm:
+        workload, longest, capped = llm_workload(spec, arrivals, args.seed)
+        err.print(f"llm: each request carries an (input, output) token pair drawn from the bundled Azure LLM "
+                  f"conversation trace (seeded by --seed): input mean {workload.in_tokens.mean():.0f}, output mean "
+                  f"{workload.out_tokens.mean():.0f} tokens; prompts over {longest} tokens (the KV budget less the "
+                  f"output cap) are cut to it: {capped} of {arrivals.size}")
     drain_limit_s = max(2.0, 5.0 * spec.slo)  # how long close() may drain after the last arrival
-    live = replay_policies(args, spec, arrivals, err, drain_limit_s)  # 3.
+    live = replay_policies(args, spec, arrivals, err, drain_limit_s, workload=workload)  # 3.
     # 5. did the machine run as profiled?  (all policies' batches together)
     pooled = {key: np.concatenate([b[key] for b in live.batches]) for key in ("stage", "size", "duration_s")}
     check = check_profile(spec, pooled, used, cache_path=cache_path, profile_arg=args.profile)
@@ -185,6 +194,14 @@ def run(args: argparse.Namespace) -> int:
     # 6. files
     json_path = args.json or args.out / "live.json"
     plot_path = args.plot or args.out / "live.png"
+    extra: dict[str, Any] = {}
+    if workload is not None:
+        fit = {st.name: {"prefill": dict(st.prefill), "decode": dict(st.decode), "max_seqs": st.max_seqs,
+                         "kv_tokens": st.kv_tokens} for st in spec.stages if st.kind == "llm"}
+        extra["llm"] = llm_block(spec, workload, longest, capped, fit, live.llm_steps, live.simulated)
+        out.print(f"llm engines: " + "; ".join(
+            f"{name} {d['steps']} steps, {d['tokens']} tokens, {d['dropped_while_decoding']} dropped while decoding "
+            f"(most steps after a drop: {d['after_drop_steps_max']})" for name, d in live.llm_steps.items()))
     write_outputs(json_path, plot_path, reports, pipeline=spec.name, trace=label, load=args.load, title=title,
                   simulated=live.simulated, refit=live.refit, live={
                       "cores": n_cores, "machine_cores": machine_cores(), "models": args.models,
@@ -192,7 +209,8 @@ def run(args: argparse.Namespace) -> int:
                       "profile": {st.name: {str(b): d for b, d in sorted(st.profile.items())} for st in spec.stages},
                       "profile_used": used, "profile_check": check,
                       "duration_s": args.duration, "start_s": args.start, "policies": live.info, "machine_probe": live.probe,
-                      "verdict": dict(judged, text=verdict_lines(judged)), "wall_s": time.perf_counter() - t_all})
+                      "verdict": dict(judged, text=verdict_lines(judged)), "wall_s": time.perf_counter() - t_all,
+                      **extra})
     wrote = plot_path if is_stdout(json_path) else f"{json_path} and {plot_path}"
     err.print(f"wrote {wrote} ({time.perf_counter() - t_all:.0f} s in all)")
     return 0

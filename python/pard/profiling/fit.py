@@ -30,6 +30,7 @@ def profile_from_batches(
     becomes the profile point; sizes seen less often keep the spec's ``d(b)``; the result is made
     non-decreasing in ``b`` (running maximum).  Used to tell, after a live run, how much of a
     live-vs-simulated difference comes from the machine running slower or faster than profiled.
+    An llm stage keeps its measured prefill and decode.
 
     Args:
         spec: the pipeline (stage order = the ``stage`` codes of ``batches``).
@@ -41,6 +42,8 @@ def profile_from_batches(
     data = spec.to_dict()
     for k, st_data in enumerate(data["stages"]):
         st = spec.stages[k]
+        if st.kind == "llm":  # its rows are engine steps, whose prefills they do not record: kept as measured
+            continue
         here = st_idx == k
         points = {int(b): float(st.duration(int(b))) for b in st.profile}
         for b in np.unique(size[here]).tolist():
@@ -67,7 +70,8 @@ def profile_drift(spec: PipelineSpec, batches: Mapping[str, np.ndarray], *, min_
         spec: the pipeline whose profiles are checked (stage order = the ``stage`` codes).
         batches: ``stage`` (int), ``size`` (int), ``duration_s`` (float) arrays of equal length,
             e.g. ``Runtime.batches()`` (several runs' arrays may be concatenated).
-        min_samples: stages with fewer batches than this are left out.
+        min_samples: stages with fewer batches than this are left out, and llm stages (a step row's
+            duration holds its joiners' prefills, which the row does not record).
 
     Returns:
         stage name -> ratio, for the stages with at least ``min_samples`` batches.
@@ -78,7 +82,7 @@ def profile_drift(spec: PipelineSpec, batches: Mapping[str, np.ndarray], *, min_
     out: dict[str, float] = {}
     for k, st in enumerate(spec.stages):
         here = st_idx == k
-        if int(here.sum()) < max(1, min_samples):
+        if st.kind == "llm" or int(here.sum()) < max(1, min_samples):  # an llm stage's rows: see above
             continue
         sizes = size[here]
         expected = np.array([st.duration(int(b)) for b in sizes.tolist()])

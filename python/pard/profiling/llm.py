@@ -4,15 +4,18 @@ An llm stage's spec models a step of iteration-level batching as ``decode(n) + s
 (base + per_token * prompt tokens)``.  :func:`measure_llm` measures that model on an engine that pard
 steps (:class:`pard.executors.LlmEngine`, e.g. :class:`pard.executors.LlamaCppEngine`):
 
-* ``decode(n)``: with ``n`` sequences running (short prompts, already prefilled), the median wall time
-  of a step in which each emits one token, for n = 1, 2, 4, ... up to the engine's ``max_seqs``, made
-  non-decreasing (a running maximum), as a stage spec's table must be;
-* ``prefill``: the step time of one sequence joining an empty engine with ``P`` prompt tokens, minus
-  ``decode(1)``, fitted to ``base + per_token * P`` by least squares on the relative error, with the
-  fit's error at each measured ``P`` and a quadratic fit beside it (attention makes prefill grow with
-  ``P^2``, which the spec's linear form leaves out);
+* ``decode(n)``: with ``n`` sequences running, each holding ``context_tokens`` tokens (already
+  prefilled), the median wall time of a step in which each emits one token, for n = 1, 2, 4, ... up to
+  the engine's ``max_seqs``, made non-decreasing (a running maximum), as a stage spec's table must be.
+  The context matters: llama.cpp's cache is shared by the sequences (one KV budget), and a step's
+  attention spans the cells they all hold, so a step of ``n`` sequences of a thousand tokens costs
+  many times one of ``n`` short ones;
+* ``prefill``: the step time of one sequence of ``P`` prompt tokens joining ``max_seqs // 2`` running
+  ones (the same context), minus ``decode`` of them all, fitted to ``base + per_token * P`` (see
+  ``prompt_sample``), with the fit's error at each measured ``P`` and a quadratic fit beside it
+  (attention makes prefill grow with ``P^2``, which the spec's linear form leaves out);
 * two checks of the model: the batching gain ``n * decode(1) / decode(n)`` and additivity (a step with
-  ``n`` running and one joiner against ``decode(n + 1) + prefill(P)`` measured apart).
+  ``max_seqs - 1`` running and one joiner against ``decode(max_seqs) + prefill(P)``).
 
 Times are wall seconds of ``engine.step``, Python included: what an LLM stage's worker pays per step.
 
@@ -57,9 +60,10 @@ def decode_counts(max_seqs: int) -> list[int]:
 
 
 def default_prompts(context: int) -> list[int]:
-    """Prompt lengths of the prefill fit: 16 to 4 096 tokens (the bulk of the bundled trace's prompts:
-    median 1 020, p99 4 142), those that fit ``context`` with their one output token."""
-    return [p for p in (16, 256, 1024, 2048, 4096) if p + 1 <= context] or [max(1, context - 1)]
+    """Prompt lengths of the prefill fit: 128 to 4 096 tokens (the bulk of the bundled trace's prompts:
+    median 1 020, p99 4 142; a shorter prefill is within the noise of the decode step it rides in),
+    those that fit ``context`` with their one output token."""
+    return [p for p in (128, 512, 1024, 2048, 4096) if p + 1 <= context] or [max(1, context - 1)]
 
 
 def _timed_step(engine: Any, joins: Sequence[Any] = ()) -> float:
@@ -68,14 +72,14 @@ def _timed_step(engine: Any, joins: Sequence[Any] = ()) -> float:
     return time.perf_counter() - start
 
 
-def _decode_step_s(engine: Any, n: int, steps: int, repeats: int, next_id: list[int]) -> float:
-    """Median seconds of a step with ``n`` sequences running and no joiner."""
+def _decode_step_s(engine: Any, n: int, steps: int, repeats: int, next_id: list[int], held: int) -> float:
+    """Median seconds of a step with ``n`` sequences of ``held`` tokens running and no joiner."""
     samples: list[float] = []
     for _ in range(repeats):
         ids = list(range(next_id[0], next_id[0] + n))
         next_id[0] += n
         # max_new keeps every sequence running through the prefill, one warm-up step and the timed steps
-        engine.step([(rid, DECODE_PROMPT, steps + 3) for rid in ids])
+        engine.step([(rid, held, steps + 3) for rid in ids])
         engine.step()
         samples += [_timed_step(engine) for _ in range(steps)]
         engine.step(stops=ids)
@@ -83,14 +87,15 @@ def _decode_step_s(engine: Any, n: int, steps: int, repeats: int, next_id: list[
 
 
 def _join_step_s(engine: Any, prompt: int, repeats: int, next_id: list[int], running: int = 0,
-                 steps: int = 3) -> float:
-    """Median seconds of a step in which one sequence of ``prompt`` tokens joins ``running`` others."""
+                 held: int = DECODE_PROMPT, steps: int = 3) -> float:
+    """Median seconds of a step in which one sequence of ``prompt`` tokens joins ``running`` others of
+    ``held`` tokens."""
     samples: list[float] = []
     for _ in range(repeats):
         ids = list(range(next_id[0], next_id[0] + running))
         next_id[0] += running + 1
         if ids:
-            engine.step([(rid, DECODE_PROMPT, 2 * steps + 4) for rid in ids])
+            engine.step([(rid, held, 2 * steps + 4) for rid in ids])
             engine.step()
         for _ in range(steps):
             samples.append(_timed_step(engine, [(next_id[0], prompt, 1)]))  # done in its prefill step
@@ -106,7 +111,7 @@ def _interp(table: dict[int, float], n: int) -> float:
 
 
 def measure_llm(engine: Any, *, prompts: Sequence[int] | None = None, steps: int = 20,
-                repeats: int = 3, prompt_sample: Any = None) -> dict[str, Any]:
+                repeats: int = 3, prompt_sample: Any = None, context_tokens: int = DECODE_PROMPT) -> dict[str, Any]:
     """The cost model of ``engine`` in an llm stage spec's form, with the measurement behind it.
 
     Args:
@@ -121,6 +126,9 @@ def measure_llm(engine: Any, *, prompts: Sequence[int] | None = None, steps: int
             ``base + per_token * P`` over the sample equal the quadratic fit's mean over it, so the
             stage's prefill work in aggregate (its capacity) is right where the linear form cannot be
             right per prompt.  None: least squares on the relative error at ``prompts``.
+        context_tokens: the tokens each running sequence holds while decode and prefill are timed
+            (>= 1; e.g. the workload's mean prompt), cut so that ``max_seqs`` such sequences fit the
+            context beside the longest prompt.
 
     Returns:
         ``{"prefill": {"base", "per_token"}, "decode": {n: s}, "max_seqs", "kv_tokens", "measured": {...},
@@ -139,17 +147,22 @@ def measure_llm(engine: Any, *, prompts: Sequence[int] | None = None, steps: int
     if not ps or any(p < 1 or p + 1 > context for p in ps):
         raise PardValueError(f"measure_llm: prompts must be ints in [1, {context - 1}] (the engine's context "
                              f"{context} less the one output token), got {list(ps)!r}")
+    max_seqs = int(engine.max_seqs)
+    # every sequence of a step fits the context: max_seqs of them, each with room for its decode steps
+    held = max(1, min(int(context_tokens), (context - max(ps) - 1) // max_seqs - 2 * steps - 8))
     next_id = [0]
     engine.step([(next_id[0], DECODE_PROMPT, 4)])   # warm the engine's buffers up
     next_id[0] += 1
     while engine.step():
         pass
-    raw = {n: _decode_step_s(engine, n, steps, repeats, next_id) for n in decode_counts(int(engine.max_seqs))}
+    raw = {n: _decode_step_s(engine, n, steps, repeats, next_id, held) for n in decode_counts(max_seqs)}
     decode, top = {}, 0.0
     for n, s in raw.items():
         top = max(top, s)
         decode[n] = top
-    prefill_raw = {p: _join_step_s(engine, p, repeats, next_id) - decode[1] for p in ps}
+    beside = max_seqs // 2
+    prefill_raw = {p: _join_step_s(engine, p, repeats, next_id, running=beside, held=held)
+                   - _interp(decode, beside + 1) for p in ps}
     xs = np.array(list(prefill_raw), dtype=float)
     ys = np.maximum(np.array(list(prefill_raw.values())), 1e-9)
     # least squares on the relative error, so the short prompts count as much as the long ones
@@ -167,15 +180,16 @@ def measure_llm(engine: Any, *, prompts: Sequence[int] | None = None, steps: int
             fit = f"matched to the mean over {sample.size} workload prompts (mean {sample.mean():.0f} tokens)"
     fit_err = {str(p): (base + per_token * p) / v - 1.0 for p, v in zip(prefill_raw, ys)}
 
-    n_mid = max(1, int(engine.max_seqs) // 2)
+    n_mid = max_seqs - 1
     p_mid = ps[len(ps) // 2]
-    mixed = _join_step_s(engine, p_mid, repeats, next_id, running=n_mid)
+    mixed = _join_step_s(engine, p_mid, repeats, next_id, running=n_mid, held=held)
     parts = _interp(decode, n_mid + 1) + prefill_raw[p_mid]
     return {
         "prefill": {"base": base, "per_token": per_token},
         "decode": decode,
-        "max_seqs": int(engine.max_seqs),
+        "max_seqs": max_seqs,
         "kv_tokens": context,
+        "context_tokens": held,
         "measured": {"decode_s": {str(n): s for n, s in raw.items()},
                      "prefill_s": {str(p): v for p, v in prefill_raw.items()},
                      "prefill_fit": fit, "prefill_fit_rel_error": fit_err,

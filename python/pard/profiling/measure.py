@@ -351,7 +351,9 @@ def measure_profile(
     data = spec.to_dict()
     for st_data, w in zip(data["stages"], ws):
         if st_data["name"] in llm:
-            st_data.update(llm_stage_fields(llm_docs[st_data["name"]]), workers=w)
+            doc = llm_docs[st_data["name"]]
+            st_data.update(llm_stage_fields(doc), workers=w)
+            st_data["description"] = f"{st_data.get('description', '')} [measured on {doc['engine']}]".strip()
             continue
         prof: dict[int, float] = {}
         running = 0.0
@@ -371,14 +373,17 @@ def _measure_llm_stage(executor: Any, repeats: int) -> dict[str, Any]:
     """:func:`pard.profiling.llm.measure_llm` on an llm stage's engine (one made by the factory
     ``executor`` is closed afterwards), alone: its cost is the engine's, not a batch's.  The prefill is
     matched to the bundled Azure trace's prompt lengths, the ones ``pard run`` and ``pard simulate``
-    give an llm pipeline's requests."""
+    give an llm pipeline's requests, and the running sequences hold their mean."""
     from ..executors.llm_engine import is_llm_engine
 
     from ..workloads import azure_llm_conv
 
     engine = executor if is_llm_engine(executor) else executor()
     try:  # the prefill matched to the prompts of the bundled trace, the token counts pard runs replay
-        return measure_llm(engine, repeats=repeats, prompt_sample=azure_llm_conv(tokens=True).in_tokens)
+        ins = azure_llm_conv(tokens=True).in_tokens
+        doc = measure_llm(engine, repeats=repeats, prompt_sample=ins, context_tokens=int(ins.mean()))
+        doc["engine"] = repr(engine)
+        return doc
     finally:
         if engine is not executor:
             engine.close()
