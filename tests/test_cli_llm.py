@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 
+import numpy as np
 import pytest
 import yaml
 
@@ -40,11 +41,17 @@ def test_rag_simulates_with_drawn_token_pairs(tmp_path, capsys):
     assert cal["token_aware"] and cal["n"] == data["policies"]["pard"]["on_time"] + data["policies"]["pard"]["late"]
 
 
-def test_pard_run_and_profile_refuse_an_llm_pipeline_by_name(capsys):
+def test_pard_run_and_profile_name_the_llm_extra_when_llama_cpp_is_missing(capsys, monkeypatch):
+    """Without llama-cpp-python, `pard run` and `pard profile` on an llm pipeline stop with a usage error that
+    names the llm stage and the install command, before measuring anything."""
+    import pard._extras as extras
+
+    real = extras.available
+    monkeypatch.setattr(extras, "available", lambda m: False if m == "llama_cpp" else real(m))
     for cmd in ("run", "profile"):
         code, _, err = run_main(capsys, cmd, "--pipeline", "rag")
         assert code == 2
-        assert "llm stage 'generate'" in err and "pard simulate --pipeline rag" in err
+        assert "llm stage 'generate'" in err and 'pip install ".[llm]"' in err
         assert "Traceback" not in err
 
 
@@ -75,3 +82,16 @@ def test_capacity_reads_the_kv_budget():
 def test_scale_names_a_workload_passed_for_arrivals():
     with pytest.raises(pard.PardError, match="got a Workload: pass its arrivals_s"):
         wl.scale(wl.azure_llm_conv(tokens=True), 5.0)
+
+
+def test_an_llm_stage_whose_best_batch_is_below_max_seqs_simulates():
+    """A decode table that grows faster than the running count (a measured CPU engine's) makes the stage's best
+    request batch smaller than max_seqs; the planner's step table still spans every running count."""
+    raw = builtin("rag").to_dict()
+    raw["stages"][3]["decode"] = {1: 0.0061, 2: 0.0092, 4: 0.0174, 8: 0.0356, 16: 0.125}
+    spec = PipelineSpec.from_dict(raw)
+    assert spec.stage("generate").batch_limit < spec.stage("generate").max_seqs
+    arrivals = np.sort(np.random.default_rng(0).uniform(0.0, 3.0, 30))
+    ins, outs = wl.draw_tokens(30, seed=0)
+    r = pard.simulate(spec, arrivals, "pard", in_tokens=ins, out_tokens=outs)
+    assert r.submitted == 30 == r.on_time + r.late + r.dropped + r.rejected + r.failed
