@@ -38,7 +38,7 @@ def planner_stages(spec: PipelineSpec) -> list[PlannerStage]:
     entries = set(spec.entry_stages())
     return [
         PlannerStage.from_profile(  # an llm step runs up to max_seqs sequences, past its best request batch
-            st.name, st.batch_profile, st.max_seqs if st.kind == "llm" else st.batch_limit,
+            st.name, st.batch_profile, int(st.max_seqs or 1) if st.kind == "llm" else st.batch_limit,
             paths=[[index[n] for n in path] for path in spec.downstream_paths(st.name)],
             entry=st.name in entries, llm=st.kind == "llm",
         )

@@ -159,9 +159,10 @@ def run(args: argparse.Namespace) -> int:
     workload = None
     if llm:
         workload, longest, capped = llm_workload(spec, arrivals, args.seed)
+        ins, outs = np.asarray(workload.in_tokens), np.asarray(workload.out_tokens)
         err.print(f"llm: each request carries an (input, output) token pair drawn from the bundled Azure LLM "
-                  f"conversation trace (seeded by --seed): input mean {workload.in_tokens.mean():.0f}, output mean "
-                  f"{workload.out_tokens.mean():.0f} tokens; prompts over {longest} tokens (the KV budget less the "
+                  f"conversation trace (seeded by --seed): input mean {ins.mean():.0f}, output mean "
+                  f"{outs.mean():.0f} tokens; prompts over {longest} tokens (the KV budget less the "
                   f"output cap) are cut to it: {capped} of {arrivals.size}")
     drain_limit_s = max(2.0, 5.0 * spec.slo)  # how long close() may drain after the last arrival
     live = replay_policies(args, spec, arrivals, err, drain_limit_s, workload=workload)  # 3.
@@ -199,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         fit = {st.name: {"prefill": dict(st.prefill), "decode": dict(st.decode), "max_seqs": st.max_seqs,
                          "kv_tokens": st.kv_tokens} for st in spec.stages if st.kind == "llm"}
         extra["llm"] = llm_block(spec, workload, longest, capped, fit, live.llm_steps, live.simulated)
-        out.print(f"llm engines: " + "; ".join(
+        out.print("llm engines: " + "; ".join(
             f"{name} {d['steps']} steps, {d['tokens']} tokens, {d['dropped_while_decoding']} dropped while decoding "
             f"(most steps after a drop: {d['after_drop_steps_max']})" for name, d in live.llm_steps.items()))
     write_outputs(json_path, plot_path, reports, pipeline=spec.name, trace=label, load=args.load, title=title,

@@ -381,6 +381,7 @@ def _measure_llm_stage(executor: Any, repeats: int) -> dict[str, Any]:
     engine = executor if is_llm_engine(executor) else executor()
     try:  # the prefill matched to the prompts of the bundled trace, the token counts pard runs replay
         ins = azure_llm_conv(tokens=True).in_tokens
+        assert ins is not None  # the bundled trace carries its token counts
         doc = measure_llm(engine, repeats=repeats, prompt_sample=ins, context_tokens=int(ins.mean()))
         doc["engine"] = repr(engine)
         return doc
