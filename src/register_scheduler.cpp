@@ -205,6 +205,20 @@ void register_scheduler(py::module_& m) {
              "Record that a batch of `size` requests ran for measured_s seconds (a live worker and the "
              "simulator do this after every batch): the stage's own measured / profiled ratio, used until "
              "the planner publishes a duration_scale (publish with duration_scale=0: none measured yet).")
+        .def("llm_calibration", [](StageScheduler& s) -> py::object {
+                 const llm::LlmCost* c = s.llm().cost();
+                 if (c == nullptr) return py::none();
+                 const auto cal = c->calibration();
+                 py::dict e;
+                 e["quantile"] = c->quantile();
+                 e["token_aware"] = c->token_aware();
+                 e["n"] = cal.n;
+                 e["under"] = cal.under;
+                 return std::move(e);
+             },
+             "An LLM stage's output-length calibration {quantile, token_aware, n, under} (under: finished "
+             "requests whose length was at most the quantile predicted at their join); None for a DNN stage. "
+             "Read it when the stage's workers are stopped (the record is kept under the batch-forming lock).")
         .def_property_readonly("own_duration_scale", &StageScheduler::own_duration_scale,
              "The stage's own measured / profiled batch-duration ratio over every observed batch, clipped to "
              "DURATION_SCALE_BOUNDS; 1 before the first.")

@@ -143,6 +143,7 @@ class StageScheduler:
                 outrank_downstream_s: float = 0.0) -> None: ...
     # a batch of `size` ran measured_s seconds (live workers and the simulator call it after every batch)
     def observe_batch(self, size: int, measured_s: float) -> None: ...  # ValueError for size < 1
+    def llm_calibration(self) -> dict[str, Any] | None: ...  # an LLM stage's {quantile, token_aware, n, under}
     @property
     def own_duration_scale(self) -> float: ...  # sum measured / sum profiled, clipped; 1 before any batch
     def expected_duration(self, b: int) -> float: ...  # d(b) in s times the duration_scale in force
