@@ -106,7 +106,7 @@ def test_run_rag_live_conserves_requests_and_stops_dropped_ones(rag_profile: Pat
         eng = llm["engine"][name]
         assert eng["steps"] > 0 and eng["tokens"] > 0
         assert eng["after_drop_steps_max"] <= 1
-        cal = eng["calibration"]["generate"]  # the live predictor's record: one per request that finished there
+        cal = r["llm_calibration"]["generate"]  # the live predictor's record: one per request that finished there
         assert cal["n"] == r["on_time"] + r["late"] and cal["token_aware"] == (name == "pard")
         assert name in doc["simulated"] and name in llm["calibration_simulated"]
         if r["dropped"] + r["rejected"] + r["failed"] == 0:  # every request decoded its whole answer, once

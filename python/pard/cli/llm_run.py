@@ -112,9 +112,9 @@ class StepLog:
 
 def llm_block(spec: Any, workload: Workload, longest: int, capped: int, profile_fit: dict[str, Any],
               logs: dict[str, dict[str, Any]], simulated: dict[str, Any]) -> dict[str, Any]:
-    """The JSON block ``live.llm``: tokens, the prompt cap, the engines' steps per policy with the live
-    output-length predictor's calibration (``engine.<policy>.calibration``), and the calibration the
-    simulation of the same requests reached (``calibration_simulated``)."""
+    """The JSON block ``live.llm``: tokens, the prompt cap, the engines' steps per policy, and the
+    output-length predictor's calibration the simulation of the same requests reached
+    (``calibration_simulated``; the live one is each policy's ``llm_calibration``, as in ``pard simulate``)."""
     ins, outs = workload.in_tokens, workload.out_tokens
     assert ins is not None and outs is not None
     return {

@@ -127,7 +127,6 @@ def replay_policies(args: argparse.Namespace, spec: Any, arrivals: np.ndarray, e
             res.runs[name] = (rt, t_rep)
             if log is not None:
                 res.llm_steps[name] = log.check(rt.outcomes(), rt.now() - time.perf_counter())
-                res.llm_steps[name]["calibration"] = rt.llm_calibration()
             res.batches.append(batches)
             res.info[name] = _run_info(rt, spec, batches, drain_s)
             res.info[name]["machine_probe_s"] = [before, probe()]

@@ -483,16 +483,7 @@ class Runtime(AsyncRuntimeMixin, MonitorMixin):
         Raises PardValueError for a bad ``capacity_req_s`` or ``duration_s``.
         """
         return results.report(self._live, self._loop, self._policy.name, t0_s=t0_s, duration_s=duration_s,
-                              capacity_req_s=capacity_req_s)
-
-    def llm_calibration(self) -> dict[str, dict[str, Any]] | None:
-        """Each llm stage's output-length calibration (DESIGN §3.8), as a simulation's
-        ``Report.llm_calibration``: ``{stage: {quantile, token_aware, n, under_share}}``; None without an
-        llm stage.  Read it after :meth:`close`: while the workers run, the record is theirs."""
-        from ..sim_llm import llm_calibration
-
-        raw = {k: c for k, st in enumerate(self._stages) if (c := st.sched.llm_calibration()) is not None}
-        return llm_calibration(self._spec, raw)
+                              capacity_req_s=capacity_req_s, llm=(self._spec, self._stages) if self._closed else None)
 
     def bound_capacity(self) -> dict[str, Any]:
         """The pipeline capacity (req/s) the goodput bound of :meth:`report` uses, and how it was found.

@@ -31,8 +31,10 @@ __all__ = ["report", "counts", "snapshot", "bound_capacity", "batches"]
 
 
 def report(live: Any, loop: PlannerLoop, policy: str, *, t0_s: float | None, duration_s: float | None,
-           capacity_req_s: float | None) -> Report:
-    """See :meth:`pard.runtime.Runtime.report`."""
+           capacity_req_s: float | None, llm: tuple[Any, Sequence[Stage]] | None = None) -> Report:
+    """See :meth:`pard.runtime.Runtime.report`.  ``llm``: the spec and the stages of a closed runtime, whose
+    llm stages' output-length calibration goes into ``Report.llm_calibration`` as a simulation's does (a
+    running one's record belongs to its workers, so it is read only once they stopped)."""
     if capacity_req_s is not None and (
             isinstance(capacity_req_s, bool) or not isinstance(capacity_req_s, (int, float, np.integer, np.floating))
             or not (math.isfinite(float(capacity_req_s)) and float(capacity_req_s) > 0)):
@@ -53,6 +55,11 @@ def report(live: Any, loop: PlannerLoop, policy: str, *, t0_s: float | None, dur
     per_s = duration_s if duration_s is not None else sending_time_s(np.sort(send))
     rep = loop.recorder.report(policy=policy, outcomes=out, t0_s=t0, n_bins=nb, slo_s=out["slo_s"],
                                capacity_req_s=capacity_req_s, duration_s=per_s, compute_split=live.compute_split())
+    if llm is not None:
+        from ..sim_llm import llm_calibration
+
+        raw = {k: c for k, st in enumerate(llm[1]) if (c := st.sched.llm_calibration()) is not None}
+        rep.llm_calibration = llm_calibration(llm[0], raw)
     submitted = totals.pop("submitted")
     if n < submitted:  # part of the run only: say which part, and give the totals from the counters
         rep.window = {"requests": n, "submitted": submitted, "not_held": max(0, submitted - held),
