@@ -2,8 +2,8 @@
 // rule is the simulator's (pard/sim/llm_worker.hpp); a real engine's steps take the place of its events.
 //
 // A worker calls boundary() between two engine steps. At the boundary:
-//   1. the step that ended [start, end] is accounted: one batch row for the planner (size = the sequences
-//      that ran, duration = the step's decode part, wait 0), its compute charged (each joiner of that step
+//   1. the step that ended [start, end] is accounted: a step without joiners is one batch row for the
+//      planner (size = the sequences that ran, duration = the step, wait 0), its compute charged (each joiner of that step
 //      its prefill, prefill(in_tokens) scaled by measured / predicted step time; the decode part split
 //      equally), and every sequence the engine reported done leaves: the length model observes its
 //      length, its output goes to the successors or it finishes, exactly as LivePipeline::complete does;
@@ -137,8 +137,11 @@ private:
         const std::int64_t decode = dur - prefill;
         const BatchShares shares(decode, n);
         for (std::size_t i = 0; i < n; ++i) w.charge[i] += shares(i);
-        if (decode > 0) sched.observe_batch(static_cast<std::int64_t>(n), decode);
-        {
+        // Only a step without joiners measures decode(n): in one with joiners the split above assumes both
+        // parts missed their prediction by the same factor, and a real engine's prefill grows faster than
+        // its linear profile, so the decode correction and the drift check would read prefill's error.
+        if (prefill == 0 && decode > 0) {
+            sched.observe_batch(static_cast<std::int64_t>(n), decode);
             auto& ss = stages_[k];
             std::lock_guard<std::mutex> lock(ss.mu);
             stages_.log_batch_locked(k, to_s(start_ns), to_s(decode), static_cast<std::int64_t>(n), 0.0);
