@@ -77,8 +77,8 @@ struct LlmStageSpec {
 
 class LlmCost {
 public:
-    // Finished sequences before a length is predicted: until then a request is priced at one token (its
-    // prefill and one step), so the stage admits while it learns (the length model's own min_samples).
+    // Finished sequences before the length model answers (its own min_samples): until then a request is
+    // priced at the mean length finished so far (one token before any), so the stage admits while it learns.
     static constexpr std::int64_t kWarmup = 32;
     static constexpr std::int64_t kPrefillWindowNs = 2'000'000'000;  // observe_step's window
     static constexpr double kMaxPrefillShare = 0.9;                  // a token at most 10 x decode(n)
@@ -97,8 +97,13 @@ public:
     [[nodiscard]] std::int32_t predicted_len(const Request& r, std::int32_t generated = 0) const {
         const std::int32_t cap = spec_.cap(r);
         std::int32_t q = 0;
-        if (done_ < kWarmup) {  // nothing learned yet: the prior alone would refuse every request whose cap
-            q = generated + 1;  // does not fit its SLO, and so never learn; the decode-time check follows later
+        if (done_ < kWarmup) {
+            // Learning. Before anything finished, one token: the prior (the cap) would refuse every request
+            // whose cap does not fit its SLO, and so never learn. Then the mean length finished so far,
+            // within r's cap: a request that cannot finish even at the lengths seen is refused while the
+            // histograms fill (a cold start or a restart must not admit what is already known to be late).
+            q = done_ > 0 ? static_cast<std::int32_t>(std::llround(sum_out_ / static_cast<double>(done_)))
+                          : generated + 1;
         } else if (tokens_) {
             q = lengths_.quantile(r.in_tokens, r.tier, r.max_tokens, q_, generated);
         } else {
