@@ -55,6 +55,23 @@ def test_pard_run_and_profile_name_the_llm_extra_when_llama_cpp_is_missing(capsy
         assert "Traceback" not in err
 
 
+def test_pard_run_and_profile_refuse_a_dnn_stage_below_an_llm_stage(capsys, tmp_path):
+    """`pard run` once failed every request of such a pipeline and exited 0 (its stage models cannot take the
+    llm stage's token ids); it and `pard profile` now stop with a usage error naming the stage."""
+    spec = {"name": "mid", "slo": 5.0, "stages": [
+        {"name": "asr", "profile": {1: 0.01}, "max_batch": 1, "successors": ["llm"]},
+        {"name": "llm", "kind": "llm", "prefill": {"base": 0.01, "per_token": 1e-5}, "decode": {1: 0.01},
+         "max_seqs": 4, "kv_tokens": 4000, "max_output_tokens": 64, "successors": ["tts"]},
+        {"name": "tts", "profile": {1: 0.01}, "max_batch": 1}]}
+    path = tmp_path / "mid.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    for cmd in ("run", "profile"):
+        code, _, err = run_main(capsys, cmd, "--pipeline", str(path))
+        assert code == 2
+        assert "['tts'] run below an llm stage" in err and "pard simulate" in err
+        assert "Traceback" not in err
+
+
 def test_a_request_that_can_never_fit_the_kv_budget_is_named_not_left_waiting():
     with pytest.raises(pard.PardError, match=r"in_tokens\[1\] = 500000 .* kv_tokens = 400000"):
         pard.simulate("rag", [0.0, 0.1, 0.2], "vllm", in_tokens=[100, 500000, 100], out_tokens=[10, 10, 10])

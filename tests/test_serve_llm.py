@@ -66,14 +66,14 @@ def test_http_tokens_from_parameters_and_the_generated_ids_come_back(tmp_path: P
         assert r.status_code == 400 and "in_tokens=35" in r.json()["error"] and "kv_tokens=40" in r.json()["error"]
         r = httpx.post(url, json=_body([1], in_tokens=35), timeout=30.0)  # the parameter wins over the ids
         assert r.status_code == 400 and "in_tokens=35" in r.json()["error"]
-        for bad in ("x", -1, 2.5, True, 2**31):
+        for bad in ("x", -1, 0, 2.5, True, 2**31):
             r = httpx.post(url, json=_body([1], max_tokens=bad), timeout=30.0)
             assert r.status_code == 400 and "parameters.max_tokens" in r.json()["error"], (bad, r.text)
         srv.terminate()
         assert srv.wait() == 0
         report = srv.report()
     assert report["runtime"]["on_time"] == 2 and report["runtime"]["submitted"] == 2
-    assert report["http"] == {"200": 2, "400": 7}
+    assert report["http"] == {"200": 2, "400": 8}
 
 
 def test_grpc_tokens_from_parameters() -> None:
@@ -99,6 +99,20 @@ def test_an_llm_stage_without_executors_gets_the_profiled_engine() -> None:
         fut = rt.submit(np.zeros(INPUT_SHAPE, np.float32), in_tokens=100, max_tokens=5)
         assert list(fut.result(30.0)) == [0] * 5
         assert rt.counts()["on_time"] == 1
+
+
+def test_a_cold_llm_stage_refuses_what_the_lengths_seen_say_cannot_finish() -> None:
+    """Before the length model has its samples, a request is priced at the mean length finished so far: after
+    one request of 200 tokens, another capped at 200 with a 0.2 s SLO (200 decode steps of about 7 ms) is
+    dropped before any stage spends on it, not decoded to a late answer."""
+    from pard.models import INPUT_SHAPE
+
+    x = np.zeros(INPUT_SHAPE, np.float32)
+    with pard.Runtime("rag") as rt:
+        assert len(rt.submit(x, in_tokens=100, max_tokens=200).result(60.0)) == 200
+        with pytest.raises(pard.Dropped, match="infeasible"):
+            rt.submit(x, in_tokens=100, max_tokens=200, slo=0.2).result(60.0)
+        assert rt.counts()["late"] == 0
 
 
 def test_a_dnn_stage_below_an_llm_stage_needs_executors() -> None:

@@ -108,10 +108,20 @@ def restate(option: str, value: Any, exc: BaseException) -> UsageError:
 
 def require_llm_engine(option: str, value: str | Path, spec: Any, command: str) -> None:
     """UsageError when ``spec`` has an llm stage and the llama.cpp engine it runs on here (the tiny llama,
-    :func:`pard.profiling.llm.tiny_llm_engine`) is not installed; the message names the install command."""
+    :func:`pard.profiling.llm.tiny_llm_engine`) is not installed (the message names the install command), or
+    a DNN stage runs below an llm stage (its stage models cannot take token ids)."""
     from .._extras import available
 
     llm = [st.name for st in spec.stages if getattr(st, "kind", "dnn") == "llm"]
+    if llm:  # the stage models below an llm stage would get its token ids
+        from ..errors import ConfigError
+        from ..runtime.setup import refuse_dnn_below_llm
+        try:
+            refuse_dnn_below_llm(spec)
+        except ConfigError as exc:
+            raise UsageError(f"{option} {str(value)!r}: `pard {command}` serves every DNN stage with its own stage "
+                             f"models, which cannot take token ids: {exc}; simulate it instead: "
+                             f"`pard simulate --pipeline {value}`") from None
     missing = [m for m in ("llama_cpp", "gguf") if not available(m)]
     if llm and missing:
         raise UsageError(f"{option} {str(value)!r}: `pard {command}` runs llm stage {llm[0]!r} on llama.cpp (a tiny "

@@ -150,16 +150,17 @@ def _positive(field_name: str, raw: Any, unit_s: float) -> float:
 def request_tokens(req: InferRequest, payload: Any) -> tuple[int, int]:
     """``(in_tokens, max_tokens)`` of a request to a pipeline with an llm stage (DESIGN §3.8), from its
     ``parameters``: ``in_tokens``, the prompt's length (default: the length of a flat integer input, which
-    the engine takes as token ids; else 0, unknown), and ``max_tokens``, the cap on its output (default 0:
-    the stage's ``max_output_tokens``).  ProtocolError naming a value that is not an int in ``[0, 2^31)``."""
+    the engine takes as token ids; else 0, unknown), and ``max_tokens``, the cap on its output (absent: the
+    stage's ``max_output_tokens``).  ProtocolError naming a value that is not an int in ``[0, 2^31)``
+    (``[1, 2^31)`` for ``max_tokens``)."""
     params = req.parameters
     out = []
-    for name in ("in_tokens", "max_tokens"):
+    for name, low in (("in_tokens", 0), ("max_tokens", 1)):  # max_tokens 0 would read as no cap
         value = params.get(name)
         if value is None:
             value = _token_ids(payload) if name == "in_tokens" else 0
-        elif isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
-            raise ProtocolError(f"parameters.{name} must be an int in [0, 2^31), got {value!r}")
+        elif isinstance(value, bool) or not isinstance(value, int) or not low <= value < 2**31:
+            raise ProtocolError(f"parameters.{name} must be an int in [{low}, 2^31), got {value!r}")
         out.append(value)
     return out[0], out[1]
 
