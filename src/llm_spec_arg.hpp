@@ -1,5 +1,5 @@
 // An LLM stage's spec from the dict the Python side builds (pard.wiring.llm_arg): one reading for the
-// simulator's stages and the live StageScheduler, with field-named errors.
+// simulator's stages and the live StageScheduler, with field-named errors; and its calibration as both give it.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -41,6 +41,17 @@ inline llm::LlmStageSpec llm_spec_from(const pybind11::dict& d, const std::strin
     sp.max_output_tokens = d["max_output_tokens"].cast<std::int32_t>();
     sp.validate(where);
     return sp;
+}
+
+// An LLM stage's output-length calibration as Python reads it: {quantile, token_aware, n, under}.
+inline pybind11::dict calibration_dict(const llm::LlmCost& c) {
+    const auto cal = c.calibration();
+    pybind11::dict e;
+    e["quantile"] = c.quantile();
+    e["token_aware"] = c.token_aware();
+    e["n"] = cal.n;
+    e["under"] = cal.under;
+    return e;
 }
 
 }  // namespace pard::bind

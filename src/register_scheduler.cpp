@@ -208,13 +208,7 @@ void register_scheduler(py::module_& m) {
         .def("llm_calibration", [](StageScheduler& s) -> py::object {
                  const llm::LlmCost* c = s.llm().cost();
                  if (c == nullptr) return py::none();
-                 const auto cal = c->calibration();
-                 py::dict e;
-                 e["quantile"] = c->quantile();
-                 e["token_aware"] = c->token_aware();
-                 e["n"] = cal.n;
-                 e["under"] = cal.under;
-                 return std::move(e);
+                 return py::object(bind::calibration_dict(*c));
              },
              "An LLM stage's output-length calibration {quantile, token_aware, n, under} (under: finished "
              "requests whose length was at most the quantile predicted at their join); None for a DNN stage. "

@@ -267,13 +267,7 @@ void register_sim(py::module_& m) {
                  for (std::size_t k = 0; k < s.num_stages(); ++k) {
                      const llm::LlmCost* c = s.llm_cost(k);
                      if (c == nullptr) continue;
-                     const auto cal = c->calibration();
-                     py::dict e;
-                     e["quantile"] = c->quantile();
-                     e["token_aware"] = c->token_aware();
-                     e["n"] = cal.n;
-                     e["under"] = cal.under;
-                     d[py::int_(k)] = e;
+                     d[py::int_(k)] = bind::calibration_dict(*c);
                  }
                  return d;
              },
