@@ -103,14 +103,18 @@ def test_tm_conservation_exact(tm_runs: dict[str, dict[str, Any]], policy: str) 
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_tm_ray_and_local_serve_the_same_arrivals(tm_runs: dict[str, dict[str, Any]], policy: str) -> None:
-    """On the same arrivals, Ray and the local runtime count every request and serve some on time.
+    """On the same arrivals, Ray and the local runtime count every request, and the policies that drop serve
+    some on time.
 
-    How close Ray's goodput comes to the local runtime's depends on how busy the machine is (it
-    failed a 35 % band at load 8-14 on 2 cores): that agreement is measured in bench/ray_policies.py.
+    naive never drops: at 1.2x its queue outgrows the SLO, and on a busy machine before its first answer
+    (on_time 0 at load ~10 on 2 cores), so whether it serves any on time is a matter of timing, not asserted.
+    How close Ray's goodput comes to the local runtime's depends on how busy the machine is (it failed a
+    35 % band at load 8-14 on 2 cores): that agreement is measured in bench/ray_policies.py.
     """
     local, remote = tm_runs[policy]["local"], tm_runs[policy]["ray"]
     assert remote.submitted == local.submitted == tm_runs[policy]["n"]
-    assert remote.on_time > 0 and local.on_time > 0
+    if policy != "naive":
+        assert remote.on_time > 0 and local.on_time > 0
 
 
 @pytest.mark.parametrize("policy", POLICIES)
