@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import ConfigError, PardValueError
 from ..executors.llm_engine import is_llm_engine
 
-__all__ = ["check_tokens", "llm_engine_arg", "serve_llm"]
+__all__ = ["check_tokens", "llm_engine_arg", "serve_llm", "token_count"]
 
 
 def llm_engine_arg(name: str, executor: Any, workers: int) -> Callable[[], Any]:
@@ -61,13 +61,21 @@ def check_tokens(spec: Any, in_tokens: Any, max_tokens: Any, max_new: Any) -> tu
     return out[0], out[1], out[2]
 
 
-def _prompt(payload: Any, in_tokens: int) -> Any:
-    """What the engine prefills: the payload when it is a flat list of token ids, else ``in_tokens``
-    synthetic tokens (at least 1)."""
+def token_count(payload: Any) -> int:
+    """How many token ids ``payload`` holds when it is a flat, non-empty sequence of integers (what an llm
+    stage's engine prefills as its prompt), else 0."""
     if isinstance(payload, (list, tuple, np.ndarray)) and len(payload) > 0:
         arr = np.asarray(payload)
         if arr.ndim == 1 and np.issubdtype(arr.dtype, np.integer):
-            return [int(t) for t in arr]
+            return int(arr.size)
+    return 0
+
+
+def _prompt(payload: Any, in_tokens: int) -> Any:
+    """What the engine prefills: the payload when it is a flat list of token ids, else ``in_tokens``
+    synthetic tokens (at least 1)."""
+    if token_count(payload):
+        return [int(t) for t in np.asarray(payload)]
     return max(int(in_tokens), 1)
 
 

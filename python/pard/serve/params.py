@@ -17,8 +17,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
+from ..runtime.llm_workers import token_count
 from .config import ServeConfig
 from .protocol import InferRequest, ProtocolError
 
@@ -158,14 +157,8 @@ def request_tokens(req: InferRequest, payload: Any) -> tuple[int, int]:
     for name, low in (("in_tokens", 0), ("max_tokens", 1)):  # max_tokens 0 would read as no cap
         value = params.get(name)
         if value is None:
-            value = _token_ids(payload) if name == "in_tokens" else 0
+            value = token_count(payload) if name == "in_tokens" else 0
         elif isinstance(value, bool) or not isinstance(value, int) or not low <= value < 2**31:
             raise ProtocolError(f"parameters.{name} must be an int in [{low}, 2^31), got {value!r}")
         out.append(value)
     return out[0], out[1]
-
-
-def _token_ids(payload: Any) -> int:
-    """The number of token ids in ``payload`` when it is a flat integer array, else 0."""
-    arr = payload if isinstance(payload, np.ndarray) else None
-    return int(arr.size) if arr is not None and arr.ndim == 1 and arr.dtype.kind in "iu" else 0
