@@ -513,6 +513,10 @@ def run_level(pipe: Pipeline, policy: str, level: float, capacity: float, second
     f["drops"] = _delta(m1["drops"], m0["drops"])
     f["report_outcomes"] = report.get("outcomes", {})
     f["report_http"] = report.get("http", {})
+    # the pipeline's on_time answers that left after the deadline (the front's share of the lates; the rest
+    # of the late 200s the pipeline itself finished late)
+    f["late_answers"] = (report.get("server") or {}).get("late_answers")
+    f["door"] = report.get("door")
     f["server_exceptions"] = server.exceptions
     f["mismatch"] = cross_check(c, f["served"])
     if f["mismatch"]:

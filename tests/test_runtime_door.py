@@ -4,6 +4,7 @@ the requests it counts in front of the next ones, its refusals and its argument 
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,23 @@ def test_requests_in_front_make_the_door_refuse_and_stalled_ones_age_out(monkeyp
         monkeypatch.setattr(door_mod, "IN_FRONT_S", 0.0)
         again = d.check(rt.now(), rt.now() + 0.3)
         assert isinstance(again, Ticket) and d.in_front == 1
+    _with_door(body)
+
+
+def test_a_stall_of_the_loop_is_budgeted_for_the_next_answers() -> None:
+    """A stall of the event loop (the loop blocked 0.2 s) stays in the lag's peak after the loop runs freely
+    again, and the deadline handed to the pipeline keeps that much for the answer's wait: a result ready
+    during the next stall still leaves by the client's deadline."""
+    async def body(rt: pard.Runtime, d: Door) -> None:
+        await asyncio.sleep(0.05)
+        calm = d.pipeline_deadline(100.0)
+        time.sleep(0.2)  # the loop is blocked: the lag monitor's tick is overdue by about this much
+        await asyncio.sleep(0.05)  # the monitor wakes, records the stall, then ticks on time again
+        assert d.loop_lag.peak >= 0.15
+        assert d.answer_wait_s() >= 0.15
+        assert d.pipeline_deadline(100.0) <= calm - 0.1
+        assert d.front_s() >= d.answer_wait_s()
+        assert d.report()["loop_lag_peak_s"] == d.loop_lag.peak
     _with_door(body)
 
 

@@ -16,14 +16,16 @@ keeps that cost bounded:
   stage's own drop rule (DESIGN §3.2, paper Eq. 3b) applied at arrival, with the queue ahead of the
   request as its wait, and a walk of the path; the front's own cost is added -- its measured work per
   request (decoding, encoding) and the turns of the event loop a request waits for between the door and
-  its answer, each as long as the loop's lag now -- so that a request whose answer would leave after its
+  its answer, each as long as the loop's lag now, the last (its answer's) as long as the lag's recent
+  peak -- so that a request whose answer would leave after its
   deadline is refused at the door instead of answered late (reason ``infeasible``).  Both parts follow
   the front as it is now: the lag is measured continuously, and the work is CPU time that does not grow
   with the load, so the estimate recovers as soon as the loop does (an average of whole arrival-to-answer
   times would only be refreshed by requests it admits, and once it admits none it never comes back).  Policies whose stages drop proactively (pard's drop rule) use it; the baselines
   keep their own semantics and get only the lag guard.
 * **one deadline**: fixed at arrival, handed to :meth:`Runtime.submit` as an absolute time less the
-  expected answer cost (:meth:`pipeline_deadline`), so that the stages drop what would finish in
+  expected answer cost (:meth:`pipeline_deadline`: the work after the pipeline and the loop's recent peak
+  lag), so that the stages drop what would finish in
   time for the pipeline but leave the server late.
 * **on time at the answer** (:meth:`answered`): the runtime's verdict compares its finish with the
   deadline; a client sees the answer later.  ``on_time`` whose answer is ready only after the deadline
@@ -47,12 +49,17 @@ from .aio import retry_after_s
 if TYPE_CHECKING:  # pragma: no cover
     from .facade import Runtime
 
-__all__ = ["Door", "LoopLag", "Refusal", "Ticket", "IN_FRONT_S", "LAG_TICK_S", "MEAN_WEIGHT", "EWMA_WEIGHT", "LOOP_TURNS", "RETRY_AFTER_TTL_S"]
+__all__ = ["Door", "LoopLag", "Refusal", "Ticket", "IN_FRONT_S", "LAG_TICK_S", "MEAN_WEIGHT", "PEAK_DECAY_S", "EWMA_WEIGHT",
+           "LOOP_TURNS", "RETRY_AFTER_TTL_S"]
 
 #: The event-loop lag monitor's tick (s).
 LAG_TICK_S = 0.01
 #: Weight of each tick in the lag's recent mean (a time constant of about 0.1 s at 10 ms ticks).
 MEAN_WEIGHT = 0.1
+#: Time constant (s) over which the lag's recent peak decays: a stall of the loop is budgeted for the
+#: answers of the next second, since under overload stalls recur (a burst of arrivals to refuse, the
+#: process descheduled by the cores' other work) and an answer ready during one leaves late.
+PEAK_DECAY_S = 1.0
 #: Weight of each new sample in the front's work averages: about the last 50 requests.
 EWMA_WEIGHT = 0.02
 #: Turns of the event loop a request waits for between the door and its answer leaving: reading its
@@ -68,13 +75,15 @@ RETRY_AFTER_TTL_S = 0.1
 
 class LoopLag:
     """How far behind the event loop runs (s): a task sleeps :data:`LAG_TICK_S` at a time and records how
-    late it woke; :meth:`now` also counts a wake-up that is overdue right now (a loop still busy), and
-    :attr:`mean` is its recent mean (:data:`MEAN_WEIGHT` a tick): under overload the lag comes in spikes,
-    and a request admitted between two of them still waits through the next."""
+    late it woke; :meth:`now` also counts a wake-up that is overdue right now (a loop still busy),
+    :attr:`mean` is its recent mean (:data:`MEAN_WEIGHT` a tick) and :attr:`peak` its recent peak (decaying
+    by ``e`` every :data:`PEAK_DECAY_S`): under overload the lag comes in spikes, and a request admitted
+    between two of them still waits through the next."""
 
     def __init__(self) -> None:
         self.last = 0.0
         self.mean = 0.0
+        self.peak = 0.0
         self._due: float | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -89,8 +98,11 @@ class LoopLag:
             await asyncio.sleep(LAG_TICK_S)
             now = time.monotonic()
             assert self._due is not None
-            self.last, self._due = max(0.0, now - self._due), now + LAG_TICK_S
-            self.mean += MEAN_WEIGHT * (self.last - self.mean)
+            late, self._due = max(0.0, now - self._due), now + LAG_TICK_S
+            # the peak decays over the time that passed (the tick and the lag itself)
+            self.peak = max(late, self.peak * math.exp(-(LAG_TICK_S + late) / PEAK_DECAY_S))
+            self.last = late
+            self.mean += MEAN_WEIGHT * (late - self.mean)
 
     def now(self) -> float:
         """The loop's lag now (s): the last measured, or the current wake-up's overdue time if larger."""
@@ -264,10 +276,19 @@ class Door:
         return deadline_s - arrived_s >= self._min_latency_s
 
     def front_s(self, lag_s: float | None = None) -> float:
-        """The front's expected share of a request's latency now (s): its work before and after the pipeline
-        and :data:`LOOP_TURNS` turns of the event loop at its current lag or its recent mean, the larger."""
+        """The front's expected share of a request's latency now (s): its work before and after the pipeline,
+        :data:`LOOP_TURNS` - 1 turns of the event loop before the pipeline at its current lag or its recent
+        mean, the larger, and the turn its answer waits for at the lag's recent peak
+        (:meth:`answer_wait_s`)."""
         lag = max(self.loop_lag.now() if lag_s is None else lag_s, self.loop_lag.mean)
-        return self.ingress_s + self.egress_s + LOOP_TURNS * lag
+        return self.ingress_s + self.egress_s + (LOOP_TURNS - 1) * lag + max(lag, self.loop_lag.peak)
+
+    def answer_wait_s(self) -> float:
+        """How long (s) a result ready now is budgeted to wait for the event loop before its answer is
+        written: the loop's lag now or its recent peak, the larger.  The mean would do for a loop that lags
+        evenly; one that stalls now and then makes every answer ready during a stall leave that much later,
+        and the deadline of each admitted request must hold through the next."""
+        return max(self.loop_lag.now(), self.loop_lag.peak)
 
     def submitted(self, ticket: Ticket, work_s: float) -> None:
         """The request of ``ticket`` reached the pipeline after ``work_s`` (s) of the front's own work on it
@@ -282,8 +303,8 @@ class Door:
 
     def pipeline_deadline(self, deadline_s: float) -> float:
         """The deadline to hand the runtime: the client's, less the expected cost of answering (the work
-        after the pipeline and one turn of the event loop)."""
-        return deadline_s - self.egress_s - max(self.loop_lag.now(), self.loop_lag.mean)
+        after the pipeline and the wait for the event loop, :meth:`answer_wait_s`)."""
+        return deadline_s - self.egress_s - self.answer_wait_s()
 
     def answered(self, state: str, deadline_s: float, resumed_s: float) -> str:
         """The state of an answer ready now: ``on_time`` past ``deadline_s`` becomes ``late``.  ``resumed_s``
@@ -298,5 +319,5 @@ class Door:
     def report(self) -> dict[str, Any]:
         """The door's state: lag, the front's mean work before and after the pipeline (s), requests admitted
         and not yet handed to the pipeline, late answers."""
-        return {"loop_lag_s": self.loop_lag.now(), "ingress_s": self.ingress_s, "egress_s": self.egress_s,
+        return {"loop_lag_s": self.loop_lag.now(), "loop_lag_peak_s": self.loop_lag.peak, "ingress_s": self.ingress_s, "egress_s": self.egress_s,
                 "in_front": self.in_front, "late_answers": self.late_answers, "proactive": self.proactive}
