@@ -72,7 +72,7 @@ def test_requests_in_front_make_the_door_refuse_and_stalled_ones_age_out(monkeyp
 def test_a_stall_of_the_loop_is_budgeted_for_the_next_answers() -> None:
     """A stall of the event loop (the loop blocked 0.2 s) stays in the lag's peak after the loop runs freely
     again, and the deadline handed to the pipeline keeps that much for the answer's wait: a result ready
-    during the next stall still leaves by the client's deadline."""
+    during the next stall still leaves by the client's deadline; with a lag guard, up to its threshold."""
     async def body(rt: pard.Runtime, d: Door) -> None:
         await asyncio.sleep(0.05)
         calm = d.pipeline_deadline(100.0)
@@ -83,6 +83,11 @@ def test_a_stall_of_the_loop_is_budgeted_for_the_next_answers() -> None:
         assert d.pipeline_deadline(100.0) <= calm - 0.1
         assert d.front_s() >= d.answer_wait_s()
         assert d.report()["loop_lag_peak_s"] == d.loop_lag.peak
+        # with a lag guard, the peak counts only up to max_loop_lag_s: one long pause does not close the door
+        guarded = Door(rt, max_loop_lag_s=0.05)
+        guarded.loop_lag.peak = 2.0
+        assert guarded.answer_wait_s() == pytest.approx(0.05)
+        assert guarded.pipeline_deadline(100.0) == pytest.approx(100.0 - 0.05)
     _with_door(body)
 
 

@@ -744,8 +744,8 @@ async def _one_default(c: httpx.AsyncClient, app: Any) -> None:
 def test_a_lagging_event_loop_sheds_at_the_door_and_recovers() -> None:
     """With ``max_loop_lag_s`` 0.05: right after the loop was blocked for 0.3 s, a request is refused 429
     (``server_busy``, Retry-After) before its body is read, counted rejected; once the loop has caught up
-    and the stall's peak has decayed below what the SLO leaves (the door budgets an answer's wait at the
-    lag's recent peak: half a second after a 0.3 s stall) the next request is served."""
+    (the door budgets an answer's wait at the lag's recent peak, but only up to max_loop_lag_s) the next
+    request is served."""
     import time as _time
 
     async def body(c: httpx.AsyncClient, app: Any) -> None:
@@ -754,7 +754,7 @@ def test_a_lagging_event_loop_sheds_at_the_door_and_recovers() -> None:
         _time.sleep(0.3)  # the loop is blocked: the lag monitor's wake-up is 0.3 s overdue
         r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
         assert r.status_code == 429 and r.json()["reason"] == "server_busy" and r.headers["retry-after"] == "1"
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.1)
         assert svc.door.loop_lag.now() < 0.05
         assert (await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))).status_code == 200
         rep = svc.report()

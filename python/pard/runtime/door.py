@@ -281,14 +281,21 @@ class Door:
         mean, the larger, and the turn its answer waits for at the lag's recent peak
         (:meth:`answer_wait_s`)."""
         lag = max(self.loop_lag.now() if lag_s is None else lag_s, self.loop_lag.mean)
-        return self.ingress_s + self.egress_s + (LOOP_TURNS - 1) * lag + max(lag, self.loop_lag.peak)
+        return self.ingress_s + self.egress_s + (LOOP_TURNS - 1) * lag + max(lag, self._peak())
 
     def answer_wait_s(self) -> float:
         """How long (s) a result ready now is budgeted to wait for the event loop before its answer is
         written: the loop's lag now or its recent peak, the larger.  The mean would do for a loop that lags
         evenly; one that stalls now and then makes every answer ready during a stall leave that much later,
-        and the deadline of each admitted request must hold through the next."""
-        return max(self.loop_lag.now(), self.loop_lag.peak)
+        and the deadline of each admitted request must hold through the next.  The peak counts up to
+        ``max_loop_lag_s`` (when set): a stall longer than that is the front's overload, which the lag guard
+        answers while it lasts, and a single one (a pause of the whole machine) must not close the door
+        for the seconds its peak takes to decay."""
+        return max(self.loop_lag.now(), self._peak())
+
+    def _peak(self) -> float:
+        peak = self.loop_lag.peak
+        return min(peak, self.max_loop_lag_s) if self.max_loop_lag_s > 0 else peak
 
     def submitted(self, ticket: Ticket, work_s: float) -> None:
         """The request of ``ticket`` reached the pipeline after ``work_s`` (s) of the front's own work on it
