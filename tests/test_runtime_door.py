@@ -91,6 +91,19 @@ def test_a_stall_of_the_loop_is_budgeted_for_the_next_answers() -> None:
     _with_door(body)
 
 
+def test_answers_are_judged_by_the_clients_deadline_both_ways() -> None:
+    """``answered``: on_time past the client's deadline is late; late (past the earlier deadline the runtime
+    was handed) by it is on time; each move is counted; other states pass unchanged."""
+    async def body(rt: pard.Runtime, d: Door) -> None:
+        now, t = rt.now(), time.perf_counter()
+        assert d.answered("on_time", now - 1.0, t) == "late" and d.late_answers == 1
+        assert d.answered("late", now + 10.0, t) == "on_time" and d.timely_answers == 1
+        assert d.answered("late", now - 1.0, t) == "late" and d.answered("on_time", now + 10.0, t) == "on_time"
+        assert d.answered("dropped", now + 10.0, t) == "dropped"
+        assert (d.late_answers, d.timely_answers) == (1, 1)
+    _with_door(body)
+
+
 def test_a_deadline_shorter_than_the_fastest_path_is_refused_without_a_retry_hint() -> None:
     """The fastest path is 20 ms (d(1) of two stages): a 5 ms budget is refused and no retry can help."""
     async def body(rt: pard.Runtime, d: Door) -> None:

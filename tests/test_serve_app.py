@@ -653,6 +653,27 @@ def test_an_answer_ready_only_after_its_deadline_is_late_though_the_pipeline_fin
     _run(config(), body)
 
 
+def test_an_answer_the_pipeline_finished_past_its_margin_but_ready_by_the_deadline_is_on_time() -> None:
+    """The runtime is handed a deadline earlier than the client's by the expected cost of answering (here
+    set to 0.28 s of the 0.3 s SLO); under naive (no drops) the pipeline finishes the request after that
+    deadline and counts it late, but its answer leaves well before the client's deadline: answered 200 with
+    ``X-Pard-Outcome: on_time`` and counted on time in the report and ``/metrics``."""
+    async def body(c: httpx.AsyncClient, app: Any) -> None:
+        svc = app.state.service
+        svc.door.egress_s = 0.28
+        r = await c.post("/v2/models/duo/infer", json=v2_body([1, 2, 3, 4]))
+        assert r.status_code == 200 and r.headers["x-pard-outcome"] == "on_time"
+        assert svc.runtime.counts()["late"] == 1  # past the deadline the runtime was handed
+        rep = svc.report()
+        assert (rep["outcomes"]["on_time"], rep["outcomes"]["late"]) == (1, 0)
+        assert rep["server"]["timely_answers"] == 1 and rep["server"]["late_answers"] == 0
+        m = _metrics((await c.get("/metrics")).text)
+        assert m[("pard_requests_total", (("outcome", "on_time"), ("pipeline", "duo")))] == 1.0
+        assert m[("pard_requests_total", (("outcome", "late"), ("pipeline", "duo")))] == 0.0
+
+    _run(config(policy="naive"), body)
+
+
 def test_the_slo_counts_from_when_the_route_received_the_request() -> None:
     """``arrived_s`` 0.35 s ago with a 0.3 s SLO: the deadline has passed before the pipeline sees the
     request, so a stage drops it (503); 0.1 s ago it has 0.2 s left, enough for ~0.05 s of work (200)."""

@@ -28,8 +28,10 @@ keeps that cost bounded:
   lag), so that the stages drop what would finish in
   time for the pipeline but leave the server late.
 * **on time at the answer** (:meth:`answered`): the runtime's verdict compares its finish with the
-  deadline; a client sees the answer later.  ``on_time`` whose answer is ready only after the deadline
-  is ``late``, and the count of such answers (:attr:`late_answers`) tells the front's share of lates.
+  deadline it was handed; a client sees the answer later, by its own deadline.  ``on_time`` whose answer
+  is ready only after the deadline is ``late``, and the count of such answers (:attr:`late_answers`)
+  tells the front's share of lates; ``late`` whose answer is ready by it is ``on_time``
+  (:attr:`timely_answers`).
 
 Everything runs on the event loop's thread except :meth:`LoopLag.now`, which any thread may read.
 """
@@ -176,6 +178,8 @@ class Door:
         self.egress_s = 0.0
         #: on_time answers judged late because they left after their deadline
         self.late_answers = 0
+        #: late answers (past the pipeline's deadline) judged on time because they left by the client's
+        self.timely_answers = 0
         #: requests admitted and not yet submitted (their bodies being read and decoded), for at most
         #: :data:`IN_FRONT_S`: ahead of the next request as much as the queued ones, though no stage holds them
         self.in_front = 0
@@ -314,17 +318,24 @@ class Door:
         return deadline_s - self.egress_s - self.answer_wait_s()
 
     def answered(self, state: str, deadline_s: float, resumed_s: float) -> str:
-        """The state of an answer ready now: ``on_time`` past ``deadline_s`` becomes ``late``.  ``resumed_s``
-        (``time.perf_counter()``) is when the awaiting coroutine got the pipeline's output: the time since is
-        the work after the pipeline (encoding) that the next deadlines budget for."""
+        """The state of an answer ready now, judged by the client's ``deadline_s``: ``on_time`` past it
+        becomes ``late`` (counted in :attr:`late_answers`), and ``late`` by it becomes ``on_time`` (counted in
+        :attr:`timely_answers`: the pipeline finished after the earlier deadline it was handed, which keeps a
+        margin for answering, and the answer still left in time).  Other states pass unchanged.
+        ``resumed_s`` (``time.perf_counter()``) is when the awaiting coroutine got the pipeline's output: the
+        time since is the work after the pipeline (encoding) that the next deadlines budget for."""
         self.egress_s += EWMA_WEIGHT * (max(0.0, time.perf_counter() - resumed_s) - self.egress_s)
         if state == "on_time" and self.runtime.now() > deadline_s:
             self.late_answers += 1
             return "late"
+        if state == "late" and self.runtime.now() <= deadline_s:
+            self.timely_answers += 1
+            return "on_time"
         return state
 
     def report(self) -> dict[str, Any]:
         """The door's state: lag, the front's mean work before and after the pipeline (s), requests admitted
         and not yet handed to the pipeline, late answers."""
         return {"loop_lag_s": self.loop_lag.now(), "loop_lag_peak_s": self.loop_lag.peak, "ingress_s": self.ingress_s, "egress_s": self.egress_s,
-                "in_front": self.in_front, "late_answers": self.late_answers, "proactive": self.proactive}
+                "in_front": self.in_front, "late_answers": self.late_answers, "timely_answers": self.timely_answers,
+                "proactive": self.proactive}

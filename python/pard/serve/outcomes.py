@@ -27,14 +27,17 @@ def answered_outcome(tier: str) -> str:
 
 
 def merged_outcomes(rt: Mapping[str, int], counts: Mapping[str, int], late_answers: int,
-                    orphans: Mapping[str, int], unencoded: Mapping[str, int]) -> dict[str, int]:
+                    orphans: Mapping[str, int], unencoded: Mapping[str, int], timely_answers: int = 0) -> dict[str, int]:
     """``ServedPipeline.report``'s ``outcomes``: the runtime's counts ``rt`` with the server's own moved in,
-    so that every answer is counted under exactly one outcome."""
+    so that every answer is counted under exactly one outcome (``late_answers``: the runtime's on_time
+    answered after the deadline; ``timely_answers``: its late answered by the deadline)."""
     merged = {k: int(rt.get(k, 0)) for k in ("on_time", "late", "dropped", "rejected", "failed", "pending")}
     merged["rejected"] += counts["queue_full"] + counts["busy"]
     merged["dropped"] += counts["body_timeout"]  # its body never arrived by its deadline: the runtime never saw it
     merged["on_time"] -= late_answers  # answered after their deadline (_timed)
     merged["late"] += late_answers
+    merged["late"] -= timely_answers  # finished past the pipeline's deadline, answered by the client's
+    merged["on_time"] += timely_answers
     for state, n in orphans.items():  # finished after their client hung up: no answer went out
         merged[state] -= n
         merged["dropped"] += n

@@ -145,6 +145,7 @@ class ServedPipeline:
         self.http: dict[int, int] = {}
         self.grpc: dict[str, int] = {}  # gRPC answers by status code name (pard.serve.grpc_front)
         self.late_answers = 0  # the pipeline's on_time answered after the deadline (Door.answered): late
+        self.timely_answers = 0  # the pipeline's late (past its margin) answered by the deadline: on time
         # Requests whose client hung up (or was answered 504) after their batch was collected: the runtime
         # counts them on time, late or failed, but the client got 499 / 504, so the report counts them dropped.
         self.orphans = {"on_time": 0, "late": 0, "failed": 0}
@@ -423,8 +424,10 @@ class ServedPipeline:
         assert self.door is not None
         judged = self.door.answered(state, deadline, resumed)
         if answer.status == 200:
-            if judged != state:
+            if judged == "late" and state == "on_time":
                 self.late_answers += 1
+            elif judged == "on_time" and state == "late":
+                self.timely_answers += 1
             answer.headers["x-pard-outcome"] = judged
         return answer
 
@@ -493,9 +496,10 @@ class ServedPipeline:
         rt = self.runtime.counts() if self.runtime is not None else {}
         with self._orphan_lock:
             orphans = dict(self.orphans)
-        merged = merged_outcomes(rt, self.counts, self.late_answers, orphans, self.unencoded)
+        merged = merged_outcomes(rt, self.counts, self.late_answers, orphans, self.unencoded,
+                                 self.timely_answers)
         return {"pipeline": self.model_name, "runtime": rt, "tiers": self.tier_report(),
-                "server": {**self.counts, "late_answers": self.late_answers,
+                "server": {**self.counts, "late_answers": self.late_answers, "timely_answers": self.timely_answers,
                            "closed_after_collected": sum(orphans.values())},
                 "outcomes": merged, "http": {str(k): v for k, v in sorted(self.http.items())},
                 "grpc": dict(sorted(self.grpc.items())),
