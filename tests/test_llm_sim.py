@@ -187,6 +187,17 @@ def test_a_workload_with_tokens_drives_the_llm_stage() -> None:
         simulate(chain(slo=10.0), Workload(arrivals_s=arr), "pard")
 
 
+def test_autoscaling_sizes_an_llm_stage_at_the_traffics_mean_lengths_not_its_output_cap() -> None:
+    """20 req/s of 100-token prompts and 64-token answers on one llm stage: at those lengths a worker serves
+    64 / (64 * (0.012 + 100 * 0.00008) + 64 * 0.019) = 25.6 req/s, so with headroom 1.2 one worker (two
+    while a burst of the Poisson arrivals is counted); read at its 1 024-token cap, 3.2 req/s, eight."""
+    from pard.workloads import poisson
+    arr = poisson(20.0, 60.0, seed=1)
+    r = run(alone(), arr, [100] * arr.size, [64] * arr.size, autoscale=True, cold_start_s=1.0)
+    workers = np.asarray(r.workers)
+    assert r.on_time == arr.size and 1 <= workers.min() and workers.max() <= 2
+
+
 def test_llm_stage_in_a_dag_with_autoscaling() -> None:
     """An llm branch beside a DNN branch, joined, with autoscaled workers: every policy conserves requests, and
     pard finishes requests on time (nexus's SLO split reads the llm stage at its output cap, which leaves the

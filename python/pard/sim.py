@@ -232,7 +232,9 @@ def simulate(
             report gives per-tier counts and the weighted goodput.
         jitter_cv: CV of the lognormal execution-time factor (mean 1), in [0, 10]; 0 = deterministic (§5a).
         autoscale: resize each stage's workers every sync to ``ceil(rate / per-worker throughput *
-            headroom)`` (at least 1), new workers serving after ``cold_start_s``; otherwise fixed.
+            headroom)`` (at least 1), new workers serving after ``cold_start_s``; otherwise fixed.  An llm
+            stage's per-worker throughput is read at the run's mean input and output lengths (as an operator
+            sizes on the traffic's history), not with every answer as long as ``max_output_tokens``.
         cold_start_s: seconds before an added worker serves, in ``[0, 1e9]``.
         headroom: autoscaling's over-provisioning factor (>= 1).
         autoscale_on: the rate each stage is sized on: ``"stage"`` (default), its own input -- what its
@@ -352,7 +354,9 @@ def simulate(
     initial = [float(st.workers if workers is None else workers[k]) for k, st in enumerate(spec.stages)]
     recorder = RunRecorder(bound_spec(spec, tokens), origin_s=t0, workers=initial,
                            exec_scale=[st["exec_scale"] for st in stages])
-    per_worker = np.array([st.batch_limit / st.duration(st.batch_limit) for st in spec.stages])  # best batch
+    # what autoscaling sizes a worker at: its best batch; an llm stage's at the run's mean lengths (an operator
+    # sizes on the traffic's history), not at every answer as long as max_output_tokens allows
+    per_worker = np.array([st.batch_limit / st.duration(st.batch_limit) for st in bound_spec(spec, tokens).stages])
     end_arrivals = float(arr[-1]) if n else 0.0
     bar = _Progress(progress, end_arrivals - t0, f"{pol.name} on {spec.name}")
 
