@@ -15,7 +15,7 @@ WARM = 60  # short requests that finish before the burst: the length model and t
 def _spec(slo: float) -> PipelineSpec:
     return PipelineSpec(name="one-llm", slo=slo, stages=[
         dict(name="generate", kind="llm", prefill={"base": 0.01, "per_token": 0.0001},
-             decode={1: 0.01, 4: 0.012}, max_seqs=2, kv_tokens=200_000, max_output_tokens=64)])
+             decode={1: 0.01, 2: 0.01067}, max_seqs=2, kv_tokens=200_000, max_output_tokens=64)])
 
 
 def _burst(policy: str, prompt: int, n: int, slo: float) -> pard.Report:
@@ -60,7 +60,7 @@ def test_the_live_runtime_holds_the_same_bound():
 
     spec = PipelineSpec(name="one-llm", slo=1.0, stages=[
         dict(name="generate", kind="llm", prefill={"base": 0.002, "per_token": 0.00005},
-             decode={1: 0.004, 4: 0.005}, max_seqs=2, kv_tokens=200_000, max_output_tokens=16)])
+             decode={1: 0.004, 2: 0.00433}, max_seqs=2, kv_tokens=200_000, max_output_tokens=16)])
     shed = {}
     for prompt in (100, 8000):
         with pard.Runtime(spec, {"generate": ProfiledLlmEngine(spec.stage("generate"))}, policy="pard") as rt:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pard import PardError
+from pard.errors import ConfigError
 from pard.config import PipelineSpec, loads
 from pard.config.writers import dumps
 from pard.outcomes import STATES
@@ -68,6 +69,21 @@ def test_bad_llm_spec_names_the_field(stage: dict, field: str) -> None:
         PipelineSpec(name="p", slo=10.0, stages=[stage])
 
 
+@pytest.mark.parametrize("change, match", [
+    ({"kv_tokens": 1000}, r"kv_tokens must be >= max_output_tokens \+ 1 = 1025 .*got kv_tokens=1000"),
+    ({"kv_tokens": 1024}, r"got kv_tokens=1024"),  # the whole cap and no prompt token
+    ({"max_seqs": 16}, r"decode has a step time at 32 running sequences, past max_seqs=16"),
+])
+def test_impossible_llm_spec_is_refused_at_load(change: dict, match: str) -> None:
+    """A KV budget that cannot hold one prompt token beside the output cap, or a decode point past max_seqs (a
+    batch the stage never runs), is a ConfigError at load naming the field and value; the bound itself loads."""
+    with pytest.raises(ConfigError, match=match):
+        PipelineSpec(name="p", slo=10.0, stages=[{**LLM, **change}])
+    ok = PipelineSpec(name="p", slo=10.0, stages=[{**LLM, "kv_tokens": 1025, "decode": {1: 0.011, 16: 0.013},
+                                                   "max_seqs": 16}])
+    assert ok.stage("generate").kv_tokens == 1025
+
+
 def test_llm_pipeline_without_tokens_is_refused() -> None:
     """Simulating an llm stage with no token counts names what is missing; bad counts name index and value."""
     with pytest.raises(PardError, match="in_tokens"):
@@ -104,7 +120,8 @@ def test_kv_budget_bounds_the_running_batch() -> None:
     """Each sequence reserves in + cap tokens; the running batch never holds more than the KV budget allows."""
     from pard import _core
     from pard.wiring import core_stages
-    spec = alone(max_output_tokens=200, kv_tokens=1000, max_seqs=16)  # 300 tokens each: at most 3 running
+    spec = alone(max_output_tokens=200, kv_tokens=1000, max_seqs=16,  # 300 tokens each: at most 3 running
+                 decode={1: 0.011, 8: 0.012, 16: 0.013})
     n = 60
     arr = np.linspace(0.0, 1.0, n)
     ins, outs = np.full(n, 100, dtype=np.int32), np.random.default_rng(1).integers(1, 250, n).astype(np.int32)

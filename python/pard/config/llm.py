@@ -111,6 +111,21 @@ def _check_decode(v: Any) -> dict[int, float]:
     return dict(points)
 
 
+def _check_fits(data: dict[str, Any]) -> None:
+    """An llm stage that can run a request: its KV budget holds one prompt token beside the output cap (a
+    request reserves ``in_tokens + max_output_tokens`` without a hint), and no decode point lies past
+    ``max_seqs`` (a worker never runs more sequences together: such a point would only bend the
+    interpolation up to ``max_seqs``).  PardValueError naming the field and the value otherwise."""
+    kv, cap, seqs = data["kv_tokens"], data["max_output_tokens"], data["max_seqs"]
+    if kv < cap + 1:
+        raise PardValueError(f"kv_tokens must be >= max_output_tokens + 1 = {cap + 1} (a request reserves its prompt, "
+                             f"at least 1 token, plus its output cap), got kv_tokens={kv!r}")
+    past = [b for b in data["decode"] if b > seqs]
+    if past:
+        raise PardValueError(f"decode has a step time at {past[0]} running sequences, past max_seqs={seqs!r}: a "
+                             f"worker never runs more together (give decode points up to max_seqs, or raise max_seqs)")
+
+
 def fill_llm_stage(data: Any) -> Any:
     """StageSpec's first check (pydantic ``mode="before"``): the fields a stage's kind takes.
 
@@ -144,6 +159,7 @@ def fill_llm_stage(data: Any) -> Any:
         raise PardValueError(f"max_seqs must be <= {MAX_BATCH} (MAX_BATCH), got {data['max_seqs']!r}")
     data["kv_tokens"] = check_tokens("kv_tokens", data["kv_tokens"])
     data["max_output_tokens"] = check_tokens("max_output_tokens", data["max_output_tokens"])
+    _check_fits(data)
     derived = {"profile": request_profile(data["prefill"], data["decode"], data["max_seqs"], 0.0,
                                           float(data["max_output_tokens"]),
                                           data["kv_tokens"] / data["max_output_tokens"]),
