@@ -191,17 +191,23 @@ void register_live(py::module_& m) {
              },
              py::arg("stage"), py::arg("workers"))
         .def("llm_step", [](LiveRuntime& r, Pipe::LlmWorker& w, py::iterable finished, py::object err, double start_s,
-                            double end_s) -> py::object {
+                            double end_s, py::iterable refused) -> py::object {
                  std::vector<Pipe::LlmFinished> fin;
                  for (auto item : finished) {
                      auto t = py::reinterpret_borrow<py::tuple>(item);
                      fin.push_back(Pipe::LlmFinished{t[0].cast<std::uint64_t>(), py::reinterpret_borrow<py::object>(t[1])});
                  }
+                 std::vector<Pipe::LlmRefused> ref;
+                 for (auto item : refused) {
+                     auto t = py::reinterpret_borrow<py::tuple>(item);
+                     ref.push_back(Pipe::LlmRefused{t[0].cast<std::uint64_t>(), py::reinterpret_borrow<py::object>(t[1])});
+                 }
                  const bool failed = !err.is_none();
                  std::vector<std::uint64_t> stops;
                  std::vector<Pipe::LlmJoiner> joins;
                  std::vector<Done> done;
-                 r.pipe().llm_boundary(w, fin, failed, err, to_ns(start_s, "start_s"), to_ns(end_s, "end_s"), stops, joins, done);
+                 r.pipe().llm_boundary(w, fin, ref, failed, err, to_ns(start_s, "start_s"), to_ns(end_s, "end_s"), stops, joins,
+                                       done);
                  while (w.running.empty() && stops.empty()) {  // nothing runs, nothing to free: wait for work
                      r.resolve(done);
                      bool go = false;
@@ -210,7 +216,8 @@ void register_live(py::module_& m) {
                          go = r.pipe().llm_wait(w);
                      }
                      if (!go) return py::none();
-                     r.pipe().llm_boundary(w, fin, false, err, 0, 0, stops, joins, done);
+                     ref.clear();
+                     r.pipe().llm_boundary(w, fin, ref, false, err, 0, 0, stops, joins, done);
                  }
                  r.resolve(done);
                  py::list j(joins.size());
@@ -220,8 +227,10 @@ void register_live(py::module_& m) {
                  return py::make_tuple(py::cast(stops), std::move(j));
              },
              py::arg("worker"), py::arg("finished"), py::arg("error"), py::arg("start_s"), py::arg("end_s"),
+             py::arg("refused") = py::tuple(),
              "An LLM stage worker's step boundary (pard/live/llm_steps.hpp): the step over [start_s, end_s] ended with "
-             "`finished` ((key, output) pairs) done, or raised `error`. Returns (stops, joins): the keys to stop and "
+             "`finished` ((key, output) pairs) done and `refused` ((key, exception) pairs: joiners the engine never "
+             "took, each ends failed with its exception), or raised `error`. Returns (stops, joins): the keys to stop and "
              "(key, payload, in_tokens, max_new) per joiner; waits (GIL released) while nothing runs and nothing is "
              "queued; None to stop.")
         .def("llm_terms", [](LiveRuntime& r, int k, const std::vector<int>& workers, double mu, double service_rate,

@@ -7,6 +7,7 @@ vocabulary), written into the test's temporary directory, so each step takes abo
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -169,27 +170,56 @@ def test_sampling_with_a_temperature_is_seeded(model: Path) -> None:
     ([], [99], PardValueError, "stops names request 99"),
     ([(5, 4, 2), (5, 4, 2)], [], PardValueError, "request 5 joins twice"),
     ([(1, 4, 2)], [], PardValueError, "request 1 joins twice"),
-    ([(5, 4, 2), (6, 4, 2), (7, 4, 2)], [], PardValueError, "5 sequences would run together, more than max_seqs 4"),
-    ([(5, 250, 10)], [], PardValueError, "250 tokens \\+ max_new 10 exceeds the context of 256"),
-    ([(5, 200, 20)], [], PardValueError, "reserve 270 KV tokens"),
-    ([(5, [], 2)], [], PardValueError, "prompt is empty"),
-    ([(5, [3, 256], 2)], [], PardValueError, "token id 256, outside the vocabulary \\[0, 256\\)"),
-    ([(5, [3, -1], 2)], [], PardValueError, "token id -1"),
-    ([(5, 4, 0)], [], PardValueError, "max_new must be >= 1, got 0"),
-    ([(5, [1.5, 2.0], 2)], [], PardTypeError, "flat list of int token ids"),
     ([(5, 4)], [], PardTypeError, "must be \\(request_id, prompt, max_new\\)"),
     ([("a", 4, 2)], [], PardTypeError, "request id must be an int, got str"),
     ([], [1, 1], PardValueError, "lists request 1 twice"),
 ])
 def test_bad_input_is_refused_before_anything_changes(engine: LlamaCppEngine, joins: list[Any], stops: list[Any],
                                                       error: type[PardError], match: str) -> None:
-    """A bad step raises a PardError naming the field and value, and the engine is as it was."""
+    """A step the caller got wrong (stops, duplicate or unnamed joiners) raises a PardError naming the field and
+    value, and the engine is as it was."""
     engine.step([(1, 20, 10), (2, 10, 10)])
     before = (engine.running(), engine.kv_tokens_used(), engine.decode_calls)
     with pytest.raises(error, match=match):
         engine.step(joins, stops)
     assert (engine.running(), engine.kv_tokens_used(), engine.decode_calls) == before
     assert {r.request_id for r in engine.step()} == {1, 2}
+
+
+@pytest.mark.parametrize("bad, error, match", [
+    ([(7, 250, 10)], PardValueError, "250 tokens \\+ max_new 10 exceeds the context of 256"),
+    ([(7, 200, 20)], PardValueError, "request 7 reserves 220 KV tokens \\(prompt \\+ max_new\\) beside 55 reserved"),
+    ([(7, [], 2)], PardValueError, "prompt is empty"),
+    ([(7, [3, 256], 2)], PardValueError, "token id 256, outside the vocabulary \\[0, 256\\)"),
+    ([(7, [3, -1], 2)], PardValueError, "token id -1"),
+    ([(7, 4, 0)], PardValueError, "max_new must be >= 1, got 0"),
+    ([(7, [1.5, 2.0], 2)], PardTypeError, "flat list of int token ids"),
+    ([(6, 4, 2), (7, 4, 2)], PardValueError, "request 7 would be sequence 5 running together, more than max_seqs 4"),
+])
+def test_a_bad_joiner_is_refused_alone(engine: LlamaCppEngine, bad: list[Any], error: type[PardError],
+                                       match: str) -> None:
+    """A joiner the engine cannot take comes back refused, with a PardError naming the field and value; it holds
+    no KV and never runs, while the running sequences and the good joiners of the same step decode as usual."""
+    engine.step([(1, 20, 10), (2, 10, 10)])
+    calls = engine.decode_calls
+    out = engine.step([(5, 3, 2), *bad])
+    refused = [r for r in out if r.error is not None]
+    assert [r.request_id for r in refused] == [7] and isinstance(refused[0].error, error)
+    assert refused[0] == StepResult(7, 0, True, -1, refused[0].error)
+    assert re.search(match, str(refused[0].error)), refused[0].error
+    ran = [r.request_id for r in out if r.error is None]
+    assert ran == [1, 2] + [rid for rid, _, _ in [(5, 3, 2), *bad] if rid != 7]
+    assert engine.decode_calls == calls + 1 and 7 not in engine.running()
+    assert engine.kv_tokens_reserved() == sum(p + n for rid, p, n in [(1, 20, 10), (2, 10, 10), (5, 3, 2), *bad]
+                                              if rid != 7)
+    assert all(r.error is None for r in engine.step())
+
+
+def test_only_refused_joiners_make_no_decode(engine: LlamaCppEngine) -> None:
+    """A step whose only joiner is refused and where nothing runs returns the refusal and makes no decode."""
+    out = engine.step([(3, [999], 2)])
+    assert [(r.request_id, r.done, type(r.error)) for r in out] == [(3, True, PardValueError)]
+    assert engine.decode_calls == 0 and engine.running() == []
 
 
 def test_a_stop_makes_room_for_a_joiner_in_the_same_step(engine: LlamaCppEngine) -> None:

@@ -59,13 +59,15 @@ class Recording:
         self.inner = inner
         self.lock = threading.Lock()
         self.steps: list[tuple[list[int], list[int]]] = []  # (stops, ids that ran)
+        self.refused: list[list[int]] = []  # per step, the joiners the engine refused
         self.max_seqs = inner.max_seqs
 
     def step(self, joins: Any = (), stops: Any = ()) -> list[Any]:
         stops = list(stops)
         out = self.inner.step(joins, stops)
         with self.lock:
-            self.steps.append((stops, [r.request_id for r in out]))
+            self.steps.append((stops, [r.request_id for r in out if r.error is None]))
+            self.refused.append([r.request_id for r in out if r.error is not None])
         return out
 
     def close(self) -> None:
@@ -153,6 +155,42 @@ def test_cancelled_sequence_stops_at_the_next_boundary(model: Path) -> None:
     assert len(eng.ran(key)) < 400
     c = rt.counts()
     assert c["dropped"] == 1 and c["on_time"] == 1
+
+
+def test_a_refused_joiner_fails_alone_and_its_step_goes_on(model: Path) -> None:
+    """Three bad requests among good ones on llama.cpp: a token id outside the vocabulary, in_tokens contradicting
+    the payload's token ids, a prompt longer than the engine's context (the stage's KV budget is larger). Each
+    ends failed with an ExecutorError naming its reason; the good ones, joining the same steps, finish with their
+    whole answer; every request ends once."""
+    spec = chain(slo=60.0, kv_tokens=4000)  # the engine's context is CONTEXT = 512: a 600-token prompt passes submit
+    eng = Recording(LlamaCppEngine(model, max_seqs=MAX_SEQS, context=CONTEXT))
+    bad = {"vocab": ([1, 2, 999], 3), "contradicts": ([1, 2, 3], 5), "context": (0, 600)}
+    why = {"vocab": "token id 999, outside the vocabulary", "contradicts": "in_tokens=5 contradicts the prompt's 3",
+           "context": "prompt length must be in \\[1, 512\\], got 600"}
+    with pard.Runtime(spec, {"embed": CallableExecutor(_embed), "generate": eng}, policy="pard") as rt:
+        futs: dict[Any, Any] = {}
+        for i in range(12):  # one embed batch: the generate stage's first steps mix good and bad joiners
+            futs[i] = rt.submit([4 + i, 5, 6], in_tokens=3, max_new=10 + i)
+            if i % 4 == 1:
+                name = list(bad)[i // 4]
+                payload, n_in = bad[name]
+                futs[name] = rt.submit(payload, in_tokens=n_in)
+        _settle(list(futs.values()))
+        rt.close(timeout_s=20)
+    eng.close()
+    for name in bad:
+        with pytest.raises(pard.ExecutorError, match=why[name]) as info:
+            futs[name].result(timeout=0)
+        assert info.value.stage == "generate" and isinstance(info.value.cause, PardValueError)
+    for i in range(12):
+        assert len(futs[i].result(timeout=0)) == 10 + i
+    c = rt.counts()
+    assert (c["submitted"], c["on_time"], c["failed"], c["pending"]) == (15, 12, 3, 0), c
+    assert c["submitted"] == c["on_time"] + c["late"] + c["dropped"] + c["rejected"] + c["failed"]
+    # the engine refused two joiners (the contradiction never reached it) in steps where others ran
+    with eng.lock:
+        mixed = [(ran, ref) for (_, ran), ref in zip(eng.steps, eng.refused) if ref]
+    assert sum(len(ref) for _, ref in mixed) == 2 and all(ran for ran, _ in mixed), mixed
 
 
 def test_stage_above_drops_what_the_llm_stage_cannot_serve_in_time() -> None:

@@ -67,6 +67,7 @@ public:
     using LlmWorker = typename LlmSteps::Worker;
     using LlmJoiner = typename LlmSteps::Joiner;
     using LlmFinished = typename LlmSteps::Finished;
+    using LlmRefused = typename LlmSteps::Refused;
     using Stats = typename Stages::Stats;
     using Hooks = typename Route::Hooks;
     using OutcomeRows = typename Book::OutcomeRows;
@@ -266,10 +267,10 @@ public:
     // ------------------------------------------------------------------ an LLM stage's worker
     // The step boundary of an LLM stage's worker (pard/live/llm_steps.hpp): the step over [start, end]
     // ended with `finished` done (or `failed` with `err`); fills the keys to stop and the joiners.
-    void llm_boundary(LlmWorker& w, std::vector<LlmFinished>& finished, bool failed, const Payload& err,
-                      std::int64_t start_ns, std::int64_t end_ns, std::vector<std::uint64_t>& stops,
-                      std::vector<LlmJoiner>& joins, std::vector<Done>& done) {
-        llm_steps_.boundary(w, finished, failed, err, start_ns, end_ns, stops, joins, done);
+    void llm_boundary(LlmWorker& w, std::vector<LlmFinished>& finished, const std::vector<LlmRefused>& refused,
+                      bool failed, const Payload& err, std::int64_t start_ns, std::int64_t end_ns,
+                      std::vector<std::uint64_t>& stops, std::vector<LlmJoiner>& joins, std::vector<Done>& done) {
+        llm_steps_.boundary(w, finished, refused, failed, err, start_ns, end_ns, stops, joins, done);
     }
     // Blocks until the worker's stage has something queued or stop() (the caller releases its guard).
     bool llm_wait(const LlmWorker& w) { return llm_steps_.wait(w); }

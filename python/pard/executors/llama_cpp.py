@@ -61,20 +61,29 @@ _SYNTHETIC_VOCAB = 256
 
 
 class StepResult(NamedTuple):
-    """What one step did to one running sequence (:meth:`LlamaCppEngine.step` returns one per sequence).
+    """What one step did to one running sequence (:meth:`LlamaCppEngine.step` returns one per sequence),
+    or to one joiner the engine refused.
 
     Attributes:
         request_id: the caller's id of the sequence.
-        tokens_generated: tokens it has produced so far, this step's included (>= 1).
+        tokens_generated: tokens it has produced so far, this step's included (>= 1; 0 when refused).
         done: True at the step that produced its ``max_new``-th token; it has left the engine and
-            its KV cells are free.
-        token: the token id this step produced for it.
+            its KV cells are free.  True for a refused joiner.
+        token: the token id this step produced for it (-1 when refused).
+        error: None, or why the engine refused this joiner (a :class:`pard.PardError` naming the field
+            and value): it never ran and holds nothing; the step's other sequences ran as usual.
     """
 
     request_id: int
     tokens_generated: int
     done: bool
     token: int
+    error: BaseException | None = None
+
+    @classmethod
+    def refused(cls, request_id: int, error: BaseException) -> StepResult:
+        """The result of a joiner the engine refused with ``error``."""
+        return cls(request_id, 0, True, -1, error)
 
 
 class _Seq:
@@ -312,27 +321,30 @@ class LlamaCppEngine:
 
         Returns:
             One :class:`StepResult` per sequence that ran this step (the running ones in join
-            order, then the joiners in the given order); ``[]`` when none runs (no decode is made).
+            order, then the admitted joiners in the given order), then one per refused joiner
+            (:meth:`StepResult.refused`, in the given order); ``[]`` when none runs and none was
+            refused (no decode is made).  A joiner is refused, and the others still run, when its
+            ``max_new`` is not an int >= 1, its prompt is empty, has a token id outside
+            ``[0, n_vocab)`` or is not a flat list of ints, its ``prompt + max_new`` exceeds
+            ``context``, or it does not fit beside the sequences admitted before it (``max_seqs``
+            sequences, ``context`` KV tokens reserved).
 
         Raises:
             pard.errors.PardValueError: an id in ``stops`` that is not running or listed twice; a
-                joiner id already running (after the stops) or listed twice; more than
-                ``max_seqs`` sequences; a prompt with a bad token id, empty, or whose
-                ``prompt + max_new`` exceeds ``context``; joiners whose reservations do not fit
-                in the KV cache next to the running ones.  Nothing changes then.
-            pard.errors.PardTypeError: an id, count or token that is not an int.
+                joiner id already running (after the stops) or listed twice.  Nothing changes then.
+            pard.errors.PardTypeError: an id that is not an int, or a join that is not a triple.
             pard.errors.RuntimeStateError: the engine is closed.
             pard.ExecutorError: llama.cpp's decode failed (the joiners are not admitted, the running
                 sequences are as before the step; the stops stand).
         """
         self._check_open()
         stop_ids = self._check_stops(stops)
-        joiners = self._check_joins(joins, stop_ids)
+        joiners, refused = self._check_joins(joins, stop_ids)
         for rid in stop_ids:
             self._release(self._running.pop(rid))
         if not self._running and not joiners:
             self._last_step_s = 0.0
-            return []
+            return refused
         start = time.perf_counter()
         batch, n = self._batch, 0
         outputs: list[tuple[_Seq, int]] = []
@@ -369,7 +381,7 @@ class LlamaCppEngine:
             self._running[seq.request_id] = seq
         results = [self._advance(seq, index) for seq, index in outputs]
         self._last_step_s = time.perf_counter() - start
-        return results
+        return results + refused
 
     def _advance(self, seq: _Seq, index: int) -> StepResult:
         """Sample the sequence's next token from its logits at batch row ``index``; retire it when done."""
@@ -405,33 +417,43 @@ class LlamaCppEngine:
             ids.append(rid)
         return ids
 
-    def _check_joins(self, joins: Iterable[Join], stop_ids: list[int]) -> list[tuple[int, np.ndarray, int]]:
+    def _check_joins(self, joins: Iterable[Join], stop_ids: list[int]
+                     ) -> tuple[list[tuple[int, np.ndarray, int]], list[StepResult]]:
+        """The joiners to admit, and a refusal per joiner the engine cannot take (see :meth:`step`)."""
         out: list[tuple[int, np.ndarray, int]] = []
+        refused: list[StepResult] = []
         seen: set[int] = set()
         reserved = self.kv_tokens_reserved() - sum(self._running[r].reserved for r in stop_ids)
+        running = len(self._running) - len(stop_ids)
         for item in joins:
             if not isinstance(item, (tuple, list)) or len(item) != 3:
                 raise PardTypeError(f"LlamaCppEngine.step: a join must be (request_id, prompt, max_new), got {item!r}")
             rid = _int("join: request id", item[0], -(1 << 63))
-            max_new = _int(f"join {rid}: max_new", item[2], 1)
             if rid in seen or (rid in self._running and rid not in stop_ids):
                 raise PardValueError(f"LlamaCppEngine.step: request {rid} joins twice (it is running or "
                                      f"listed twice in joins)")
             seen.add(rid)
-            prompt = self._prompt(rid, item[1])
-            if len(prompt) + max_new > self._context:
-                raise PardValueError(f"LlamaCppEngine.step: request {rid}'s prompt of {len(prompt)} tokens + "
-                                     f"max_new {max_new} exceeds the context of {self._context} tokens")
-            reserved += len(prompt) + max_new
+            try:
+                max_new = _int(f"join {rid}: max_new", item[2], 1)
+                prompt = self._prompt(rid, item[1])
+                need = len(prompt) + max_new
+                if need > self._context:
+                    raise PardValueError(f"LlamaCppEngine.step: request {rid}'s prompt of {len(prompt)} tokens + "
+                                         f"max_new {max_new} exceeds the context of {self._context} tokens")
+                if running + 1 > self._max_seqs:
+                    raise PardValueError(f"LlamaCppEngine.step: request {rid} would be sequence {running + 1} "
+                                         f"running together, more than max_seqs {self._max_seqs}")
+                if reserved + need > self._context:
+                    raise PardValueError(f"LlamaCppEngine.step: request {rid} reserves {need} KV tokens (prompt + "
+                                         f"max_new) beside {reserved} reserved, more than the context of "
+                                         f"{self._context}")
+            except (PardValueError, PardTypeError) as e:
+                refused.append(StepResult.refused(rid, e))
+                continue
+            reserved += need
+            running += 1
             out.append((rid, prompt, max_new))
-        running = len(self._running) - len(stop_ids) + len(out)
-        if running > self._max_seqs:
-            raise PardValueError(f"LlamaCppEngine.step: {running} sequences would run together, more than "
-                                 f"max_seqs {self._max_seqs}")
-        if reserved > self._context:
-            raise PardValueError(f"LlamaCppEngine.step: the sequences would reserve {reserved} KV tokens "
-                                 f"(prompt + max_new each), more than the context of {self._context}")
-        return out
+        return out, refused
 
     def _prompt(self, rid: int, prompt: Any) -> np.ndarray:
         """The joiner's prompt token ids: the given list, checked, or ``prompt`` synthetic byte tokens."""

@@ -36,7 +36,9 @@ class LlmEngine(Protocol):
     ids running in it) at once, admits ``joins`` (``(request_id, prompt, max_new)``: the joiner produces
     exactly ``max_new`` tokens, the first in this step), runs one step over every running sequence and
     returns one :class:`StepResult` per sequence that ran (``done`` at its ``max_new``-th token, when it
-    leaves); ``[]`` when none runs.  It may raise; pard then fails the sequences that were running.
+    leaves); ``[]`` when none runs.  A joiner it cannot take (a prompt it refuses) it leaves out and
+    returns as :meth:`StepResult.refused` with the reason: pard ends that request ``failed`` with it and
+    the step's other sequences carry on.  It may raise; pard then fails every sequence of the step.
     """
 
     @property
@@ -91,11 +93,12 @@ class ProfiledLlmEngine:
         return list(self._running)
 
     def step(self, joins: Iterable[Join] = (), stops: Iterable[int] = ()) -> list[StepResult]:
-        """Stop ``stops``, admit ``joins``, sleep the step's cost; one :class:`StepResult` per running sequence.
+        """Stop ``stops``, admit ``joins``, sleep the step's cost; one :class:`StepResult` per running sequence,
+        then one :meth:`StepResult.refused` per joiner with ``max_new < 1`` or past ``max_seqs``.
 
         Raises:
-            pard.errors.PardValueError: a stop that is not running, a joiner already running, ``max_new < 1``
-                or more than ``max_seqs`` sequences (nothing changes then).
+            pard.errors.PardValueError: a stop that is not running, or a joiner already running (nothing
+                changes then).
         """
         with self._lock:
             stops = list(stops)
@@ -105,22 +108,27 @@ class ProfiledLlmEngine:
                     raise PardValueError(f"ProfiledLlmEngine.step: stop {rid} is not running")
             left = len(self._running) - len(set(stops))
             prefill = 0.0
+            admitted: list[tuple[int, int]] = []
+            refused: list[StepResult] = []
             for rid, prompt, max_new in joins:
                 if rid in self._running and rid not in stops:
                     raise PardValueError(f"ProfiledLlmEngine.step: joiner {rid} is already running")
                 if int(max_new) < 1:
-                    raise PardValueError(f"ProfiledLlmEngine.step: joiner {rid}: max_new={max_new!r} must be >= 1")
-                n_in = prompt if isinstance(prompt, int) else len(prompt)
-                prefill += self._base + self._per_token * n_in
-            if left + len(joins) > self._max_seqs:
-                raise PardValueError(f"ProfiledLlmEngine.step: {left + len(joins)} sequences exceed "
-                                     f"max_seqs={self._max_seqs}")
+                    why = f"max_new={max_new!r} must be >= 1"
+                elif left + len(admitted) >= self._max_seqs:
+                    why = f"it would be sequence {left + len(admitted) + 1}, more than max_seqs={self._max_seqs}"
+                else:
+                    n_in = prompt if isinstance(prompt, int) else len(prompt)
+                    prefill += self._base + self._per_token * n_in
+                    admitted.append((rid, int(max_new)))
+                    continue
+                refused.append(StepResult.refused(rid, PardValueError(f"ProfiledLlmEngine.step: joiner {rid}: {why}")))
             for rid in stops:
                 del self._running[rid]
-            for rid, _, max_new in joins:
-                self._running[rid] = [0, int(max_new)]
+            for rid, max_new in admitted:
+                self._running[rid] = [0, max_new]
             if not self._running:
-                return []
+                return refused
             cost = self._decode.duration(len(self._running)) + prefill
             self.steps += 1
             out = []
@@ -131,7 +139,7 @@ class ProfiledLlmEngine:
                 if done:
                     del self._running[rid]
         time.sleep(cost)
-        return out
+        return out + refused
 
     def close(self) -> None:
         """Forget every running sequence.  Idempotent."""

@@ -8,6 +8,13 @@ stage's scheduler admits; it waits with the GIL released while nothing runs and 
 The worker then calls ``engine.step(joins, stops)`` (:class:`pard.executors.LlmEngine`).  A sequence's
 output is the list of token ids it produced.
 
+A joiner is refused on its own, never with the step: one whose payload of token ids contradicts its
+``in_tokens`` (:func:`prompt_of`) is not handed to the engine, and one the engine refuses comes back as
+:meth:`StepResult.refused`; both reach the next boundary as ``refused`` and end ``failed`` with their
+reason (as a DNN executor's error ends its batch), while the step's other sequences run on.  An engine
+that raises fails every sequence of its step.  With a stage observer (``Runtime.observe_stages``) the
+worker reports each boundary's joiners' queueing delays and each step's running sequences as its batch.
+
 The stage's executor is an engine (one worker) or a zero-argument factory of engines (one per worker).
 """
 
@@ -21,7 +28,7 @@ import numpy as np
 from ..errors import ConfigError, PardValueError
 from ..executors.llm_engine import is_llm_engine
 
-__all__ = ["check_tokens", "llm_engine_arg", "serve_llm", "token_count"]
+__all__ = ["check_tokens", "llm_engine_arg", "prompt_of", "serve_llm", "token_count"]
 
 
 def llm_engine_arg(name: str, executor: Any, workers: int) -> Callable[[], Any]:
@@ -71,10 +78,19 @@ def token_count(payload: Any) -> int:
     return 0
 
 
-def _prompt(payload: Any, in_tokens: int) -> Any:
+def prompt_of(payload: Any, in_tokens: int) -> Any:
     """What the engine prefills: the payload when it is a flat list of token ids, else ``in_tokens``
-    synthetic tokens (at least 1)."""
-    if token_count(payload):
+    synthetic tokens (at least 1).
+
+    Raises:
+        PardValueError: the payload holds token ids and ``in_tokens`` (> 0: given) is another count: pard
+            reserved the request's KV tokens and priced its prefill by ``in_tokens``.
+    """
+    n = token_count(payload)
+    if n:
+        if in_tokens and n != in_tokens:
+            raise PardValueError(f"in_tokens={in_tokens} contradicts the prompt's {n} token ids (the KV "
+                                 f"reservation and the prefill's cost are read from in_tokens)")
         return [int(t) for t in np.asarray(payload)]
     return max(int(in_tokens), 1)
 
@@ -83,21 +99,32 @@ def serve_llm(st: Any, w: Any, live: Any, now: Callable[[], float], engine: Any)
     """Worker body of llm stage ``st`` (its ``LiveLlmWorker`` ``w``) over ``engine`` until the runtime stops."""
     tokens: dict[int, list[int]] = {}  # key -> token ids produced so far
     finished: list[tuple[int, list[int]]] = []
+    refused: list[tuple[int, BaseException]] = []  # joiners never run: (key, why)
     err: BaseException | None = None
     unadmitted: set[int] = set()  # joiners of a step that raised: the engine never held them
     start = end = 0.0
+    name = st.name
     while True:
-        got = live.llm_step(w, finished, err, start, end)
+        got = live.llm_step(w, finished, err, start, end, refused)
         if got is None:
             return
         stops, joins = got
+        obs = st.observer
+        if obs is not None and joins:  # the delays are the joiners' (set only when some join)
+            obs.queue_delays(name, w.delays)
         for key in stops:
             tokens.pop(key, None)
         if unadmitted:
             stops = [k for k in stops if k not in unadmitted]
             unadmitted.clear()
-        batch = [(key, _prompt(payload, n_in), max_new) for key, payload, n_in, max_new in joins]
         finished = []
+        refused = []
+        batch = []
+        for key, payload, n_in, max_new in joins:
+            try:
+                batch.append((key, prompt_of(payload, n_in), max_new))
+            except PardValueError as e:
+                refused.append((key, e))
         err = None
         start = now()
         try:
@@ -107,8 +134,16 @@ def serve_llm(st: Any, w: Any, live: Any, now: Callable[[], float], engine: Any)
             results = []
             unadmitted = {key for key, _, _ in batch}
         end = now()
+        ran = 0
         for res in results:
+            why = getattr(res, "error", None)
+            if why is not None:
+                refused.append((res.request_id, why))
+                continue
+            ran += 1
             produced = tokens.setdefault(res.request_id, [])
             produced.append(int(res.token))
             if res.done:
                 finished.append((res.request_id, tokens.pop(res.request_id)))
+        if obs is not None and ran:
+            obs.batch(name, ran)

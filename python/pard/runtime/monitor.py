@@ -94,6 +94,8 @@ class MonitorMixin:
         ``observer.queue_delays(stage, delays_s)`` runs when a batch is formed (the delays of the
         requests taken into it), ``observer.batch(stage, size)`` when a batch has executed; both on
         the worker threads, so they must be cheap and thread-safe (prometheus-client's metrics are).
+        At an llm stage a batch is an engine step: ``queue_delays`` gets the delays of the requests that
+        join at a step boundary, ``batch`` the sequences that ran in the step.
         Set it before the first request so the observer sees every batch.
         """
         rt: Any = self

@@ -6,7 +6,10 @@
 //      planner (size = the sequences that ran, duration = the step, wait 0), its compute charged (each joiner of that step
 //      its prefill, prefill(in_tokens) scaled by measured / predicted step time; the decode part split
 //      equally), and every sequence the engine reported done leaves: the length model observes its
-//      length, its output goes to the successors or it finishes, exactly as LivePipeline::complete does;
+//      length, its output goes to the successors or it finishes, exactly as LivePipeline::complete does.
+//      A joiner the engine refused (its prompt is one the engine cannot take) never ran: it is charged
+//      nothing, is not stopped, and ends failed with its own error (EndKind::kExecutor, as a DNN executor's
+//      error ends a batch's requests), while the step's other sequences carry on;
 //   2. the sequences to stop: those whose request ended meanwhile (cancelled, dropped in a sibling
 //      branch, closed) and, under Policy::llm_stop with the pard rule, those that can no longer finish by
 //      their deadline (rules/llm_deadline.hpp), ended here dropped with reason `infeasible`, once;
@@ -79,6 +82,11 @@ public:
         std::uint64_t key;
         Payload out;
     };
+    // A joiner of the step that the engine refused: it never ran and holds nothing in the engine.
+    struct Refused {
+        std::uint64_t key;
+        Payload err;
+    };
 
     LlmSteps(const std::vector<LiveStageSpec>& specs, Book& ledger, TokenBook<Book::kStripes>& tokens,
              StageStates<Payload>& stages, Route& router, Batches& batches, const Clock& clock)
@@ -88,18 +96,19 @@ public:
     LlmSteps& operator=(const LlmSteps&) = delete;
 
     // The boundary after the step that ran w.running over [start_ns, end_ns] (none when w.running is
-    // empty); `finished` the sequences the engine reported done in it (with their outputs), or, when
-    // `failed`, the step raised `err` and every running sequence ends failed and is stopped.
+    // empty); `finished` the sequences the engine reported done in it (with their outputs), `refused` the
+    // joiners it refused, or, when `failed`, the step raised `err` and every other running sequence ends
+    // failed and is stopped.
     // Fills `stops` (keys) and `joins` for the next step.
-    void boundary(Worker& w, std::vector<Finished>& finished, bool failed, const Payload& err, std::int64_t start_ns,
-                  std::int64_t end_ns, std::vector<std::uint64_t>& stops, std::vector<Joiner>& joins,
-                  std::vector<Done>& done) {
+    void boundary(Worker& w, std::vector<Finished>& finished, const std::vector<Refused>& refused, bool failed,
+                  const Payload& err, std::int64_t start_ns, std::int64_t end_ns, std::vector<std::uint64_t>& stops,
+                  std::vector<Joiner>& joins, std::vector<Done>& done) {
         const std::int64_t t0 = clock_.now_ns();
         stops.clear();
         joins.clear();
         std::vector<Payload> trash;
         Pushed pushed;
-        if (!w.running.empty()) end_step(w, finished, failed, err, start_ns, end_ns, stops, done, trash, pushed);
+        if (!w.running.empty()) end_step(w, finished, refused, failed, err, start_ns, end_ns, stops, done, trash, pushed);
         stop_sequences(w, stops, done, trash);
         if (!stages_.stopping()) join(w, joins, done, trash);
         stages_.wake_all(pushed);
@@ -114,37 +123,54 @@ private:
     const LiveStageSpec& spec(int k) const { return specs_[static_cast<std::size_t>(k)]; }
 
     // Step 1.
-    void end_step(Worker& w, std::vector<Finished>& finished, bool failed, const Payload& err, std::int64_t start_ns,
-                  std::int64_t end_ns, std::vector<std::uint64_t>& stops, std::vector<Done>& done,
-                  std::vector<Payload>& trash, Pushed& pushed) {
+    void end_step(Worker& w, std::vector<Finished>& finished, const std::vector<Refused>& refused, bool failed,
+                  const Payload& err, std::int64_t start_ns, std::int64_t end_ns, std::vector<std::uint64_t>& stops,
+                  std::vector<Done>& done, std::vector<Payload>& trash, Pushed& pushed) {
         const int k = w.stage;
         StageScheduler& sched = *spec(k).sched;
         const std::size_t n = w.running.size();
+        std::vector<int> refused_at(n, -1);  // index into `refused`
+        std::size_t ran = n;
+        for (std::size_t f = 0; f < refused.size(); ++f) {
+            for (std::size_t i = 0; i < n; ++i) {
+                if (w.running[i].r.id == refused[f].key && refused_at[i] < 0) {
+                    refused_at[i] = static_cast<int>(f);
+                    --ran;
+                }
+            }
+        }
         const std::int64_t dur = std::max<std::int64_t>(end_ns - start_ns, 0);
         const auto& sp = sched.llm().cost()->spec();
-        std::int64_t predicted = sp.step_ns(static_cast<std::int64_t>(n));
-        for (const Seq& q : w.running) predicted += q.prefill_ns;
+        std::int64_t predicted = ran > 0 ? sp.step_ns(static_cast<std::int64_t>(ran)) : 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (refused_at[i] < 0) predicted += w.running[i].prefill_ns;
+        }
         const double factor = predicted > 0 ? static_cast<double>(dur) / static_cast<double>(predicted) : 1.0;
         w.charge.assign(n, 0);
         std::int64_t prefill = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-            if (w.running[i].prefill_ns == 0) continue;
-            const auto p = std::min(dur - prefill,
-                                    static_cast<std::int64_t>(std::llround(static_cast<double>(w.running[i].prefill_ns) * factor)));
-            w.charge[i] = p;
-            prefill += p;
+        std::int64_t decode = 0;
+        if (ran > 0) {  // a step whose every sequence was refused ran nothing: nothing to charge or observe
+            for (std::size_t i = 0; i < n; ++i) {
+                if (w.running[i].prefill_ns == 0 || refused_at[i] >= 0) continue;
+                const auto p = std::min(dur - prefill,
+                                        static_cast<std::int64_t>(std::llround(static_cast<double>(w.running[i].prefill_ns) * factor)));
+                w.charge[i] = p;
+                prefill += p;
+            }
+            decode = dur - prefill;
+            const BatchShares shares(decode, ran);
+            for (std::size_t i = 0, j = 0; i < n; ++i) {
+                if (refused_at[i] < 0) w.charge[i] += shares(j++);
+            }
         }
-        const std::int64_t decode = dur - prefill;
-        const BatchShares shares(decode, n);
-        for (std::size_t i = 0; i < n; ++i) w.charge[i] += shares(i);
         // Only a step without joiners measures decode(n): in one with joiners the split above assumes both
         // parts missed their prediction by the same factor, and a real engine's prefill grows faster than
         // its linear profile, so the decode correction and the drift check would read prefill's error.
         if (prefill == 0 && decode > 0) {
-            sched.observe_batch(static_cast<std::int64_t>(n), decode);
+            sched.observe_batch(static_cast<std::int64_t>(ran), decode);
             auto& ss = stages_[k];
             std::lock_guard<std::mutex> lock(ss.mu);
-            stages_.log_batch_locked(k, to_s(start_ns), to_s(decode), static_cast<std::int64_t>(n), 0.0);
+            stages_.log_batch_locked(k, to_s(start_ns), to_s(decode), static_cast<std::int64_t>(ran), 0.0);
         }
         // which sequences leave, and what the length model learns from them
         std::vector<int> leaves(n, -1);  // index into `finished`
@@ -157,7 +183,7 @@ private:
         llm::LlmJoin<Ended>::locked(sched, [&](llm::LlmCost& cost) {
             cost.observe_step(start_ns, prefill, w.workers);
             for (std::size_t i = 0; i < n; ++i) {
-                if (leaves[i] < 0 || failed) continue;
+                if (leaves[i] < 0 || failed || refused_at[i] >= 0) continue;
                 cost.observe(w.running[i].r, w.running[i].generated);
                 cost.record_calibration(w.running[i].predicted, w.running[i].generated);
             }
@@ -169,10 +195,16 @@ private:
             const std::uint64_t key = q.r.id;
             auto& st = cur.at(ledger_.stripe(key >> kSlotBits));
             auto* sl = ledger_.pending_slot_locked(key);
-            const bool leaving = failed || leaves[i] >= 0;
-            if (failed) stops.push_back(key);  // the engine's state of a failed step is not pard's to trust
+            const bool rejected = refused_at[i] >= 0;
+            const bool leaving = failed || rejected || leaves[i] >= 0;
+            // the engine's state of a failed step is not pard's to trust; a refused joiner it never held
+            if (failed && !rejected) stops.push_back(key);
             if (sl == nullptr) {  // ended during the step: its share is wasted
                 st.split.charge_ended(static_cast<std::size_t>(k), w.charge[i], Outcome::kDropped);
+            } else if (rejected) {
+                ledger_.finish_locked(st, static_cast<std::uint32_t>(key & kSlotMask), Outcome::kFailed, k, -1,
+                                      EndKind::kExecutor, end_ns, done, trash,
+                                      refused[static_cast<std::size_t>(refused_at[i])].err);
             } else {
                 const auto s = static_cast<std::uint32_t>(key & kSlotMask);
                 ledger_.charge_locked(st, sl->rid, to_s(w.charge[i]));
