@@ -124,3 +124,48 @@ def test_a_dnn_stage_below_an_llm_stage_needs_executors() -> None:
         {"name": "tts", "profile": {1: 0.01}, "max_batch": 1}]})
     with pytest.raises(ConfigError, match=r"\['tts'\] run below an llm stage"):
         pard.Runtime(spec)
+
+
+def test_a_prompt_the_engine_refuses_fails_alone_and_the_llm_stage_is_in_metrics(tmp_path: Path) -> None:
+    """``pard serve`` on llama.cpp (the tiny random-weight llama): one request with a token id outside the
+    vocabulary, sent with eight good ones at once, gets a 500 naming it while the good ones get 200 and their whole
+    answers; /metrics has the llm stage's queueing delays (one per joiner) and its batch sizes (sequences per
+    engine step, so their sum is the tokens generated)."""
+    pytest.importorskip("gguf")
+    pytest.importorskip("llama_cpp")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from pard.models.tiny_llama import write_tiny_llama
+
+    model = write_tiny_llama(tmp_path / "tiny.gguf", context=512)
+    doc = _doc(error_detail=True)
+    doc["pipeline"]["stages"][1].update(kv_tokens=512, max_seqs=4, decode={1: 0.002, 4: 0.003})
+    doc["stages"]["generate"] = {"executor": "pard.executors.llama_cpp:LlamaCppEngine",
+                                 "kwargs": {"model_path": str(model), "max_seqs": 4, "context": 512}}
+    caps = [1 + i for i in range(8)]  # within the stage's max_output_tokens 8
+    with ServerProcess(tmp_path, doc) as srv:
+        url = srv.url + "/v2/models/chat/infer"
+        bodies = [_body([1, 2, 999], max_tokens=4)] + [_body([5 + i, 6, 7], max_tokens=c) for i, c in enumerate(caps)]
+        with ThreadPoolExecutor(len(bodies)) as pool:
+            answers = list(pool.map(lambda b: httpx.post(url, json=b, timeout=30.0), bodies))
+        bad, good = answers[0], answers[1:]
+        assert bad.status_code == 500, bad.text
+        assert "token id 999, outside the vocabulary" in bad.json()["error"] and bad.json()["stage"] == "generate"
+        for r, cap in zip(good, caps):
+            assert r.status_code == 200, r.text
+            assert r.json()["outputs"][0]["shape"] == [cap]
+        m = {(s.name, s.labels.get("stage")): s.value
+             for fam in text_string_to_metric_families(httpx.get(srv.url + "/metrics", timeout=30.0).text)
+             for s in fam.samples}
+        srv.terminate()
+        assert srv.wait() == 0
+        report = srv.report()
+    assert m[("pard_queue_duration_seconds_count", "generate")] == len(bodies)
+    assert m[("pard_batch_size_sum", "generate")] == sum(caps)
+    assert 0 < m[("pard_batch_size_count", "generate")] <= sum(caps)
+    assert m[("pard_batch_size_count", "embed")] > 0  # the DNN stage, as before
+    rt = report["runtime"]
+    assert (rt["submitted"], rt["on_time"], rt["failed"]) == (9, 8, 1)
+    assert report["http"] == {"200": 8, "500": 1}

@@ -390,9 +390,13 @@ def _call_factory(where: str, ref: ExecutorRef, stage: Any, spec: Any) -> Any:
     except (TypeError, ValueError) as exc:
         raise ServeConfigError(f"{where}.kwargs: {ref.executor}(**{ref.kwargs!r}) raised "
                                f"{type(exc).__name__}: {exc}") from None
+    from ..executors.llm_engine import is_llm_engine
+
+    if stage.kind == "llm" and is_llm_engine(executor):  # an engine is an llm stage's executor, not a callable
+        return executor
     if not callable(executor):
-        raise ServeConfigError(f"{where}.executor: {ref.executor!r} returned {type(executor).__name__}, "
-                               f"not an executor (a callable list -> list)")
+        want = "an LLM engine or a factory of one" if stage.kind == "llm" else "an executor (a callable list -> list)"
+        raise ServeConfigError(f"{where}.executor: {ref.executor!r} returned {type(executor).__name__}, not {want}")
     return executor
 
 
