@@ -95,7 +95,7 @@ def test_run_rag_live_conserves_requests_and_stops_dropped_ones(rag_profile: Pat
     code, stdout, err = run_main(capsys, "run", "--pipeline", "rag", "--profile", str(rag_profile), "--duration", "3",
                                  "--policies", "pard,vllm", "--models", "numpy", "--out", str(tmp_path), "--json", "-")
     assert code == 0, err
-    assert "token pair drawn from the bundled Azure LLM" in err
+    assert "token pairs drawn from the bundled Azure LLM" in err
     doc = json.loads(stdout)
     llm = doc["live"]["llm"]
     assert llm["stages"] == ["generate"] and llm["tokens"]["prompts_capped"] == 0
@@ -111,3 +111,29 @@ def test_run_rag_live_conserves_requests_and_stops_dropped_ones(rag_profile: Pat
         assert name in doc["simulated"] and name in llm["calibration_simulated"]
         if r["dropped"] + r["rejected"] + r["failed"] == 0:  # every request decoded its whole answer, once
             assert eng["tokens"] == round(llm["tokens"]["out_mean"] * llm["tokens"]["requests"])
+
+
+def test_run_reads_a_trace_files_token_columns(rag_profile: Path, tmp_path: Path, capsys) -> None:
+    """`pard run --trace FILE` on an llm pipeline gives each request a row of the file's in_tokens / out_tokens /
+    max_tokens (drawn by --seed: the trace is rescaled), as `pard simulate` does, not a bundled pair: every row
+    here is a 77-token prompt of a 5-token answer capped at 4, and the engine ends each answer at 4 tokens."""
+    rows = [f"{0.05 * i:.2f},77,5,4" for i in range(400)]
+    trace = tmp_path / "tokens.csv"
+    trace.write_text("time,in_tokens,out_tokens,max_tokens\n" + "\n".join(rows) + "\n")
+    code, stdout, err = run_main(capsys, "run", "--pipeline", "rag", "--profile", str(rag_profile), "--trace", str(trace),
+                                 "--start", "0", "--duration", "2", "--load", "0.3", "--policies", "pard",
+                                 "--models", "numpy", "--out", str(tmp_path), "--json", "-")
+    assert code == 0, err
+    assert "columns in_tokens, out_tokens, max_tokens: pairs drawn from the file's rows" in err
+    assert "bundled Azure LLM" not in err
+    doc = json.loads(stdout)
+    tokens = doc["live"]["llm"]["tokens"]
+    assert tokens["source"] == "file columns in_tokens, out_tokens, max_tokens (drawn from the rows)"
+    assert (tokens["in_mean"], tokens["in_max"], tokens["out_mean"]) == (77, 77, 5)
+    r = doc["policies"]["pard"]
+    assert r["submitted"] == tokens["requests"] > 0
+    assert r["submitted"] == r["on_time"] + r["late"] + r["dropped"] + r["rejected"] + r["failed"]
+    assert doc["live"]["llm"]["calibration_simulated"]["pard"]["generate"]["n"] > 0
+    eng = doc["live"]["llm"]["engine"]["pard"]
+    if r["dropped"] + r["rejected"] + r["failed"] == 0:  # every answer ran to the row's hint, not its length
+        assert eng["tokens"] == 4 * r["submitted"]

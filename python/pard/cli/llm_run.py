@@ -1,13 +1,15 @@
 """``pard run`` on a pipeline with an llm stage: its requests' token counts, a record of what its engines
 decoded, and the JSON block ``live.llm``.
 
-Each request gets an (input, output) token pair drawn from the bundled Azure LLM conversation trace (as
-``pard simulate`` gives them; seeded by ``--seed``): the input is its prompt, the output the length at
-which the engine ends it (its end of sequence; no rule reads it).  A prompt that cannot fit an llm
-stage's KV budget beside the output cap (``kv_tokens - max_output_tokens``) is cut to that length and
-counted (``prompts_capped``).  The llm stage's engines are wrapped in :class:`StepLog`'s recorder, so the
-run can show that no request decoded after it was dropped: the engine is told to stop a sequence at the
-step boundary after its drop, so a dropped request may appear in at most the one step already decided.
+Each request gets its token counts as ``pard simulate`` gives them (:mod:`.tokens`, seeded by ``--seed``):
+from a trace file's token columns, rows drawn from the file (``pard run`` rescales the trace, so its requests
+are new), else an (input, output) pair drawn from the bundled Azure LLM conversation trace.  The input is
+its prompt, the output the length at which the engine ends it (its end of sequence; no rule reads it), a
+file's ``max_tokens`` its cap hint.  A prompt that cannot fit an llm stage's KV budget beside the output cap
+(``kv_tokens - max_output_tokens``) is cut to that length and counted (``prompts_capped``).  The llm stage's
+engines are wrapped in :class:`StepLog`'s recorder, so the run can show that no request decoded after it was
+dropped: the engine is told to stop a sequence at the step boundary after its drop, so a dropped request may
+appear in at most the one step already decided.
 """
 
 from __future__ import annotations
@@ -21,12 +23,11 @@ import numpy as np
 
 from ..outcomes import DROPPED
 from ..sim_llm import bound_spec
-from ..workloads import Workload, draw_tokens
+from ..workloads import Workload
+from .tokens import TokenSource
 
-__all__ = ["has_llm", "llm_capacity", "llm_workload", "StepLog", "llm_block", "TOKEN_SAMPLE"]
+__all__ = ["has_llm", "llm_capacity", "llm_workload", "StepLog", "llm_block"]
 
-#: How many token pairs the capacity's mean lengths are read from (as ``pard simulate``).
-TOKEN_SAMPLE = 100_000
 #: A request id inside an engine's key (``request id << 22 | slot``, pard/live/llm_steps.hpp).
 _KEY_SHIFT = 22
 
@@ -36,20 +37,21 @@ def has_llm(spec: Any) -> bool:
     return any(st.kind == "llm" for st in spec.stages)
 
 
-def llm_capacity(spec: Any, seed: int) -> float:
-    """The pipeline's capacity (req/s) with its llm stages read at the mean lengths of the trace's pairs."""
-    ins, outs = draw_tokens(TOKEN_SAMPLE, seed=seed)
-    return float(bound_spec(spec, {"in_tokens": ins, "out_tokens": outs, "max_tokens": None}).capacity().pipeline)
+def llm_capacity(spec: Any, tokens: TokenSource, seed: int) -> float:
+    """The pipeline's capacity (req/s) with its llm stages read at the mean lengths of ``tokens``' counts."""
+    return float(bound_spec(spec, tokens.sample(seed)).capacity().pipeline)
 
 
-def llm_workload(spec: Any, arrivals_s: np.ndarray, seed: int) -> tuple[Workload, int, int]:
-    """``arrivals_s`` with token pairs drawn from the bundled trace: (the Workload, the longest prompt kept,
-    how many prompts were cut to it)."""
-    ins, outs = draw_tokens(int(arrivals_s.size), seed=seed)
+def llm_workload(spec: Any, arrivals_s: np.ndarray, tokens: TokenSource, seed: int) -> tuple[Workload, int, int]:
+    """``arrivals_s`` with token counts from ``tokens``: (the Workload, the longest prompt kept, how many
+    prompts were cut to it)."""
+    got = tokens.for_arrivals(int(arrivals_s.size), seed)
+    ins, outs, hints = got["in_tokens"], got["out_tokens"], got["max_tokens"]
     longest = min(int(st.kv_tokens) - int(st.max_output_tokens) for st in spec.stages if st.kind == "llm")
     capped = int((ins > longest).sum())
     ins = np.minimum(ins, longest).astype(np.int32)
-    return Workload(arrivals_s=arrivals_s, in_tokens=ins, out_tokens=outs.astype(np.int32)), longest, capped
+    return Workload(arrivals_s=arrivals_s, in_tokens=ins, out_tokens=np.asarray(outs).astype(np.int32),
+                    max_tokens=None if hints is None else np.asarray(hints).astype(np.int32)), longest, capped
 
 
 class _Recorded:
@@ -111,7 +113,7 @@ class StepLog:
 
 
 def llm_block(spec: Any, workload: Workload, longest: int, capped: int, profile_fit: dict[str, Any],
-              logs: dict[str, dict[str, Any]], simulated: dict[str, Any]) -> dict[str, Any]:
+              logs: dict[str, dict[str, Any]], simulated: dict[str, Any], source: str) -> dict[str, Any]:
     """The JSON block ``live.llm``: tokens, the prompt cap, the engines' steps per policy, and the
     output-length predictor's calibration the simulation of the same requests reached
     (``calibration_simulated``; the live one is each policy's ``llm_calibration``, as in ``pard simulate``)."""
@@ -119,7 +121,7 @@ def llm_block(spec: Any, workload: Workload, longest: int, capped: int, profile_
     assert ins is not None and outs is not None
     return {
         "stages": [st.name for st in spec.stages if st.kind == "llm"],
-        "tokens": {"source": "pairs drawn from the bundled Azure LLM conversation trace",
+        "tokens": {"source": source,
                    "requests": int(ins.size), "in_mean": float(ins.mean()) if ins.size else None,
                    "out_mean": float(outs.mean()) if outs.size else None, "in_max": int(ins.max(initial=0)),
                    "longest_prompt_kept": longest, "prompts_capped": capped},

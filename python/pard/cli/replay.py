@@ -140,7 +140,8 @@ def replay_policies(args: argparse.Namespace, spec: Any, arrivals: np.ndarray, e
             # the live send times; the few the replay sent a little after the window's end (it lags
             # by milliseconds under load) are clamped into it, so both reports span the same seconds
             send = np.clip(rt.outcomes()["send_s"] - t_rep, 0.0, np.nextafter(float(args.duration), 0.0))
-            tokens = {} if workload is None else {"in_tokens": workload.in_tokens, "out_tokens": workload.out_tokens}
+            tokens = {} if workload is None else {"in_tokens": workload.in_tokens, "out_tokens": workload.out_tokens,
+                                                  "max_tokens": workload.max_tokens}
             res.simulated[name] = simulate(spec, send, name, workers=workers, seed=args.seed, **tokens)
             res.refit[name] = simulate(profile_from_batches(spec, batches), send, name, workers=workers,
                                        seed=args.seed, **tokens)

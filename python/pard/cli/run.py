@@ -39,6 +39,7 @@ from .parsers import seed as seed_arg
 from .parsers import spell
 from .replay import replay_policies
 from .tiers import unused_columns_note
+from .tokens import TokenSource, token_source
 from .verdict import verdict_lines, verdicts
 from .write import write_outputs
 
@@ -133,8 +134,17 @@ def check_trace(args: argparse.Namespace, err: Any = None) -> None:
             err.print(f"[yellow]note:[/] {require('rich.markup', 'cli', 'the pard command').escape(note)}")
 
 
+def llm_tokens(args: argparse.Namespace) -> TokenSource:
+    """Where an llm pipeline's token counts come from: a trace file's token columns (rows drawn from it: the
+    trace is rescaled, so its requests are new), else pairs from the bundled trace (:mod:`.tokens`)."""
+    is_file = args.trace not in BUILTIN_TRACES and Path(args.trace).is_file()
+    fmt = resolve_file_format(Path(args.trace), args.trace_format, args.column, spell=spell)[0] if is_file else None
+    return token_source(args.trace, fmt, False, column=args.column, unit=args.unit)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``pard run``; returns the exit code."""
+    escape = require("rich.markup", "cli", "the pard command").escape
     t_all = time.perf_counter()
     out = console(stderr=is_stdout(args.json))  # --json -: stdout holds the JSON alone
     err = console(stderr=True)
@@ -144,8 +154,8 @@ def run(args: argparse.Namespace) -> int:
     check_trace(args, err)  # a bad trace fails now, not after the profile is measured
     spec, used, cache_path = run_profile(args, n_cores, err)  # 1.
     workers = [st.workers for st in spec.stages]
-    llm = has_llm(spec)  # an llm stage's capacity is read at the trace's mean token lengths
-    capacity = llm_capacity(spec, args.seed) if llm else spec.capacity().pipeline
+    tokens = llm_tokens(args) if has_llm(spec) else None  # an llm stage's capacity: at the mean token lengths
+    capacity = llm_capacity(spec, tokens, args.seed) if tokens else spec.capacity().pipeline
     arrivals, label = load_trace(args.trace, trace_format=args.trace_format, scaling="amplify",  # 2.
                                  rate=args.load * capacity, start_s=args.start, duration_s=args.duration,
                                  seed=args.seed, column=args.column, unit=args.unit, spell=spell)
@@ -157,13 +167,12 @@ def run(args: argparse.Namespace) -> int:
               f"{arrivals.size} requests, peak 1 s rate "
               f"{np.bincount(arrivals.astype(np.int64)).max():.0f} req/s")
     workload = None
-    if llm:
-        workload, longest, capped = llm_workload(spec, arrivals, args.seed)
+    if tokens:
+        workload, longest, capped = llm_workload(spec, arrivals, tokens, args.seed)
         ins, outs = np.asarray(workload.in_tokens), np.asarray(workload.out_tokens)
-        err.print(f"llm: each request carries an (input, output) token pair drawn from the bundled Azure LLM "
-                  f"conversation trace (seeded by --seed): input mean {ins.mean():.0f}, output mean "
-                  f"{outs.mean():.0f} tokens; prompts over {longest} tokens (the KV budget less the "
-                  f"output cap) are cut to it: {capped} of {arrivals.size}")
+        err.print(f"llm: {escape(tokens.note())}: input mean {ins.mean():.0f}, output mean {outs.mean():.0f} tokens; "
+                  f"prompts over {longest} tokens (the KV budget less the output cap) are cut to it: {capped} of "
+                  f"{arrivals.size}")
     drain_limit_s = max(2.0, 5.0 * spec.slo)  # how long close() may drain after the last arrival
     live = replay_policies(args, spec, arrivals, err, drain_limit_s, workload=workload)  # 3.
     # 5. did the machine run as profiled?  (all policies' batches together)
@@ -199,7 +208,8 @@ def run(args: argparse.Namespace) -> int:
     if workload is not None:
         fit = {st.name: {"prefill": dict(st.prefill), "decode": dict(st.decode), "max_seqs": st.max_seqs,
                          "kv_tokens": st.kv_tokens} for st in spec.stages if st.kind == "llm"}
-        extra["llm"] = llm_block(spec, workload, longest, capped, fit, live.llm_steps, live.simulated)
+        assert tokens is not None
+        extra["llm"] = llm_block(spec, workload, longest, capped, fit, live.llm_steps, live.simulated, tokens.label())
         out.print("llm engines: " + "; ".join(
             f"{name} {d['steps']} steps, {d['tokens']} tokens, {d['dropped_while_decoding']} dropped while decoding "
             f"(most steps after a drop: {d['after_drop_steps_max']})" for name, d in live.llm_steps.items()))

@@ -17,14 +17,14 @@ from ..plotting import plot_reports
 from ..report import comparison_dict, comparison_table
 from ..sim import compare
 from ..sim_llm import bound_spec
-from ..workloads import (BUILTIN_TRACES, TRACE_FORMATS, UNITS, TraceTokens, draw_tokens, file_tokens, load_requests,
-                         load_trace, resolve_file_format)
+from ..workloads import BUILTIN_TRACES, TRACE_FORMATS, UNITS, load_requests, load_trace, resolve_file_format
 from .llm_table import llm_rows, llm_table
 from .parsers import (add_command, DEFAULT_POLICIES, add_json, add_pipeline, check_output, check_plot_suffix, console,
                       is_stdout, load_spec, non_negative, slo_seconds, policies, positive, write_json)
 from .parsers import seed as seed_arg
 from .parsers import spell
 from .tiers import tier_codes, tier_table, untiered_note, unused_columns_note
+from .tokens import token_source
 
 __all__ = ["register", "run"]
 
@@ -170,57 +170,6 @@ def _header(spec: Any, label: str, arrivals: np.ndarray, slo: Any, load: float |
             f"{n} request{'' if n == 1 else 's'} over {span:g} s ({asked}{actual})")
 
 
-#: What the CLI tells a user whose pipeline has an llm stage and a trace without token counts.
-_TOKENS_NOTE = ("the llm stage's requests carry (input, output) token pairs drawn from the bundled Azure LLM "
-                "conversation trace (seeded by --seed); the capacity reads the llm stage at their mean lengths")
-
-
-#: How many token pairs the capacity's mean lengths are read from.
-_TOKEN_SAMPLE = 100_000
-
-
-class _Tokens:
-    """Where an llm pipeline's token counts come from: the trace file's own columns (``file``), else pairs
-    drawn from the bundled trace; ``exact``: the file is replayed exactly, so each row keeps its own counts."""
-
-    def __init__(self, file: TraceTokens | None, exact: bool, trace: str) -> None:
-        self.file, self.exact, self.trace = file, exact, trace
-
-    def sample(self, seed: int) -> dict[str, Any]:
-        """Token counts the capacity's mean lengths are read from."""
-        if self.file is not None:
-            return self.file.draw(_TOKEN_SAMPLE, seed)
-        ins, outs = draw_tokens(_TOKEN_SAMPLE, seed=seed)
-        return {"in_tokens": ins, "out_tokens": outs, "max_tokens": None}
-
-    def for_arrivals(self, n: int, args: argparse.Namespace) -> dict[str, Any]:
-        """The ``n`` arrivals' token keywords for :func:`pard.compare`."""
-        if self.file is None:
-            ins, outs = draw_tokens(n, seed=args.seed)
-            return {"in_tokens": ins, "out_tokens": outs, "max_tokens": None}
-        if not self.exact:
-            return self.file.draw(n, args.seed)
-        got = self.file.for_replay(args.start, args.duration)
-        if got["in_tokens"].size != n:  # pragma: no cover - the same rows and window as the replay's
-            raise UsageError(f"--trace {self.trace!r}: {got['in_tokens'].size} token rows for {n} arrivals")
-        return got
-
-    def note(self) -> str:
-        """The line that says which token counts the run used."""
-        if self.file is None:
-            return _TOKENS_NOTE
-        how = ("each request its own row's counts (an exact replay)" if self.exact else
-               "pairs drawn from the file's rows (seeded by --seed: a rescaled trace's requests are new)")
-        return (f"the llm stage's requests carry the token counts of {self.trace}'s columns {self.file.columns}: "
-                f"{how}; the capacity reads the llm stage at their mean lengths")
-
-    def label(self) -> str:
-        """The JSON's ``settings.tokens``."""
-        if self.file is None:
-            return "bundled azure-conv pairs"
-        return f"file columns {self.file.columns} ({'exact replay' if self.exact else 'drawn from the rows'})"
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``pard simulate``; returns the exit code."""
     escape = require("rich.markup", "cli", "the pard command").escape
@@ -233,9 +182,7 @@ def run(args: argparse.Namespace) -> int:
     exact = args.load is None and fmt == "csv"
     tokens = None
     if any(st.kind == "llm" for st in spec.stages):
-        found = None if fmt is None else file_tokens(Path(args.trace), fmt, column=args.column, unit=args.unit,
-                                                     spell=spell)
-        tokens = _Tokens(found, exact, args.trace)
+        tokens = token_source(args.trace, fmt, exact, column=args.column, unit=args.unit)
     capacity = (bound_spec(spec, tokens.sample(args.seed)).capacity().pipeline if tokens
                 else spec.capacity().pipeline)
     load = None if exact else (1.0 if args.load is None else args.load)
@@ -251,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
     for note in _notes(args, spec, fmt):
         err.print(f"[yellow]note:[/] {escape(note)}")
     if tokens:
-        per_request.update(tokens.for_arrivals(int(arrivals.size), args))
+        per_request.update(tokens.for_arrivals(int(arrivals.size), args.seed, args.start, args.duration))
         err.print(f"[yellow]note:[/] {escape(tokens.note())}")
     span = float(args.duration) if args.duration is not None and not exact else float(arrivals[-1] - arrivals[0])
     line = _header(spec, label, arrivals, per_request["slo"], load, span, capacity)
