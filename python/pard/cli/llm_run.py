@@ -65,7 +65,9 @@ class _Recorded:
     def step(self, joins: Iterable[Any] = (), stops: Iterable[int] = ()) -> list[Any]:
         t0 = time.perf_counter()
         out: list[Any] = self._inner.step(joins, stops)
-        self._log.add(t0, time.perf_counter(), [int(r.request_id) >> _KEY_SHIFT for r in out])
+        # a refused joiner never ran: it is no sequence of the step
+        self._log.add(t0, time.perf_counter(), [int(r.request_id) >> _KEY_SHIFT for r in out
+                                                if getattr(r, "error", None) is None])
         return out
 
     def close(self) -> None:

@@ -66,10 +66,24 @@ def default_prompts(context: int) -> list[int]:
     return [p for p in (128, 512, 1024, 2048, 4096) if p + 1 <= context] or [max(1, context - 1)]
 
 
+def _admitted(results: Sequence[Any]) -> None:
+    """Raise a refused joiner's error: every joiner here is sized to fit, and a step without it would be
+    timed as one with it."""
+    for r in results:
+        if getattr(r, "error", None) is not None:
+            raise r.error
+
+
+def _join(engine: Any, joins: Sequence[Any]) -> None:
+    _admitted(engine.step(joins))
+
+
 def _timed_step(engine: Any, joins: Sequence[Any] = ()) -> float:
     start = time.perf_counter()
-    engine.step(joins)
-    return time.perf_counter() - start
+    out = engine.step(joins)
+    took = time.perf_counter() - start
+    _admitted(out)
+    return took
 
 
 def _decode_step_s(engine: Any, n: int, steps: int, repeats: int, next_id: list[int], held: int) -> float:
@@ -79,7 +93,7 @@ def _decode_step_s(engine: Any, n: int, steps: int, repeats: int, next_id: list[
         ids = list(range(next_id[0], next_id[0] + n))
         next_id[0] += n
         # max_new keeps every sequence running through the prefill, one warm-up step and the timed steps
-        engine.step([(rid, held, steps + 3) for rid in ids])
+        _join(engine, [(rid, held, steps + 3) for rid in ids])
         engine.step()
         samples += [_timed_step(engine) for _ in range(steps)]
         engine.step(stops=ids)
@@ -95,7 +109,7 @@ def _join_step_s(engine: Any, prompt: int, repeats: int, next_id: list[int], run
         ids = list(range(next_id[0], next_id[0] + running))
         next_id[0] += running + 1
         if ids:
-            engine.step([(rid, held, 2 * steps + 4) for rid in ids])
+            _join(engine, [(rid, held, 2 * steps + 4) for rid in ids])
             engine.step()
         for _ in range(steps):
             samples.append(_timed_step(engine, [(next_id[0], prompt, 1)]))  # done in its prefill step
@@ -151,7 +165,7 @@ def measure_llm(engine: Any, *, prompts: Sequence[int] | None = None, steps: int
     # every sequence of a step fits the context: max_seqs of them, each with room for its decode steps
     held = max(1, min(int(context_tokens), (context - max(ps) - 1) // max_seqs - 2 * steps - 8))
     next_id = [0]
-    engine.step([(next_id[0], DECODE_PROMPT, 4)])   # warm the engine's buffers up
+    _join(engine, [(next_id[0], DECODE_PROMPT, 4)])   # warm the engine's buffers up
     next_id[0] += 1
     while engine.step():
         pass
