@@ -24,7 +24,8 @@ else:
     llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'pard[llm]')")
 
 from pard.errors import (  # noqa: E402
-    ConfigError, ExecutorError, MissingExtraError, PardError, PardTypeError, PardValueError, RuntimeStateError)
+    ConfigError, ExecutorError, MissingExtraError, PardError, PardTypeError, PardValueError, PromptRefused,
+    RuntimeStateError)
 from pard.executors.llama_cpp import LlamaCppEngine, StepResult  # noqa: E402
 from pard.models.tiny_llama import write_tiny_llama  # noqa: E402
 
@@ -186,25 +187,24 @@ def test_bad_input_is_refused_before_anything_changes(engine: LlamaCppEngine, jo
     assert {r.request_id for r in engine.step()} == {1, 2}
 
 
-@pytest.mark.parametrize("bad, error, match", [
-    ([(7, 250, 10)], PardValueError, "250 tokens \\+ max_new 10 exceeds the context of 256"),
-    ([(7, 200, 20)], PardValueError, "request 7 reserves 220 KV tokens \\(prompt \\+ max_new\\) beside 55 reserved"),
-    ([(7, [], 2)], PardValueError, "prompt is empty"),
-    ([(7, [3, 256], 2)], PardValueError, "token id 256, outside the vocabulary \\[0, 256\\)"),
-    ([(7, [3, -1], 2)], PardValueError, "token id -1"),
-    ([(7, 4, 0)], PardValueError, "max_new must be >= 1, got 0"),
-    ([(7, [1.5, 2.0], 2)], PardTypeError, "flat list of int token ids"),
-    ([(6, 4, 2), (7, 4, 2)], PardValueError, "request 7 would be sequence 5 running together, more than max_seqs 4"),
+@pytest.mark.parametrize("bad, match", [
+    ([(7, 250, 10)], "250 tokens \\+ max_new 10 exceeds the context of 256"),
+    ([(7, 200, 20)], "request 7 reserves 220 KV tokens \\(prompt \\+ max_new\\) beside 55 reserved"),
+    ([(7, [], 2)], "prompt is empty"),
+    ([(7, [3, 256], 2)], "token id 256, outside the vocabulary \\[0, 256\\)"),
+    ([(7, [3, -1], 2)], "token id -1"),
+    ([(7, 4, 0)], "max_new must be >= 1, got 0"),
+    ([(7, [1.5, 2.0], 2)], "flat list of int token ids"),
+    ([(6, 4, 2), (7, 4, 2)], "request 7 would be sequence 5 running together, more than max_seqs 4"),
 ])
-def test_a_bad_joiner_is_refused_alone(engine: LlamaCppEngine, bad: list[Any], error: type[PardError],
-                                       match: str) -> None:
-    """A joiner the engine cannot take comes back refused, with a PardError naming the field and value; it holds
-    no KV and never runs, while the running sequences and the good joiners of the same step decode as usual."""
+def test_a_bad_joiner_is_refused_alone(engine: LlamaCppEngine, bad: list[Any], match: str) -> None:
+    """A joiner the engine cannot take comes back refused, with a PromptRefused naming the field and value; it
+    holds no KV and never runs, while the running sequences and the good joiners of the same step decode as usual."""
     engine.step([(1, 20, 10), (2, 10, 10)])
     calls = engine.decode_calls
     out = engine.step([(5, 3, 2), *bad])
     refused = [r for r in out if r.error is not None]
-    assert [r.request_id for r in refused] == [7] and isinstance(refused[0].error, error)
+    assert [r.request_id for r in refused] == [7] and isinstance(refused[0].error, PromptRefused)
     assert refused[0] == StepResult(7, 0, True, -1, refused[0].error)
     assert re.search(match, str(refused[0].error)), refused[0].error
     ran = [r.request_id for r in out if r.error is None]
@@ -218,7 +218,7 @@ def test_a_bad_joiner_is_refused_alone(engine: LlamaCppEngine, bad: list[Any], e
 def test_only_refused_joiners_make_no_decode(engine: LlamaCppEngine) -> None:
     """A step whose only joiner is refused and where nothing runs returns the refusal and makes no decode."""
     out = engine.step([(3, [999], 2)])
-    assert [(r.request_id, r.done, type(r.error)) for r in out] == [(3, True, PardValueError)]
+    assert [(r.request_id, r.done, type(r.error)) for r in out] == [(3, True, PromptRefused)]
     assert engine.decode_calls == 0 and engine.running() == []
 
 

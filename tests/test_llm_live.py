@@ -26,7 +26,7 @@ else:
 
 import pard  # noqa: E402
 from pard.config import PipelineSpec  # noqa: E402
-from pard.errors import ConfigError, Dropped, PardValueError  # noqa: E402
+from pard.errors import ConfigError, Dropped, PardValueError, PromptRefused  # noqa: E402
 from pard.executors import CallableExecutor, LlmEngine, ProfiledLlmEngine  # noqa: E402
 from pard.executors.llama_cpp import LlamaCppEngine  # noqa: E402
 from pard.models.tiny_llama import write_tiny_llama  # noqa: E402
@@ -181,7 +181,7 @@ def test_a_refused_joiner_fails_alone_and_its_step_goes_on(model: Path) -> None:
     for name in bad:
         with pytest.raises(pard.ExecutorError, match=why[name]) as info:
             futs[name].result(timeout=0)
-        assert info.value.stage == "generate" and isinstance(info.value.cause, PardValueError)
+        assert info.value.stage == "generate" and isinstance(info.value.cause, PromptRefused)
     for i in range(12):
         assert len(futs[i].result(timeout=0)) == 10 + i
     c = rt.counts()

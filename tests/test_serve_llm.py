@@ -128,8 +128,8 @@ def test_a_dnn_stage_below_an_llm_stage_needs_executors() -> None:
 
 def test_a_prompt_the_engine_refuses_fails_alone_and_the_llm_stage_is_in_metrics(tmp_path: Path) -> None:
     """``pard serve`` on llama.cpp (the tiny random-weight llama): one request with a token id outside the
-    vocabulary, sent with eight good ones at once, gets a 500 naming it while the good ones get 200 and their whole
-    answers; /metrics has the llm stage's queueing delays (one per joiner) and its batch sizes (sequences per
+    vocabulary, sent with eight good ones at once, gets a 500 naming it (the refusal is about the request's own
+    prompt: shown without server.error_detail) while the good ones get 200 and their whole answers; /metrics has the llm stage's queueing delays (one per joiner) and its batch sizes (sequences per
     engine step, so their sum is the tokens generated)."""
     pytest.importorskip("gguf")
     pytest.importorskip("llama_cpp")
@@ -140,7 +140,7 @@ def test_a_prompt_the_engine_refuses_fails_alone_and_the_llm_stage_is_in_metrics
     from pard.models.tiny_llama import write_tiny_llama
 
     model = write_tiny_llama(tmp_path / "tiny.gguf", context=512)
-    doc = _doc(error_detail=True)
+    doc = _doc()
     doc["pipeline"]["stages"][1].update(kv_tokens=512, max_seqs=4, decode={1: 0.002, 4: 0.003})
     doc["stages"]["generate"] = {"executor": "pard.executors.llama_cpp:LlamaCppEngine",
                                  "kwargs": {"model_path": str(model), "max_seqs": 4, "context": 512}}
@@ -152,7 +152,8 @@ def test_a_prompt_the_engine_refuses_fails_alone_and_the_llm_stage_is_in_metrics
             answers = list(pool.map(lambda b: httpx.post(url, json=b, timeout=30.0), bodies))
         bad, good = answers[0], answers[1:]
         assert bad.status_code == 500, bad.text
-        assert "token id 999, outside the vocabulary" in bad.json()["error"] and bad.json()["stage"] == "generate"
+        assert "PromptRefused" in bad.json()["error"] and "token id 999, outside the vocabulary" in bad.json()["error"]
+        assert bad.json()["stage"] == "generate"
         for r, cap in zip(good, caps):
             assert r.status_code == 200, r.text
             assert r.json()["outputs"][0]["shape"] == [cap]

@@ -24,6 +24,7 @@ __all__ = [
     "Dropped",
     "Rejected",
     "ExecutorError",
+    "PromptRefused",
     "PardWarning",
 ]
 
@@ -164,6 +165,13 @@ class ExecutorError(PardError):
 
     def __reduce__(self) -> tuple[type, tuple[str, int | None, str | None, BaseException | None]]:
         return (type(self), (str(self), self.request_id, self.stage, self.cause))
+
+
+class PromptRefused(PardValueError):
+    """An LLM stage refused a request's prompt as it joined (a token id outside the engine's vocabulary, a
+    prompt longer than its context, ``in_tokens`` contradicting the payload's token ids): that request ends
+    ``failed`` with it as its :class:`ExecutorError`'s ``cause``, and the step's other sequences run on.  The
+    message names the field and the value and nothing else, so ``pard serve`` shows it to the client."""
 
 
 def _hint(retry_after_s: float | None) -> str:

@@ -47,7 +47,7 @@ from typing import Any, NamedTuple, Union
 import numpy as np
 
 from .._extras import require
-from ..errors import ConfigError, ExecutorError, PardTypeError, PardValueError, RuntimeStateError
+from ..errors import ConfigError, ExecutorError, PardTypeError, PardValueError, PromptRefused, RuntimeStateError
 
 __all__ = ["LlamaCppEngine", "StepResult", "Join", "llama_cpp_available"]
 
@@ -70,8 +70,8 @@ class StepResult(NamedTuple):
         done: True at the step that produced its ``max_new``-th token; it has left the engine and
             its KV cells are free.  True for a refused joiner.
         token: the token id this step produced for it (-1 when refused).
-        error: None, or why the engine refused this joiner (a :class:`pard.PardError` naming the field
-            and value): it never ran and holds nothing; the step's other sequences ran as usual.
+        error: None, or why the engine refused this joiner (a :class:`pard.errors.PromptRefused` naming
+            the field and value): it never ran and holds nothing; the step's other sequences ran as usual.
     """
 
     request_id: int
@@ -322,7 +322,8 @@ class LlamaCppEngine:
         Returns:
             One :class:`StepResult` per sequence that ran this step (the running ones in join
             order, then the admitted joiners in the given order), then one per refused joiner
-            (:meth:`StepResult.refused`, in the given order); ``[]`` when none runs and none was
+            (:meth:`StepResult.refused` with a :class:`~pard.errors.PromptRefused`, in the given order);
+            ``[]`` when none runs and none was
             refused (no decode is made).  A joiner is refused, and the others still run, when its
             ``max_new`` is not an int >= 1, its prompt is empty, has a token id outside
             ``[0, n_vocab)`` or is not a flat list of ints, its ``prompt + max_new`` exceeds
@@ -448,7 +449,7 @@ class LlamaCppEngine:
                                          f"max_new) beside {reserved} reserved, more than the context of "
                                          f"{self._context}")
             except (PardValueError, PardTypeError) as e:
-                refused.append(StepResult.refused(rid, e))
+                refused.append(StepResult.refused(rid, PromptRefused(str(e))))
                 continue
             reserved += need
             running += 1

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, Union, runtime_checkable
 
-from ..errors import ConfigError, PardValueError
+from ..errors import ConfigError, PardValueError, PromptRefused
 from .llama_cpp import StepResult
 
 __all__ = ["LlmEngine", "ProfiledLlmEngine", "is_llm_engine", "profiled_llm"]
@@ -38,7 +38,9 @@ class LlmEngine(Protocol):
     returns one :class:`StepResult` per sequence that ran (``done`` at its ``max_new``-th token, when it
     leaves); ``[]`` when none runs.  A joiner it cannot take (a prompt it refuses) it leaves out and
     returns as :meth:`StepResult.refused` with the reason: pard ends that request ``failed`` with it and
-    the step's other sequences carry on.  It may raise; pard then fails every sequence of the step.
+    the step's other sequences carry on (a :class:`pard.errors.PromptRefused` reason's message is shown to
+    a served client; another exception's only with ``server.error_detail``).  It may raise; pard then
+    fails every sequence of the step.
     """
 
     @property
@@ -122,7 +124,7 @@ class ProfiledLlmEngine:
                     prefill += self._base + self._per_token * n_in
                     admitted.append((rid, int(max_new)))
                     continue
-                refused.append(StepResult.refused(rid, PardValueError(f"ProfiledLlmEngine.step: joiner {rid}: {why}")))
+                refused.append(StepResult.refused(rid, PromptRefused(f"ProfiledLlmEngine.step: joiner {rid}: {why}")))
             for rid in stops:
                 del self._running[rid]
             for rid, max_new in admitted:

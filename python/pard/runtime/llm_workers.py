@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, PardValueError
+from ..errors import ConfigError, PardValueError, PromptRefused
 from ..executors.llm_engine import is_llm_engine
 
 __all__ = ["check_tokens", "llm_engine_arg", "prompt_of", "serve_llm", "token_count"]
@@ -83,13 +83,13 @@ def prompt_of(payload: Any, in_tokens: int) -> Any:
     synthetic tokens (at least 1).
 
     Raises:
-        PardValueError: the payload holds token ids and ``in_tokens`` (> 0: given) is another count: pard
+        PromptRefused: the payload holds token ids and ``in_tokens`` (> 0: given) is another count: pard
             reserved the request's KV tokens and priced its prefill by ``in_tokens``.
     """
     n = token_count(payload)
     if n:
         if in_tokens and n != in_tokens:
-            raise PardValueError(f"in_tokens={in_tokens} contradicts the prompt's {n} token ids (the KV "
+            raise PromptRefused(f"in_tokens={in_tokens} contradicts the prompt's {n} token ids (the KV "
                                  f"reservation and the prefill's cost are read from in_tokens)")
         return [int(t) for t in np.asarray(payload)]
     return max(int(in_tokens), 1)
@@ -123,7 +123,7 @@ def serve_llm(st: Any, w: Any, live: Any, now: Callable[[], float], engine: Any)
         for key, payload, n_in, max_new in joins:
             try:
                 batch.append((key, prompt_of(payload, n_in), max_new))
-            except PardValueError as e:
+            except PromptRefused as e:
                 refused.append((key, e))
         err = None
         start = now()

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import Dropped, ExecutorError, PardError, Rejected
+from ..errors import Dropped, ExecutorError, PardError, PromptRefused, Rejected
 from ..executors.llm_engine import profiled_llm
 from ..models import INPUT_SHAPE, join_inputs
 from ..runtime import Runtime
@@ -103,8 +103,10 @@ def _error(status: int, outcome: str, message: str, **fields: Any) -> Answer:
 def _failed(e: ExecutorError, detail: bool) -> Answer:
     """The 500 of a request whose stage's executor raised: the exception's text only with ``detail``
     (``server.error_detail``: an executor's message may hold paths, inputs or credentials; the server
-    log has it, :class:`FailureLog`), else the stage and the exception's type."""
-    if detail:
+    log has it, :class:`FailureLog`) or when an llm stage refused the request's own prompt
+    (:class:`~pard.errors.PromptRefused`, whose message is for the client), else the stage and the
+    exception's type."""
+    if detail or isinstance(e.cause, PromptRefused):
         return _error(500, "failed", str(e), request_id=e.request_id, stage=e.stage)
     cause = type(e.cause).__name__ if e.cause is not None else type(e).__name__
     where = f"stage {e.stage!r}" if e.stage else "the pipeline"
