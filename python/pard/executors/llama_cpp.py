@@ -19,8 +19,9 @@ not text, so a prompt may be given as a count: that many synthetic byte tokens, 
 engine's seed and the request id.
 
 KV accounting follows the design's reservation rule with no preemption: a joining sequence
-reserves ``prompt tokens + max_new`` cells until it leaves, and a step whose joiners do not fit in
-the context is refused whole, before anything changes.  All sequences share one KV cache of
+reserves ``prompt tokens + max_new`` cells until it leaves, and a joiner that does not fit beside the
+running sequences and the joiners before it is refused alone (:meth:`StepResult.refused`), as is one
+whose prompt the model cannot take; the others run.  All sequences share one KV cache of
 ``context`` cells (llama.cpp's unified cache), so a long prompt may use what short ones leave.
 
 Measured cost model (``bench/llm_engine.py``, the tiny model of :mod:`pard.models.tiny_llama` on
