@@ -266,7 +266,8 @@ public:
 
     // ------------------------------------------------------------------ an LLM stage's worker
     // The step boundary of an LLM stage's worker (pard/live/llm_steps.hpp): the step over [start, end]
-    // ended with `finished` done (or `failed` with `err`); fills the keys to stop and the joiners.
+    // ended with `finished` done and `refused` never run (or `failed` with `err`); fills the keys to stop and
+    // the joiners.
     void llm_boundary(LlmWorker& w, std::vector<LlmFinished>& finished, const std::vector<LlmRefused>& refused,
                       bool failed, const Payload& err, std::int64_t start_ns, std::int64_t end_ns,
                       std::vector<std::uint64_t>& stops, std::vector<LlmJoiner>& joins, std::vector<Done>& done) {
