@@ -239,6 +239,64 @@ def test_llm_stop_ends_a_sequence_that_can_no_longer_finish() -> None:
     assert counts["late"] == 1 and len(fut.result(timeout=0)) == 50, counts
 
 
+def test_a_request_too_slow_for_a_busy_worker_waits_for_a_less_busy_one() -> None:
+    """Two workers of one llm stage; the spec prices a step at 3 s with 4 sequences running, 2 ms with 2. Worker
+    B holds one long sequence, its engine blocked in a step; worker A runs three and steps every millisecond.
+    A request with a 1 s SLO cannot finish on A (a 4th sequence there: 3 s a token) but can on B: under pard's
+    token-aware rule A leaves it queued (B publishes its running count, llm::Elsewhere) and B, released, runs
+    it on time; nothing is dropped.  The simulator's rule, now live."""
+    spec = PipelineSpec(name="two", slo=100.0, stages=[dict(
+        name="generate", kind="llm", prefill={"base": 0.0001, "per_token": 0.0}, decode={1: 0.001, 2: 0.002, 4: 3.0},
+        max_seqs=4, kv_tokens=20000, max_output_tokens=5000, workers=2)])
+    real = PipelineSpec(name="fast", slo=100.0, stages=[dict(
+        name="generate", kind="llm", prefill={"base": 0.0001, "per_token": 0.0}, decode={1: 0.001, 4: 0.001},
+        max_seqs=4, kv_tokens=20000, max_output_tokens=5000)]).stage("generate")
+    release, blocked, lock = threading.Event(), threading.Event(), threading.Lock()
+    engines: list[Any] = []
+
+    class Engine(ProfiledLlmEngine):
+        """The first engine to get work is B: its first step with a joiner blocks until released."""
+
+        def step(self, joins: Any = (), stops: Any = ()) -> Any:
+            joins = list(joins)
+            with lock:
+                first = bool(joins) and not blocked.is_set() and not any(e.role for e in engines if e is not self)
+                if first:
+                    self.role = "B"
+            if first:
+                blocked.set()
+                release.wait(timeout=30)
+            elif joins and self.role is None:
+                self.role = "A"
+            return super().step(joins, stops)
+
+    def factory() -> Engine:
+        e = Engine(real)
+        e.role = None
+        with lock:
+            engines.append(e)
+        return e
+
+    with pard.Runtime(spec, {"generate": factory}, policy="pard") as rt:
+        held = [rt.submit(0, in_tokens=4, max_new=5000, slo=100.0)]
+        assert blocked.wait(timeout=20)
+        held += [rt.submit(i, in_tokens=4, max_new=5000, slo=100.0) for i in (1, 2, 3)]
+        a = None
+        for _ in range(2000):  # A has joined all three (bounded wait, no clock read)
+            a = next((e for e in engines if e.role == "A"), None)
+            if a is not None and len(a.running) == 3:
+                break
+            time.sleep(0.005)
+        assert a is not None and len(a.running) == 3
+        r = rt.submit(9, in_tokens=4, max_tokens=3, max_new=3, slo=1.0)
+        time.sleep(0.2)  # A reaches a hundred boundaries with r queued
+        assert not r.done()
+        release.set()
+        assert len(r.result(timeout=20)) == 3
+        rt.close(drain=False, timeout_s=20)
+    assert rt.counts()["dropped"] == len(held), rt.counts()  # only the long ones, cancelled at close
+
+
 def test_a_dead_llm_worker_fails_its_running_sequences() -> None:
     """An LLM worker that dies outside its engine call (here the engine returns None, not results) fails
     the sequences it ran and marks the stage dead: nothing stays pending."""

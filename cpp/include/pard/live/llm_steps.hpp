@@ -15,7 +15,9 @@
 //      their deadline (rules/llm_deadline.hpp), ended here dropped with reason `infeasible`, once;
 //   3. the joiners from the stage's StageScheduler (llm::LlmJoin): at most max_seqs - running, while
 //      their KV reservations fit the stage's kv_tokens minus what the running sequences reserve; their
-//      payloads move out of the slots and they count as running from here.
+//      payloads move out of the slots and they count as running from here. Under pard's token-aware rule a
+//      request that cannot finish on this worker but can on a less busy one of the stage stays queued for it
+//      (llm::Elsewhere, as in the simulator): every worker publishes its running count at its boundaries.
 // The worker hands stops and joiners to its engine's next step. A sequence's request stays cancellable
 // while it decodes (cancel() ends it at once; the next boundary stops it).
 //
@@ -24,8 +26,11 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -72,6 +77,8 @@ public:
         std::vector<double> delays;  // queueing delays (s) of the last boundary's joiners
         std::vector<std::int64_t> charge;
         BatchResult out;
+        int slot = -1;          // its place in the stage's roster (-1: past kRosterSize, unpublished)
+        bool enrolled = false;  // given a slot at its first boundary
     };
     struct Joiner {
         std::uint64_t key;
@@ -91,7 +98,10 @@ public:
     LlmSteps(const std::vector<LiveStageSpec>& specs, Book& ledger, TokenBook<Book::kStripes>& tokens,
              StageStates<Payload>& stages, Route& router, Batches& batches, const Clock& clock)
         : specs_(specs), ledger_(ledger), tokens_(tokens), stages_(stages), router_(router), batches_(batches),
-          clock_(clock) {}
+          clock_(clock) {
+        rosters_.reserve(specs_.size());
+        for (std::size_t k = 0; k < specs_.size(); ++k) rosters_.push_back(std::make_unique<Roster>());
+    }
     LlmSteps(const LlmSteps&) = delete;
     LlmSteps& operator=(const LlmSteps&) = delete;
 
@@ -120,6 +130,41 @@ public:
 
 private:
     using Ended = typename Batches::Ended;
+
+    // The sequences each worker of a stage runs, published at its step boundaries (-1: no worker there), for
+    // the other workers' joins (llm::Elsewhere: a request that does not fit here may fit on a less busy worker).
+    static constexpr int kRosterSize = 64;
+    struct Roster {
+        std::array<std::atomic<std::int64_t>, kRosterSize> running;
+        std::atomic<int> enrolled{0};
+        Roster() {
+            for (auto& n : running) n.store(-1, std::memory_order_relaxed);
+        }
+    };
+
+    void publish(Worker& w) {
+        Roster& ro = *rosters_[static_cast<std::size_t>(w.stage)];
+        if (!w.enrolled) {
+            w.enrolled = true;
+            const int i = ro.enrolled.fetch_add(1, std::memory_order_relaxed);
+            w.slot = i < kRosterSize ? i : -1;
+        }
+        if (w.slot >= 0) ro.running[static_cast<std::size_t>(w.slot)].store(static_cast<std::int64_t>(w.running.size()),
+                                                                            std::memory_order_relaxed);
+    }
+
+    // What w's join may read of the stage's other workers: the fewest sequences one of them runs.
+    llm::Elsewhere others(const Worker& w) const {
+        const Roster& ro = *rosters_[static_cast<std::size_t>(w.stage)];
+        llm::Elsewhere e;
+        const int n = std::min(ro.enrolled.load(std::memory_order_relaxed), kRosterSize);
+        for (int i = 0; i < n; ++i) {
+            if (i == w.slot) continue;
+            const std::int64_t r = ro.running[static_cast<std::size_t>(i)].load(std::memory_order_relaxed);
+            if (r >= 0 && (e.least_running < 0 || r < e.least_running)) e.least_running = r;
+        }
+        return e;
+    }
     const LiveStageSpec& spec(int k) const { return specs_[static_cast<std::size_t>(k)]; }
 
     // Step 1.
@@ -275,10 +320,13 @@ private:
         const auto& sp = sched.llm().cost()->spec();
         const auto running = static_cast<std::int64_t>(w.running.size());
         const std::int64_t slots = sp.max_seqs - running;
+        publish(w);
         if (slots <= 0 || stages_[k].pending.load() <= 0) return;
         const std::int64_t now = clock_.now_ns();
         Ended ended{&ledger_};
-        llm::LlmJoin<Ended>::form(sched, now, running, slots, sp.kv_tokens - w.kv_used, w.out, ended);
+        const Policy& pol = sched.config().policy;
+        const llm::Elsewhere other = pol.drop == DropRule::kPard && pol.llm_tokens ? others(w) : llm::Elsewhere{};
+        llm::LlmJoin<Ended>::form(sched, now, running, slots, sp.kv_tokens - w.kv_used, w.out, ended, other);
         std::int64_t ghosts = batches_.end_drops(k, w.out.drops, now, done, trash);
         const std::uint64_t bit = std::uint64_t{1} << k;
         const std::size_t first = w.running.size();
@@ -312,6 +360,7 @@ private:
                 for (std::size_t i = first; i < w.running.size(); ++i) w.running[i].predicted = cost.predicted_len(w.running[i].r);
             });
         }
+        publish(w);
         batches_.settle_taken(k, static_cast<std::int64_t>(w.out.batch.size() + w.out.drops.size()), ghosts, now, w.delays, 0);
     }
 
@@ -322,6 +371,7 @@ private:
     Route& router_;
     Batches& batches_;
     const Clock& clock_;
+    std::vector<std::unique_ptr<Roster>> rosters_;  // one per stage
 };
 
 }  // namespace pard::live

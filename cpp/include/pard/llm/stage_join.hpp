@@ -29,7 +29,7 @@ template <class IsCancelled>
 struct LlmJoin {
     template <class Sched>
     static void form(Sched& s, std::int64_t now_ns, std::int64_t running, std::int64_t slots, std::int64_t kv_free,
-                     BatchResult& out, IsCancelled& is_cancelled) {
+                     BatchResult& out, IsCancelled& is_cancelled, const Elsewhere& other = {}) {
         std::lock_guard<std::mutex> guard(s.mu_);
         out.clear();
         s.sync_rank();
@@ -44,7 +44,7 @@ struct LlmJoin {
         // busy one, or one starting up): it is dropped only when it fits nowhere, and left queued for the
         // other worker when it fits there only.
         const auto fits_elsewhere = [&](const Request& r, std::int64_t base) {
-            const std::int64_t c = s.llm_.elsewhere_ns(r, now_ns);
+            const std::int64_t c = s.llm_.elsewhere_ns(r, now_ns, other);
             return c >= 0 && !rules::llm_drops(r, base, c);
         };
         if (rule == DropRule::kPard) {  // step 2 with the request's own cost at one more running sequence
@@ -59,7 +59,7 @@ struct LlmJoin {
         // is judged by the request's own cost, so the request with the least slack that can still finish goes
         // first; under HBF the requests a burst left queued wait behind the newer ones until they expire, just
         // before the workers ordered for the burst (or the slots its long answers hold) would have served them.
-        std::vector<Request> elsewhere;  // popped, left for another worker
+        std::vector<Request> left;  // popped, left for another worker
         const bool pop_max = !(rule == DropRule::kPard && s.cfg_.policy.llm_lbf) &&
                              (s.ranked_ || s.current_order() == Order::kHbf || over);
         while (slots > 0 && !s.queue_.empty()) {
@@ -78,7 +78,7 @@ struct LlmJoin {
             if (rule == DropRule::kPard) {
                 if (rules::llm_drops(r, now_ns + t.downstream_ns, cost->cost_ns(r, n))) {
                     if (fits_elsewhere(r, now_ns + t.downstream_ns)) {
-                        elsewhere.push_back(r);
+                        left.push_back(r);
                         continue;
                     }
                     v = static_cast<int>(Reason::kInfeasible);
@@ -99,7 +99,7 @@ struct LlmJoin {
             --slots;
             ++running;
         }
-        for (const Request& r : elsewhere) s.heap().push(r);
+        for (const Request& r : left) s.heap().push(r);
         s.queue_.end_run();
         out.expected_duration_ns = sp.step_ns(running);
         s.store_sizes();

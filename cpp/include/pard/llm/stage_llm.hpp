@@ -21,6 +21,15 @@ namespace pard::llm {
 template <class IsCancelled>
 struct LlmJoin;  // pard/llm/stage_join.hpp
 
+// Where else at an LLM stage a queued request could join, as the worker forming a join sees the stage's other
+// workers: the fewest sequences running on another serving worker (-1: none), and the earliest time a starting
+// worker serves (-1: none). The simulator knows both; the live runtime the first (its workers publish their
+// running counts at their step boundaries, LlmSteps) and starts no workers.
+struct Elsewhere {
+    std::int64_t least_running = -1;
+    std::int64_t ready_ns = -1;
+};
+
 class StageLlm {
 public:
     void build(const LlmStageSpec& spec, const Policy& policy, int tiers) {
@@ -44,20 +53,14 @@ public:
     // (rules/llm_queue_bound.hpp). Any thread; relaxed.
     void set_workers(int w) noexcept { workers_.store(w < 1 ? 1 : w, std::memory_order_relaxed); }
     [[nodiscard]] std::int64_t workers() const noexcept { return workers_.load(std::memory_order_relaxed); }
-    // Where else at this stage a queued request could join, as the simulator knows it before a worker's
-    // joins: the fewest sequences running on another serving worker (-1: none), and the earliest time a
-    // starting worker serves (-1: none). The live runtime sets neither: a worker judges by its own batch.
-    void set_elsewhere(std::int64_t least_running, std::int64_t ready_ns) noexcept {
-        least_running_ = least_running;
-        ready_ns_ = ready_ns;
-    }
-    // The earliest finish (ns from now_ns) of r at this stage elsewhere than on a worker running `running`
-    // sequences: on the least busy other worker now, or on a starting one once it serves; -1 without either.
-    [[nodiscard]] std::int64_t elsewhere_ns(const Request& r, std::int64_t now_ns) const {
+    // The earliest finish (ns from now_ns) of r at this stage elsewhere than on the worker forming a join
+    // (Elsewhere: the fewest sequences running on another serving worker, a starting one's first serving
+    // time): on the least busy other worker now, or on a starting one once it serves; -1 without either.
+    [[nodiscard]] std::int64_t elsewhere_ns(const Request& r, std::int64_t now_ns, const Elsewhere& e) const {
         std::int64_t best = -1;
-        if (least_running_ >= 0) best = cost_->cost_ns(r, least_running_ + 1);
-        if (ready_ns_ >= 0) {
-            const std::int64_t c = std::max<std::int64_t>(0, ready_ns_ - now_ns) + cost_->cost_ns(r, 1);
+        if (e.least_running >= 0) best = cost_->cost_ns(r, e.least_running + 1);
+        if (e.ready_ns >= 0) {
+            const std::int64_t c = std::max<std::int64_t>(0, e.ready_ns - now_ns) + cost_->cost_ns(r, 1);
             best = best < 0 || c < best ? c : best;
         }
         return best;
@@ -97,8 +100,6 @@ private:
     std::unique_ptr<LlmCost> cost_;
     std::atomic<std::int64_t> running_{0};
     std::atomic<std::int64_t> workers_{1};
-    std::int64_t least_running_ = -1;  // set_elsewhere (the simulator's one thread)
-    std::int64_t ready_ns_ = -1;
     std::vector<const StageLlm*> below_;
 };
 

@@ -126,10 +126,11 @@ struct LlmDriver {
         if (!w.retiring) {
             const auto slots = sp.max_seqs - static_cast<std::int64_t>(run.seqs.size());
             if (slots > 0) {
-                if (s.cfg_.policy.drop == DropRule::kPard && s.cfg_.policy.llm_tokens) elsewhere(s, k, wi);
+                const llm::Elsewhere other = s.cfg_.policy.drop == DropRule::kPard && s.cfg_.policy.llm_tokens
+                                                 ? elsewhere(s, k, wi) : llm::Elsewhere{};
                 auto cancelled = [&s](std::uint64_t id) { return !s.out_.pending(id); };
                 LlmJoin<decltype(cancelled)>::form(*st.sched, now, static_cast<std::int64_t>(run.seqs.size()), slots,
-                                                   sp.kv_tokens - run.kv_used, st.scratch, cancelled);
+                                                   sp.kv_tokens - run.kv_used, st.scratch, cancelled, other);
                 s.handle_drops(k, st.scratch.drops);
                 for (const Request& r : st.scratch.batch) {
                     LlmSeq q;
@@ -203,9 +204,9 @@ struct LlmDriver {
     }
 
 private:
-    // What pard's joins at worker wi may read of the stage's other workers (StageLlm::set_elsewhere); only
-    // a token-aware policy (Policy::llm_tokens) reads it, so the paper's method keeps its own rule.
-    static void elsewhere(Sim& s, std::size_t k, std::size_t wi) {
+    // What pard's joins at worker wi may read of the stage's other workers (llm::Elsewhere); only a
+    // token-aware policy (Policy::llm_tokens) reads it, so the paper's method keeps its own rule.
+    static llm::Elsewhere elsewhere(Sim& s, std::size_t k, std::size_t wi) {
         auto& st = s.stages_[k];
         std::int64_t least = -1, ready = -1;
         for (std::size_t j = 0; j < st.workers.size(); ++j) {
@@ -218,7 +219,7 @@ private:
                 least = least < 0 || n < least ? n : least;
             }
         }
-        st.sched->llm().set_elsewhere(least, ready);
+        return llm::Elsewhere{least, ready};
     }
 
     // Step 2: cancelled copies, and (Policy::llm_stop) the sequences that can no longer finish in time, stop.
