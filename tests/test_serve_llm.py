@@ -128,7 +128,7 @@ def test_a_dnn_stage_below_an_llm_stage_needs_executors() -> None:
 
 def test_a_prompt_the_engine_refuses_fails_alone_and_the_llm_stage_is_in_metrics(tmp_path: Path) -> None:
     """``pard serve`` on llama.cpp (the tiny random-weight llama): one request with a token id outside the
-    vocabulary, sent with eight good ones at once, gets a 500 naming it (the refusal is about the request's own
+    vocabulary, sent with eight good ones at once, gets a 400 naming it (the refusal is about the request's own
     prompt: shown without server.error_detail) while the good ones get 200 and their whole answers; /metrics has the llm stage's queueing delays (one per joiner) and its batch sizes (sequences per
     engine step, so their sum is the tokens generated)."""
     pytest.importorskip("gguf")
@@ -151,7 +151,7 @@ def test_a_prompt_the_engine_refuses_fails_alone_and_the_llm_stage_is_in_metrics
         with ThreadPoolExecutor(len(bodies)) as pool:
             answers = list(pool.map(lambda b: httpx.post(url, json=b, timeout=30.0), bodies))
         bad, good = answers[0], answers[1:]
-        assert bad.status_code == 500, bad.text
+        assert bad.status_code == 400, bad.text
         assert "PromptRefused" in bad.json()["error"] and "token id 999, outside the vocabulary" in bad.json()["error"]
         assert bad.json()["stage"] == "generate"
         for r, cap in zip(good, caps):
@@ -169,4 +169,4 @@ def test_a_prompt_the_engine_refuses_fails_alone_and_the_llm_stage_is_in_metrics
     assert m[("pard_batch_size_count", "embed")] > 0  # the DNN stage, as before
     rt = report["runtime"]
     assert (rt["submitted"], rt["on_time"], rt["failed"]) == (9, 8, 1)
-    assert report["http"] == {"200": 8, "500": 1}
+    assert report["http"] == {"200": 8, "400": 1}

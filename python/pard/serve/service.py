@@ -101,12 +101,14 @@ def _error(status: int, outcome: str, message: str, **fields: Any) -> Answer:
 
 
 def _failed(e: ExecutorError, detail: bool) -> Answer:
-    """The 500 of a request whose stage's executor raised: the exception's text only with ``detail``
-    (``server.error_detail``: an executor's message may hold paths, inputs or credentials; the server
-    log has it, :class:`FailureLog`) or when an llm stage refused the request's own prompt
-    (:class:`~pard.errors.PromptRefused`, whose message is for the client), else the stage and the
-    exception's type."""
-    if detail or isinstance(e.cause, PromptRefused):
+    """The answer to a request whose stage's executor raised: a 500 with the exception's text only with
+    ``detail`` (``server.error_detail``: an executor's message may hold paths, inputs or credentials; the
+    server log has it, :class:`FailureLog`), else the stage and the exception's type; a 400 with the reason
+    when an llm stage refused the request's own prompt (:class:`~pard.errors.PromptRefused`: the client's
+    error, and its message is for the client).  Either is counted ``failed``, as the runtime counts it."""
+    if isinstance(e.cause, PromptRefused):
+        return _error(400, "failed", str(e), request_id=e.request_id, stage=e.stage)
+    if detail:
         return _error(500, "failed", str(e), request_id=e.request_id, stage=e.stage)
     cause = type(e.cause).__name__ if e.cause is not None else type(e).__name__
     where = f"stage {e.stage!r}" if e.stage else "the pipeline"
