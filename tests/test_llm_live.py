@@ -297,6 +297,22 @@ def test_a_request_too_slow_for_a_busy_worker_waits_for_a_less_busy_one() -> Non
     assert rt.counts()["dropped"] == len(held), rt.counts()  # only the long ones, cancelled at close
 
 
+def test_an_engine_smaller_than_its_stage_is_refused_when_the_runtime_is_built(model: Path) -> None:
+    """An engine that runs fewer sequences than the stage's max_seqs, or whose KV cache (``context``) holds fewer
+    tokens than the stage's kv_tokens, would be handed joiners it refuses: a ConfigError naming the stage, the
+    engine's figure and the field, when the Runtime is built."""
+    spec = chain(slo=10.0)  # max_seqs 4, kv_tokens 512
+    two = chain(slo=10.0, max_seqs=2, decode={1: 0.001, 2: 0.0012}).stage("generate")
+    with pytest.raises(ConfigError, match=r"stages\['generate'\].*at most 2 sequences.*max_seqs is 4"):
+        pard.Runtime(spec, {"embed": CallableExecutor(_embed), "generate": ProfiledLlmEngine(two)})
+    small = LlamaCppEngine(model, max_seqs=MAX_SEQS, context=256)
+    try:
+        with pytest.raises(ConfigError, match=r"holds 256 tokens.*kv_tokens is 512"):
+            pard.Runtime(spec, {"embed": CallableExecutor(_embed), "generate": small})
+    finally:
+        small.close()
+
+
 def test_a_dead_llm_worker_fails_its_running_sequences() -> None:
     """An LLM worker that dies outside its engine call (here the engine returns None, not results) fails
     the sequences it ran and marks the stage dead: nothing stays pending."""

@@ -28,17 +28,20 @@ import numpy as np
 from ..errors import ConfigError, PardValueError, PromptRefused
 from ..executors.llm_engine import is_llm_engine
 
-__all__ = ["check_tokens", "llm_engine_arg", "prompt_of", "serve_llm", "token_count"]
+__all__ = ["check_engine", "check_tokens", "llm_engine_arg", "prompt_of", "serve_llm", "token_count"]
 
 
-def llm_engine_arg(name: str, executor: Any, workers: int) -> Callable[[], Any]:
-    """A factory of stage ``name``'s per-worker engines from its executor: an :class:`LlmEngine` (one
+def llm_engine_arg(spec: Any, executor: Any, workers: int) -> Callable[[], Any]:
+    """A factory of llm stage ``spec``'s per-worker engines from its executor: an :class:`LlmEngine` (one
     worker only: it is one engine) or a zero-argument callable returning one.
 
     Raises:
-        pard.ConfigError: an engine shared by ``workers > 1``, or neither an engine nor a factory.
+        pard.ConfigError: an engine shared by ``workers > 1``, one that cannot serve the stage
+            (:func:`check_engine`), or neither an engine nor a factory.
     """
+    name = spec.name
     if is_llm_engine(executor):
+        check_engine(spec, executor)  # built already: checked now, not in its worker (a factory's are there)
         if workers != 1:
             raise ConfigError(f"stages[{name!r}]: one LLM engine cannot serve workers={workers}; pass a "
                               f"zero-argument factory that returns one engine per worker")
@@ -47,6 +50,26 @@ def llm_engine_arg(name: str, executor: Any, workers: int) -> Callable[[], Any]:
         return executor  # type: ignore[no-any-return]
     raise ConfigError(f"stages[{name!r}]: an llm stage needs an LLM engine (pard.executors.LlmEngine: max_seqs, "
                       f"step(joins, stops)) or a factory of one, got {type(executor).__name__}")
+
+
+def check_engine(spec: Any, engine: Any) -> Any:
+    """``engine`` for llm stage ``spec`` (a :class:`pard.StageSpec`), checked against what the stage admits:
+    it must run the stage's ``max_seqs`` sequences together and, where it says its KV size (``context``, as
+    :class:`pard.executors.LlamaCppEngine` does), hold the stage's ``kv_tokens``; else pard would hand it
+    joiners it refuses, one failed request at a time.
+
+    Raises:
+        pard.ConfigError: naming the stage, the engine's figure and the stage's field.
+    """
+    runs = int(engine.max_seqs)
+    if runs < int(spec.max_seqs):
+        raise ConfigError(f"stages[{spec.name!r}]: the engine runs at most {runs} sequences together, the stage's "
+                          f"max_seqs is {spec.max_seqs}; lower max_seqs to {runs} or give the engine more")
+    context = getattr(engine, "context", None)
+    if isinstance(context, int) and context < int(spec.kv_tokens):
+        raise ConfigError(f"stages[{spec.name!r}]: the engine's KV cache holds {context} tokens, the stage's "
+                          f"kv_tokens is {spec.kv_tokens}; lower kv_tokens to {context} or give the engine more")
+    return engine
 
 
 def check_tokens(spec: Any, in_tokens: Any, max_tokens: Any, max_new: Any) -> tuple[int, int, int]:

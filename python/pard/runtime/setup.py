@@ -243,7 +243,7 @@ def build_stages(spec: PipelineSpec, policy: PolicySpec, executors: Mapping[str,
                                      ring_capacity=int(ring_capacity),
                                      tier_weights=[float(w) for w in spec.tiers.values()],
                                      entry=not spec.predecessors(st.name), llm=llm_arg(st))
-        ex = llm_engine_arg(st.name, executors[st.name], int(counts[k])) if st.kind == "llm" else executors[st.name]
+        ex = llm_engine_arg(st, executors[st.name], int(counts[k])) if st.kind == "llm" else executors[st.name]
         stage = Stage(k, st, sched, ex, int(counts[k]), int(max_queue[k]),
                       counts[k] * peak_throughput(st.profile, st.max_batch))
         stage.successors = [index[s] for s in st.successors]

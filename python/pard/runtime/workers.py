@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import PardValueError
 from .clock import RunClock
-from .llm_workers import serve_llm
+from .llm_workers import check_engine, serve_llm
 
 __all__ = ["Stage", "WorkerPool", "BATCH_HISTORY", "purge_period_s"]
 
@@ -130,7 +130,7 @@ class WorkerPool:
         if st.spec.kind == "llm":  # steps an engine at token boundaries (runtime/llm_workers.py)
             lw = self._live.llm_worker(st.index, st.workers)
             try:
-                serve_llm(st, lw, self._live, self._clock.now, st.executor())
+                serve_llm(st, lw, self._live, self._clock.now, check_engine(st.spec, st.executor()))
             except BaseException as e:  # noqa: BLE001 - never die silently: fail its sequences and the queue
                 self._died(st, e, None, lw.running)
             return
