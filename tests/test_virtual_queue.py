@@ -46,6 +46,24 @@ def test_the_entry_sheds_what_the_last_stage_would_drop() -> None:
     assert on.goodput_ratio >= 0.97
 
 
+def test_the_paced_bottleneck_keeps_full_batches_and_drops_nothing() -> None:
+    """Two stages, the last twice as slow, at 1.2x for 120 s: the entry keeps the last stage fed (the floor) and
+    that stage, popping lowest budget first while paced, drops nothing, so the rule costs no goodput."""
+    spec = PipelineSpec.model_validate({
+        "name": "two", "slo": 0.29, "tiers": {},
+        "stages": [
+            {"name": "a", "profile": {1: 0.006, 8: 0.0225}, "max_batch": 8, "workers": 1, "successors": ["b"]},
+            {"name": "b", "profile": {1: 0.012, 8: 0.045}, "max_batch": 8, "workers": 1, "successors": []},
+        ],
+    })
+    arrivals = wl.poisson(1.2 * spec.capacity().pipeline, 120.0, seed=1)
+    off = pard.simulate(spec, arrivals, "pard", jitter_cv=0.1)
+    on = pard.simulate(spec, arrivals, dataclasses.replace(get_policy("pard"), virtual_queue=True), jitter_cv=0.1)
+    assert on.stages[1].dropped == 0 < off.stages[1].dropped
+    assert on.goodput_ratio >= off.goodput_ratio - 0.002
+    assert on.invalid_rate <= 0.005 < off.invalid_rate
+
+
 def test_off_in_every_named_policy_and_passed_to_the_core() -> None:
     assert not any(spec.virtual_queue for spec in POLICIES.values())
     on = dataclasses.replace(get_policy("pard"), virtual_queue=True)

@@ -228,6 +228,46 @@ void virtual_queue_counts_forwards_against_the_bottleneck_rate() {
     CHECK(rules::virtual_queue_threshold(20 * kMs, 5 * kMs, 45 * kMs, 0) == 65 * kMs);
 }
 
+// A stage as VirtualQueueGate reads it: its published terms, queue, d(B), the stages below and its own gate.
+struct GateStage {
+    struct Config {
+        std::int64_t max_batch = 8;
+    };
+    PublishedTerms terms;
+    std::size_t waiting = 0;
+    std::int64_t d_full_ns = 80 * kMs;
+    Config cfg;
+    std::vector<const GateStage*> below_;
+    rules::VirtualQueueGate vq_;
+    [[nodiscard]] PublishedTerms effective_terms() const { return terms; }
+    [[nodiscard]] std::size_t queued() const { return waiting; }
+    [[nodiscard]] std::int64_t expected_duration_ns(std::int64_t) const { return d_full_ns; }
+    [[nodiscard]] const Config& config() const { return cfg; }
+};
+
+void virtual_queue_gate_keeps_the_bottleneck_fed_and_marks_it_paced() {
+    GateStage bn;
+    bn.terms.service_rate = 100.0;  // 100 req/s at full batches, d(B) 80 ms: the floor is 2 x 8 = 16 requests
+    bn.waiting = 10;                // 10 queued there, none in batches: the backlog is anchored to 10 (0.1 s)
+    const std::vector<const GateStage*> below{&bn};
+    rules::VirtualQueueGate entry, other;
+    const auto shed = static_cast<int>(Reason::kShed);
+    entry.begin(true, 200.0, below, 0);
+    CHECK(bn.vq_.paced());
+    // leaving at 10 ms: a request forwarded now starts at 100 ms and ends at 180 ms; a deadline of 150 ms
+    // misses, yet 10 + 6 forwards stay within the floor, so the first 6 such go on; the 7th is shed
+    for (std::uint64_t i = 0; i < 6; ++i) CHECK(entry.verdict(false, req(i, 150 * kMs), 10 * kMs, 0) == -1);
+    CHECK(entry.verdict(false, req(6, 150 * kMs), 10 * kMs, 0) == shed);
+    CHECK(entry.verdict(false, req(7, 10'000 * kMs), 10 * kMs, 0) == -1);  // ample slack: forwarded
+    CHECK(entry.verdict(true, req(8, 10'000 * kMs), 10 * kMs, 0) == static_cast<int>(Reason::kInfeasible));
+    other.begin(true, 200.0, below, 0);  // two entries pace it: a count
+    entry.begin(false, 200.0, below, 1);
+    CHECK(bn.vq_.paced());
+    CHECK(entry.verdict(false, req(9, 150 * kMs), 10 * kMs, 1) == -1);  // off: every verdict forwards
+    other.begin(true, 90.0, below, 2);  // the stage below is no slower than 0.95 of this entry: none paced
+    CHECK(!bn.vq_.paced());
+}
+
 void coherent_rank_is_shared_and_switches_with_overload() {
     CHECK(rules::coherent_rank(7) == rules::coherent_rank(7));
     CHECK(rules::coherent_rank(7) >= 0 && rules::coherent_rank(~0ULL) >= 0);
@@ -383,6 +423,7 @@ int main() {
     tier_terms();
     queue_lag_and_its_longest_path();
     virtual_queue_counts_forwards_against_the_bottleneck_rate();
+    virtual_queue_gate_keeps_the_bottleneck_fed_and_marks_it_paced();
     coherent_rank_is_shared_and_switches_with_overload();
     tier_admission_sheds_the_lowest_tiers_first();
     baselines_judge_at_the_batch_start();

@@ -232,6 +232,7 @@ public:
             d = rules::scaled(prof.duration_ns(static_cast<std::int64_t>(b)), scale);
         }
         out.expected_duration_ns = d;
+        if (vq_.paced() && !ranked_) pop_max = false;  // an entry's virtual queue paces this stage (rules/virtual_queue.hpp)
 
         if (rule == DropRule::kNone) {  // step 4: the pops, each judged by the policy's drop rule
             pop_loop(out, pop_max, is_cancelled, [](const Request&) { return -1; });

@@ -3,6 +3,12 @@
 // Why: a bottleneck that drops its own excess keeps its queue short, so the latency terms the stages above
 // read show no overload and every request it drops has been through them first. Counting what the entry
 // forwards against what the bottleneck can finish shows the excess at the entry, where shedding costs nothing.
+// Two guards keep the bottleneck's batches full while it is paced so: the entry never sheds while fewer than
+// kFloorBatches batch-times of the bottleneck's work lie between it and the bottleneck's batches (the backlog
+// counts the bottleneck's own drops until the rate drains them, so it runs above the real queue, and a
+// bottleneck held to it alone runs partial batches and finishes fewer than the rate the entry counts), and
+// the paced bottleneck pops its lowest budget first (what the entry forwards is feasible in deadline order;
+// served newest first, the oldest forwarded starve and are dropped after the stages above spent on them).
 #pragma once
 
 #include <algorithm>
@@ -80,6 +86,11 @@ private:
     std::atomic<std::uint64_t> taken_{0}, done_{0};
 };
 
+// The floor, in batch-times of the bottleneck's work at its service rate (rate x d(B): one full batch per
+// worker): one for each worker's next collection and one in transit through the stages above, which forward
+// in batches. Below it the entry forwards whatever the pard rule keeps; the bottleneck's rule is the backstop.
+inline constexpr double kFloorBatches = 2.0;
+
 // How much slower than the entry a stage below must be to be its bottleneck: a stage as fast as the entry
 // within the measured duration ratios' noise is paced by the entry's own queue and drops already, and a
 // backlog counted against it sheds what the entry would have served (the grid's tied lv and da entries).
@@ -95,17 +106,25 @@ public:
     // on: the policy asks for it at this stage; off, every verdict forwards.
     template <class Stage>
     void begin(bool on, double own_rate, const std::vector<const Stage*>& below, std::int64_t now_ns) {
-        active_ = on && pick(own_rate, below, now_ns);
+        const Stage* bn = on ? pick(own_rate, below, now_ns) : nullptr;
+        active_ = bn != nullptr;
+        pace(bn != nullptr ? &bn->vq_ : nullptr);
     }
+
+    // Whether an entry's virtual queue counts its forwards against this stage (its bottleneck, found at the
+    // entry's last batch): then the stage pops lowest budget first. Any thread; relaxed.
+    [[nodiscard]] bool paced() const noexcept { return pacers_.load(std::memory_order_relaxed) > 0; }
 
     // The pop's verdict on r once the pard rule has judged it (infeasible: it drops r): -1 to forward r from
     // a batch ending at leave_ns (counted in the backlog), else the Reason code (kInfeasible, kShed).
     [[nodiscard]] int verdict(bool infeasible, const Request& r, std::int64_t leave_ns, std::int64_t now_ns) noexcept {
         if (infeasible) return static_cast<int>(Reason::kInfeasible);
         if (!active_) return -1;
-        if (r.deadline_ns < virtual_queue_threshold(leave_ns, vq_.served_ns(now_ns, rate_), d_ns_, below_ns_)) {
+        if (r.deadline_ns < virtual_queue_threshold(leave_ns, vq_.served_ns(now_ns, rate_), d_ns_, below_ns_) &&
+            !(pending_ < floor_)) {
             return static_cast<int>(Reason::kShed);
         }
+        pending_ += 1.0;
         vq_.forwarded();
         return -1;
     }
@@ -113,8 +132,9 @@ public:
     InFlight flight;  // this stage's own requests in batches not yet ended
 
 private:
+    // The bottleneck below this entry (nullptr: none slower than it), its terms fixed for this batch.
     template <class Stage>
-    bool pick(double own_rate, const std::vector<const Stage*>& below, std::int64_t now_ns) {
+    const Stage* pick(double own_rate, const std::vector<const Stage*>& below, std::int64_t now_ns) {
         const Stage* bn = nullptr;
         double rate = 0.0;
         for (const Stage* s : below) {
@@ -124,25 +144,41 @@ private:
                 rate = r;
             }
         }
-        if (bn == nullptr || !(own_rate > 0.0) || !(rate < kSlower * own_rate)) return false;
+        if (bn == nullptr || !(own_rate > 0.0) || !(rate < kSlower * own_rate)) return nullptr;
         vq_.drain(now_ns, rate);
         std::size_t held = flight.count();  // forwarded, not yet finished at the bottleneck
         for (const Stage* s : below) {
             const auto& under = s->below_;
             if (s == bn || std::find(under.begin(), under.end(), bn) != under.end()) held += s->queued() + s->vq_.flight.count();
         }
-        vq_.anchor(held, bn->queued() == 0 && bn->vq_.flight.count() == 0);
+        const std::size_t bn_flight = bn->vq_.flight.count();
+        vq_.anchor(held, bn->queued() == 0 && bn_flight == 0);
         rate_ = rate;
         d_ns_ = bn->expected_duration_ns(bn->config().max_batch);
         below_ns_ = bn->effective_terms().downstream_ns;
-        return true;
+        pending_ = static_cast<double>(held - bn_flight);  // bn_flight <= held: held counts it
+        floor_ = kFloorBatches * rate * static_cast<double>(d_ns_) * 1e-9;
+        return bn;
+    }
+
+    // Moves this entry's mark from the bottleneck it paced to gate (nullptr: none). Several entries may
+    // pace one stage: a count, not a flag.
+    void pace(const VirtualQueueGate* gate) noexcept {
+        if (gate == paced_) return;
+        if (paced_ != nullptr) paced_->pacers_.fetch_sub(1, std::memory_order_relaxed);
+        if (gate != nullptr) gate->pacers_.fetch_add(1, std::memory_order_relaxed);
+        paced_ = gate;
     }
 
     VirtualQueue vq_;
     double rate_ = 0.0;           // the bottleneck's service rate (req/s), this batch
     std::int64_t d_ns_ = 0;       // its d(B) (ns), this batch
     std::int64_t below_ns_ = 0;   // its downstream term (ns), this batch
+    double pending_ = 0.0;        // requests between this entry and the bottleneck's batches, this batch's forwards included
+    double floor_ = 0.0;          // kFloorBatches of the bottleneck's work (requests), this batch
     bool active_ = false;         // begin found a bottleneck slower than this stage
+    const VirtualQueueGate* paced_ = nullptr;  // the bottleneck's gate this entry marks as paced
+    mutable std::atomic<int> pacers_{0};       // entries whose virtual queue paces this stage now
 };
 
 }  // namespace pard::rules
