@@ -167,8 +167,10 @@ class PolicySpec:
             forwarded, drained at its service rate, never below what the stages down to it hold now -- and shed
             (reason ``shed``), before any compute, a request whose deadline falls before the backlog ahead of
             it is served plus the bottleneck's batch and downstream term: the request it would drop
-            (rules/virtual_queue.hpp; DESIGN §3.7). Read per batch in C++ from the stages of the same process
-            (on Ray, as off).
+            (rules/virtual_queue.hpp; DESIGN §3.7). It sheds nothing while less than two of the bottleneck's
+            full batches per worker lie between the entry and the bottleneck's batches, and the bottleneck pops
+            lowest budget first while an entry counts against it. Read per batch in C++ from the stages of the
+            same process (on Ray, as off).
         prior_terms: before the planner's first interval, publish the terms of an idle interval (the
             profile's durations, no queueing, the stages' service rates), so that a run or a burst that
             starts before the first sync is not served without any downstream estimate or overload test.
