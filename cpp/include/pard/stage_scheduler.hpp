@@ -11,7 +11,8 @@
 // throttle); 1b the floor when the busy forecast refutes itself; 2 the purge of the low end (pard);
 // 2b the overload test and shed (reactive); 2c pacing; 3 the batch size b and d_k(b); 4 the pops,
 // each judged by the drop rule (estimator.hpp's verdicts, the nexus window; at an entry stage also the
-// virtual queue of the bottleneck below, rules/virtual_queue.hpp). Each decision that is a
+// virtual queue of the bottleneck below, rules/virtual_queue.hpp, whose bottleneck pops lowest budget
+// first while paced so). Each decision that is a
 // rule (when to react, how much to keep, which term to budget) is a small function in pard/rules/.
 #pragma once
 
@@ -232,7 +233,7 @@ public:
             d = rules::scaled(prof.duration_ns(static_cast<std::int64_t>(b)), scale);
         }
         out.expected_duration_ns = d;
-        if (vq_.paced() && !ranked_) pop_max = false;  // an entry's virtual queue paces this stage (rules/virtual_queue.hpp)
+        if (vq_.paced() && !ranked_) pop_max = false;  // an entry's virtual queue paces it (rules/virtual_queue.hpp)
 
         if (rule == DropRule::kNone) {  // step 4: the pops, each judged by the policy's drop rule
             pop_loop(out, pop_max, is_cancelled, [](const Request&) { return -1; });

@@ -174,7 +174,7 @@ private:
     double rate_ = 0.0;           // the bottleneck's service rate (req/s), this batch
     std::int64_t d_ns_ = 0;       // its d(B) (ns), this batch
     std::int64_t below_ns_ = 0;   // its downstream term (ns), this batch
-    double pending_ = 0.0;        // requests between this entry and the bottleneck's batches, this batch's forwards included
+    double pending_ = 0.0;        // requests between here and the bottleneck's batches, this batch's forwards too
     double floor_ = 0.0;          // kFloorBatches of the bottleneck's work (requests), this batch
     bool active_ = false;         // begin found a bottleneck slower than this stage
     const VirtualQueueGate* paced_ = nullptr;  // the bottleneck's gate this entry marks as paced
