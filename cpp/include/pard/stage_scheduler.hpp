@@ -219,7 +219,7 @@ public:
             return;
         }
         std::int64_t d = rules::scaled(prof.duration_ns(static_cast<std::int64_t>(b)), scale);
-        bool pop_max = ranked_ || current_order() == Order::kHbf;  // by rank: the top ranks first
+        bool pop_max = ranked_ || (current_order() == Order::kHbf && !vq_.paced());  // by rank: top ranks first
         std::size_t limit = max_b;  // step 2c lowers it
         const bool pace = rules::paced(cfg_.policy.pace, t);
         const bool overloaded = rule == DropRule::kPard && cfg_.policy.reactive && !cfg_.policy.keyed_by_arrival() &&
@@ -227,13 +227,12 @@ public:
                                 react_to_overload(t, t_e_ns, d, pace, rules::may_shed(published), out, is_cancelled);
         overloaded_.store(overloaded, std::memory_order_relaxed);
         if (overloaded) {  // step 2b: HBF at once; 2c: a paced batch
-            pop_max = true;
+            pop_max = ranked_ || !vq_.paced();  // unless an entry's virtual queue paces it (rules/virtual_queue.hpp)
             b = heap().size() < max_b ? heap().size() : max_b;
             if (pace) b = limit = rules::paced_batch(prof, cfg_.max_batch, t, b);
             d = rules::scaled(prof.duration_ns(static_cast<std::int64_t>(b)), scale);
         }
         out.expected_duration_ns = d;
-        if (vq_.paced() && !ranked_) pop_max = false;  // an entry's virtual queue paces it (rules/virtual_queue.hpp)
 
         if (rule == DropRule::kNone) {  // step 4: the pops, each judged by the policy's drop rule
             pop_loop(out, pop_max, is_cancelled, [](const Request&) { return -1; });
