@@ -57,6 +57,7 @@ def test_requests_in_front_make_the_door_refuse_and_stalled_ones_age_out(monkeyp
     longer than IN_FRONT_S (set to 0 here: a stalled upload) they stop counting and the same request is
     admitted."""
     async def body(rt: pard.Runtime, d: Door) -> None:
+        d.reach_s = 1.0  # admitted requests have taken long to reach the pipeline: count them IN_FRONT_S
         now = rt.now()
         # stage a serves 8 / 0.02 s = 400 req/s at most: 400 requests in front are a second of work
         held = [d.check(now, now + 100.0) for _ in range(400)]
@@ -66,6 +67,27 @@ def test_requests_in_front_make_the_door_refuse_and_stalled_ones_age_out(monkeyp
         monkeypatch.setattr(door_mod, "IN_FRONT_S", 0.0)
         again = d.check(rt.now(), rt.now() + 0.3)
         assert isinstance(again, Ticket) and d.in_front == 1
+    _with_door(body)
+
+
+def test_a_request_counts_in_front_only_a_few_times_as_long_as_requests_take_to_reach_the_pipeline() -> None:
+    """Requests reach the pipeline 2 ms after admission (reach_s): one admitted 50 ms ago (its client trickles
+    its body) no longer counts in front of the next requests, one admitted now does; the window is
+    IN_FRONT_REACH x reach_s + a lag tick, never past IN_FRONT_S.  Ages are set on the tickets, not waited."""
+    async def body(rt: pard.Runtime, d: Door) -> None:
+        now = rt.now()
+        first = d.check(now, now + 100.0)
+        assert isinstance(first, Ticket)
+        d.submitted(first, 0.0)
+        d.reach_s = 0.002
+        assert d.in_front_s() == pytest.approx(door_mod.IN_FRONT_REACH * 0.002 + door_mod.LAG_TICK_S)
+        stalled = d.check(now, now + 100.0)
+        assert isinstance(stalled, Ticket) and d.in_front == 1
+        stalled.admitted_at -= 0.05
+        fresh = d.check(rt.now(), rt.now() + 100.0)  # the check ages the stalled one out first
+        assert isinstance(fresh, Ticket) and d.in_front == 1 and not stalled.counted and fresh.counted
+        d.reach_s = 10.0
+        assert d.in_front_s() == door_mod.IN_FRONT_S
     _with_door(body)
 
 

@@ -51,8 +51,8 @@ from .aio import retry_after_s
 if TYPE_CHECKING:  # pragma: no cover
     from .facade import Runtime
 
-__all__ = ["Door", "LoopLag", "Refusal", "Ticket", "IN_FRONT_S", "LAG_TICK_S", "MEAN_WEIGHT", "PEAK_DECAY_S", "EWMA_WEIGHT",
-           "LOOP_TURNS", "RETRY_AFTER_TTL_S"]
+__all__ = ["Door", "LoopLag", "Refusal", "Ticket", "IN_FRONT_S", "IN_FRONT_REACH", "LAG_TICK_S", "MEAN_WEIGHT",
+           "PEAK_DECAY_S", "EWMA_WEIGHT", "LOOP_TURNS", "RETRY_AFTER_TTL_S"]
 
 #: The event-loop lag monitor's tick (s).
 LAG_TICK_S = 0.01
@@ -67,10 +67,15 @@ EWMA_WEIGHT = 0.02
 #: Turns of the event loop a request waits for between the door and its answer leaving: reading its
 #: body, the pipeline's result handed back to the loop, its answer written.
 LOOP_TURNS = 3
-#: How long (s) an admitted request counts as work ahead of the next ones while its body is still being read:
-#: a body that takes longer is a slow or stalled client, and counting it would let a few hundred stalled
-#: uploads refuse every other client.
+#: How long (s) an admitted request counts as work ahead of the next ones while its body is still being read,
+#: at most: a body that takes longer is a slow or stalled client, and counting it would let stalled uploads
+#: refuse every other client.
 IN_FRONT_S = 0.5
+#: ... and, within that, a request counts while it is no later than this many times the mean time admitted
+#: requests took to reach the pipeline (plus one lag tick): a client that sends its headers and then trickles
+#: its body is counted for milliseconds, not half a second, so a few dozen of them a second cannot hold the
+#: door shut while the pipeline idles.
+IN_FRONT_REACH = 4.0
 #: How long (s) a refusal's Retry-After hint is reused before it is computed again.
 RETRY_AFTER_TTL_S = 0.1
 
@@ -181,8 +186,10 @@ class Door:
         #: late answers (past the pipeline's deadline) judged on time because they left by the client's
         self.timely_answers = 0
         #: requests admitted and not yet submitted (their bodies being read and decoded), for at most
-        #: :data:`IN_FRONT_S`: ahead of the next request as much as the queued ones, though no stage holds them
+        #: :meth:`in_front_s`: ahead of the next request as much as the queued ones, though no stage holds them
         self.in_front = 0
+        #: the mean time (s) from admission to the pipeline of the requests that reached it
+        self.reach_s = 0.0
         self._front: deque[Ticket] = deque()  # the tickets counted in in_front, oldest first
         self._min_latency_s = min_latency_path(runtime.pipeline)[0]
         self._tiers = max(len(runtime.pipeline.tiers), 1)
@@ -218,7 +225,8 @@ class Door:
             return self._busy(math.ceil(lag))
         now = time.monotonic()
         front = self._front
-        while front and (not front[0].counted or now - front[0].admitted_at > IN_FRONT_S):
+        window = self.in_front_s()
+        while front and (not front[0].counted or now - front[0].admitted_at > window):
             self._settle(front.popleft())
         if self.proactive:
             finish = self.runtime.door_finish_s(tier, self.in_front) + self.front_s(lag)
@@ -301,11 +309,18 @@ class Door:
         peak = self.loop_lag.peak
         return min(peak, self.max_loop_lag_s) if self.max_loop_lag_s > 0 else peak
 
+    def in_front_s(self) -> float:
+        """How long (s) an admitted request counts in front of the next ones before it reaches the pipeline:
+        :data:`IN_FRONT_REACH` times the mean time admitted requests took to reach it, plus one lag tick, and
+        never more than :data:`IN_FRONT_S`."""
+        return min(IN_FRONT_S, IN_FRONT_REACH * self.reach_s + LAG_TICK_S)
+
     def submitted(self, ticket: Ticket, work_s: float) -> None:
         """The request of ``ticket`` reached the pipeline after ``work_s`` (s) of the front's own work on it
         (decoding and checking it; not the time its body took to arrive)."""
         self._settle(ticket)
         self.ingress_s += EWMA_WEIGHT * (max(0.0, float(work_s)) - self.ingress_s)
+        self.reach_s += EWMA_WEIGHT * (max(0.0, time.monotonic() - ticket.admitted_at) - self.reach_s)
 
     def abandoned(self, ticket: Ticket) -> None:
         """The request of ``ticket`` ended before it reached the pipeline (malformed, its body too large or
@@ -336,6 +351,7 @@ class Door:
     def report(self) -> dict[str, Any]:
         """The door's state: lag, the front's mean work before and after the pipeline (s), requests admitted
         and not yet handed to the pipeline, late answers."""
-        return {"loop_lag_s": self.loop_lag.now(), "loop_lag_peak_s": self.loop_lag.peak, "ingress_s": self.ingress_s, "egress_s": self.egress_s,
+        return {"loop_lag_s": self.loop_lag.now(), "loop_lag_peak_s": self.loop_lag.peak, "ingress_s": self.ingress_s,
+                "egress_s": self.egress_s, "reach_s": self.reach_s,
                 "in_front": self.in_front, "late_answers": self.late_answers, "timely_answers": self.timely_answers,
                 "proactive": self.proactive}
