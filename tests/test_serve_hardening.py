@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import select
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ import pytest
 
 pytest.importorskip("starlette")
 import httpx  # noqa: E402
+import yaml  # noqa: E402
 
 from pard.serve.config import (  # noqa: E402
     DEFAULT_MAX_BODY_BYTES, MIN_BODY_BYTES, ServeConfigError, ServerOptions, body_limit_for, parse_serve_config,
@@ -250,3 +253,40 @@ def test_headers_past_the_size_bound_in_one_complete_chunk_are_answered_431(tmp_
         s.sendall(f"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Pad: {'a' * 60_000}\r\n\r\n".encode())
         assert _read_answer(s)[0] == 200
         s.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_the_health_port_answers_the_probes_from_a_thread_of_its_own(tmp_path: Path) -> None:
+    """``server.health_port``: live 200, ready 200 while serving and 503 once draining (SIGTERM with a 2 s
+    grace), any other path 404; the HTTP port's own routes still answer.  A taken port stops the server with
+    status 1 and a log line naming server.health_port."""
+    port = _free_port()
+    doc = _doc(health_port=port, drain_grace_s=2.0)
+    with ServerProcess(tmp_path, doc) as server:
+        def get(path: str) -> int:
+            return httpx.get(f"http://127.0.0.1:{port}{path}", timeout=10.0).status_code
+        assert (get("/v2/health/live"), get("/v2/health/ready"), get("/metrics")) == (200, 200, 404)
+        assert httpx.get(server.url + "/v2/health/ready", timeout=10.0).status_code == 200
+        assert httpx.post(server.url + INFER, json=v2_body([1, 2, 3, 4]), timeout=10.0).status_code == 200
+        server.terminate()
+        ready = 200
+        for _ in range(100):  # the drain begins within a few loop turns of the signal
+            ready = get("/v2/health/ready")
+            if ready == 503:
+                break
+            time.sleep(0.02)
+        assert ready == 503 and get("/v2/health/live") == 200
+        assert server.wait() == 0
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        path = tmp_path / "busy.yaml"
+        path.write_text(yaml.safe_dump(_doc(health_port=int(taken.getsockname()[1]))))
+        out = subprocess.run([sys.executable, "-m", "pard.serve", str(path), "--port", "0"], capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 1 and "server.health_port" in out.stdout + out.stderr

@@ -14,6 +14,7 @@ inputs: [{name: INPUT0, datatype: FP32, shape: [32, 32, 3]}]   # default: one FP
 outputs: [{name: OUTPUT0}]                                     # default: OUTPUT0 (one per exit stage)
 server: {host: 127.0.0.1, port: 8000, drain_grace_s: 1.0, drain_timeout_s: 25.0,
          grpc_port: null,        # the gRPC front's port (KServe v2 GRPCInferenceService); null: none
+         health_port: null,      # the health routes on a port of their own, answered by a thread; null: none
          max_body_bytes: null,   # null: the largest valid body for the declared inputs (body_limit_for)
          header_timeout_s: 5.0,  # a connection's request headers must be in within this (connections.py)
          max_connections: null,  # null: min(10 000, the open-file soft limit - 100)
@@ -208,6 +209,9 @@ class ServerOptions(_Strict):
     #: the gRPC front's port on ``host`` (KServe v2 GRPCInferenceService, :mod:`pard.serve.grpc_front`; 0: any
     #: free port); None: no gRPC front
     grpc_port: int | None = Field(default=None, ge=0, le=65535)
+    #: a port on ``host`` answering only the health routes, from a thread of its own rather than the event loop
+    #: (:mod:`pard.serve.health_port`: probes answered under any load; 0: any free port); None: none
+    health_port: int | None = Field(default=None, ge=0, le=65535)
     #: the largest request body (bytes, 413 past it); not in the file: derived from ``inputs`` when the
     #: file is loaded (:func:`body_limit_for`), DEFAULT_MAX_BODY_BYTES here
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, gt=0)

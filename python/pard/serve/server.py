@@ -59,7 +59,8 @@ class DrainingServer(uvicorn.Server):
         self.grpc_port = grpc_port
         self.grpc_port_file = grpc_port_file
         self.grpc: Any = None  # the gRPC front's grpc.aio server, once started
-        self.grpc_failed = False  # the gRPC front could not start (its port): the server then stops, status 1
+        self.health: Any = None  # the health port's HealthServer, once started
+        self.front_failed = False  # the gRPC front or the health port could not start: the server stops, status 1
         self.signals: list[int] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._drain_task: asyncio.Task[None] | None = None
@@ -76,15 +77,29 @@ class DrainingServer(uvicorn.Server):
                 self.grpc, bound = await start_grpc(self.service, self.config.host, self.grpc_port)
             except RuntimeError as exc:
                 logging.getLogger("uvicorn.error").error("%s", exc)
-                self.grpc_failed = True
+                self.front_failed = True
                 self.should_exit = True
                 return
             logging.getLogger("uvicorn.error").info("gRPC front on %s:%d", self.config.host, bound)
             _write_port(self.grpc_port_file, bound)
+        health_port = self.service.config.server.health_port
+        if health_port is not None:
+            from .health_port import HealthServer  # noqa: PLC0415 - only when configured
+
+            try:
+                self.health = HealthServer(self.service, self.config.host, health_port)
+            except OSError as exc:
+                logging.getLogger("uvicorn.error").error("server.health_port %d: %s", health_port, exc)
+                self.front_failed = True
+                self.should_exit = True
+                return
+            self.health.start()
         if self.servers:
             _write_port(self.port_file, self.servers[0].sockets[0].getsockname()[1])
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.health is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.health.stop)
         if self.grpc is not None:  # before the pipeline closes (the lifespan's shutdown, in uvicorn's)
             await self.grpc.stop(1.0)
         await super().shutdown(sockets)
@@ -189,6 +204,6 @@ def serve(config: ServeConfig, *, host: str | None = None, port: int | None = No
             sys.stdout.flush()
         else:
             Path(report_file).write_text(text)
-    if not server.started or server.grpc_failed:
+    if not server.started or server.front_failed:
         return 1
     return 130 if len(server.signals) > 1 else 0  # a second signal forced the stop: not a clean drain
