@@ -422,3 +422,13 @@ def test_a_duration_past_the_end_of_a_trace_is_refused(capsys: pytest.CaptureFix
     code, out, err = run_main(capsys, "simulate", "--pipeline", "tm", "--policies", "naive", "--start", "3300",
                               "--duration", "200", "--json", "-")
     assert code == 0, err
+
+
+def test_a_trace_shorter_than_a_second_states_its_span(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Four requests over 0.3 s rescaled to a load and --duration 5: the refusal states the span as 0.3 s and the duration that
+    fits (it said "spans 0 s: --start must be under 0 s")."""
+    trace = tmp_path / "short.csv"
+    trace.write_text("timestamp\n0.0\n0.1\n0.2\n0.3\n")
+    code, _, err = run_main(capsys, "simulate", "--pipeline", "tm", "--policies", "naive", "--trace", str(trace),
+                            "--load", "0.5", "--duration", "5")  # rescaled, as pard run replays a trace
+    assert code == 2 and "spans 0.3 s" in err and "pass --duration 0.3 or less" in err, err

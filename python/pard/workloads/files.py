@@ -136,10 +136,12 @@ def load_trace(
         # the run would cover only what the trace has: the header would state the asked duration, a rate
         # over it and a load of that, none of which the run had (--duration 5000 on a 3502 s trace: "load 0.70")
         span = float(raw[-1])
-        fix = (f"pass {opt('duration')} {span - start_s:.0f} or less" if span - start_s >= 1.0 else
-               f"{opt('start')} must be under {span:.0f} s")  # no duration > 0 fits past the trace's end
+        def secs(x: float) -> str:  # whole seconds, or three digits under ten (a 0.3 s trace is not "0 s")
+            return f"{x:.0f}" if x >= 10.0 else f"{x:.3g}"
+        fix = (f"pass {opt('duration')} {secs(span - start_s)} or less" if span > start_s else
+               f"{opt('start')} must be under {secs(span)} s")  # no duration > 0 fits past the trace's end
         raise TraceError(f"{opt('duration')} {dur:g} from {opt('start')} {start_s:g} runs past the end of "
-                         f"{opt('trace')} {trace!r}, which spans {span:.0f} s: {fix}")
+                         f"{opt('trace')} {trace!r}, which spans {secs(span)} s: {fix}")
     if scaling == "amplify":
         sel = window(raw, start_s, dur)
         if sel.size < 2:
