@@ -1,4 +1,5 @@
-"""The goodput bound no policy can beat: a fluid schedule of 1 s bins (DESIGN §4).
+"""The goodput bound no policy can beat: a fluid schedule of 1 s bins (DESIGN §4).  With an llm stage the
+capacity it is given is read at mean lengths, and token-level batching can beat that: there it is a reference.
 
 :func:`fluid_goodput_bound` serves, in each bin, the pending work with the earliest deadline bin first
 (optimal for unit jobs with release and due bins); :func:`fluid_bound_share` splits that schedule
