@@ -311,9 +311,10 @@ class Door:
 
     def in_front_s(self) -> float:
         """How long (s) an admitted request counts in front of the next ones before it reaches the pipeline:
-        :data:`IN_FRONT_REACH` times the mean time admitted requests took to reach it, plus one lag tick, and
+        :data:`IN_FRONT_REACH` times the mean time admitted requests took to reach it, plus the event loop's lag
+        now or its recent peak (at least a tick: an admitted request waits for the loop to run its task), and
         never more than :data:`IN_FRONT_S`."""
-        return min(IN_FRONT_S, IN_FRONT_REACH * self.reach_s + LAG_TICK_S)
+        return min(IN_FRONT_S, IN_FRONT_REACH * self.reach_s + max(LAG_TICK_S, self.loop_lag.now(), self._peak()))
 
     def submitted(self, ticket: Ticket, work_s: float) -> None:
         """The request of ``ticket`` reached the pipeline after ``work_s`` (s) of the front's own work on it
