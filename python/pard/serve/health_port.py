@@ -37,6 +37,7 @@ class HealthServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            timeout = 5.0  # a connection idle this long (s) is closed: its thread must not wait forever
 
             def do_GET(self) -> None:  # noqa: N802 - the standard library's name
                 path = self.path.split("?", 1)[0]
