@@ -189,13 +189,13 @@ def test_bad_input_is_refused_before_anything_changes(engine: LlamaCppEngine, jo
 
 @pytest.mark.parametrize("bad, match", [
     ([(7, 250, 10)], "250 tokens \\+ max_new 10 exceeds the context of 256"),
-    ([(7, 200, 20)], "request 7 reserves 220 KV tokens \\(prompt \\+ max_new\\) beside 55 reserved"),
+    ([(7, 200, 20)], "the request reserves 220 KV tokens \\(prompt \\+ max_new\\) beside 55 reserved"),
     ([(7, [], 2)], "prompt is empty"),
     ([(7, [3, 256], 2)], "token id 256, outside the vocabulary \\[0, 256\\)"),
     ([(7, [3, -1], 2)], "token id -1"),
     ([(7, 4, 0)], "max_new must be >= 1, got 0"),
     ([(7, [1.5, 2.0], 2)], "flat list of int token ids"),
-    ([(6, 4, 2), (7, 4, 2)], "request 7 would be sequence 5 running together, more than max_seqs 4"),
+    ([(6, 4, 2), (7, 4, 2)], "the request would be sequence 5 running together, more than max_seqs 4"),
 ])
 def test_a_bad_joiner_is_refused_alone(engine: LlamaCppEngine, bad: list[Any], match: str) -> None:
     """A joiner the engine cannot take comes back refused, with a PromptRefused naming the field and value; it

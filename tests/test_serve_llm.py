@@ -152,7 +152,7 @@ def test_a_prompt_the_engine_refuses_fails_alone_and_the_llm_stage_is_in_metrics
             answers = list(pool.map(lambda b: httpx.post(url, json=b, timeout=30.0), bodies))
         bad, good = answers[0], answers[1:]
         assert bad.status_code == 400, bad.text
-        assert "PromptRefused" in bad.json()["error"] and "token id 999, outside the vocabulary" in bad.json()["error"]
+        assert "PromptRefused" in bad.json()["error"] and "the join's prompt has token id 999, outside the vocabulary" in bad.json()["error"]
         assert bad.json()["stage"] == "generate"
         for r, cap in zip(good, caps):
             assert r.status_code == 200, r.text

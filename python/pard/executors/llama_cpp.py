@@ -450,7 +450,10 @@ class LlamaCppEngine:
                                          f"max_new) beside {reserved} reserved, more than the context of "
                                          f"{self._context}")
             except (PardValueError, PardTypeError) as e:
-                refused.append(StepResult.refused(rid, PromptRefused(str(e))))
+                # the result carries rid; the reason reads without it (under pard it is an internal key, not
+                # the request id a client sees)
+                why = str(e).replace(f"request {rid}", "the request").replace(f"join {rid}", "the join")
+                refused.append(StepResult.refused(rid, PromptRefused(why)))
                 continue
             reserved += need
             running += 1

@@ -124,7 +124,7 @@ class ProfiledLlmEngine:
                     prefill += self._base + self._per_token * n_in
                     admitted.append((rid, int(max_new)))
                     continue
-                refused.append(StepResult.refused(rid, PromptRefused(f"ProfiledLlmEngine.step: joiner {rid}: {why}")))
+                refused.append(StepResult.refused(rid, PromptRefused(f"ProfiledLlmEngine.step: the joiner: {why}")))
             for rid in stops:
                 del self._running[rid]
             for rid, max_new in admitted:
