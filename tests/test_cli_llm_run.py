@@ -126,6 +126,7 @@ def test_run_reads_a_trace_files_token_columns(rag_profile: Path, tmp_path: Path
     assert code == 0, err
     assert "columns in_tokens, out_tokens, max_tokens: pairs drawn from the file's rows" in err
     assert "bundled Azure LLM" not in err
+    assert "output mean 4 tokens as served" in err and "outputs end early" in err, err
     doc = json.loads(stdout)
     tokens = doc["live"]["llm"]["tokens"]
     assert tokens["source"] == "file columns in_tokens, out_tokens, max_tokens (drawn from the rows)"

@@ -170,9 +170,15 @@ def run(args: argparse.Namespace) -> int:
     if tokens:
         workload, longest, capped = llm_workload(spec, arrivals, tokens, args.seed)
         ins, outs = np.asarray(workload.in_tokens), np.asarray(workload.out_tokens)
-        err.print(f"llm: {escape(tokens.note())}: input mean {ins.mean():.0f}, output mean {outs.mean():.0f} tokens; "
-                  f"prompts over {longest} tokens (the KV budget less the output cap) are cut to it: {capped} of "
-                  f"{arrivals.size}")
+        # what the engine produces: each output ends at the stage's cap or at its request's max_tokens hint
+        served = np.minimum(outs, min(int(st.max_output_tokens) for st in spec.stages if st.kind == "llm"))
+        if workload.max_tokens is not None:
+            hints = np.asarray(workload.max_tokens)
+            served = np.where(hints > 0, np.minimum(served, hints), served)
+        err.print(f"llm: {escape(tokens.note())}: input mean {ins.mean():.0f}, output mean {served.mean():.0f} "
+                  f"tokens as served ({int((served < outs).sum())} of {arrivals.size} outputs end early at the "
+                  f"stage's max_output_tokens or their max_tokens); prompts over {longest} tokens (the KV budget "
+                  f"less the output cap) are cut to it: {capped} of {arrivals.size}")
     drain_limit_s = max(2.0, 5.0 * spec.slo)  # how long close() may drain after the last arrival
     live = replay_policies(args, spec, arrivals, err, drain_limit_s, workload=workload)  # 3.
     # 5. did the machine run as profiled?  (all policies' batches together)
