@@ -18,7 +18,7 @@ from .errors import PardValueError
 if TYPE_CHECKING:  # pragma: no cover
     from .config import PipelineSpec
 
-__all__ = ["llm_tokens", "bound_spec", "llm_calibration"]
+__all__ = ["llm_tokens", "bound_spec", "llm_calibration", "output_caps"]
 
 I32 = npt.NDArray[np.int32]
 
@@ -59,13 +59,21 @@ def llm_tokens(spec: "PipelineSpec", n: int, *, in_tokens: Any, out_tokens: Any,
     return out
 
 
+def output_caps(st: Any, n: int, hints: Any = None) -> npt.NDArray[np.int64]:
+    """Each of ``n`` requests' output cap at llm stage ``st`` (tokens, int64): its ``max_tokens`` hint where
+    it gives one (> 0), within the stage's ``max_output_tokens``."""
+    cap = np.full(n, int(st.max_output_tokens), dtype=np.int64)
+    if hints is not None:
+        hints = np.asarray(hints, dtype=np.int64)
+        cap = np.where(hints > 0, np.minimum(hints, cap), cap)
+    return cap
+
+
 def _check_kv_fit(st: Any, ins: I32, hints: I32 | None) -> None:
     """PardValueError naming the first request whose KV reservation (prompt + its output cap) exceeds the
     llm stage's ``kv_tokens``: no engine of that size can ever run it, and it would wait at the head of the
     queue for ever (a real engine refuses such a prompt outright)."""
-    cap = np.full(ins.shape, int(st.max_output_tokens), dtype=np.int64)
-    if hints is not None:
-        cap = np.where(hints > 0, np.minimum(hints.astype(np.int64), cap), cap)
+    cap = output_caps(st, ins.size, hints)
     need = ins.astype(np.int64) + cap
     bad = need > int(st.kv_tokens)
     if bad.any():
@@ -87,10 +95,7 @@ def bound_spec(spec: "PipelineSpec", tokens: Mapping[str, Any]) -> "PipelineSpec
     for st in spec.stages:
         if st.kind == "llm":
             assert st.prefill is not None and st.decode is not None and st.max_seqs and st.max_output_tokens
-            cap = np.full(tokens["out_tokens"].shape, st.max_output_tokens, dtype=np.int64)
-            if tokens.get("max_tokens") is not None:
-                hint = tokens["max_tokens"].astype(np.int64)
-                cap = np.where(hint > 0, np.minimum(hint, cap), cap)
+            cap = output_caps(st, tokens["out_tokens"].size, tokens.get("max_tokens"))
             mean_out = float(np.minimum(tokens["out_tokens"], cap).mean()) if cap.size else 1.0
             mean_in = float(tokens["in_tokens"].mean()) if tokens["in_tokens"].size else 0.0
             reserve = float((tokens["in_tokens"].astype(np.int64) + cap).mean()) if cap.size else 1.0

@@ -29,6 +29,7 @@ import numpy as np
 from .._extras import require
 from ..errors import UsageError
 from ..report import comparison_table
+from ..sim_llm import output_caps
 from ..workloads import BUILTIN_TRACES, GENERATED_TRACES, TRACE_FORMATS, UNITS, load_trace, resolve_file_format
 from .compare import agreement_table, bound_line, check_profile, drop_reasons, probe_line, reasons_line, refit_note
 from .llm_run import has_llm, llm_block, llm_capacity, llm_workload
@@ -171,10 +172,8 @@ def run(args: argparse.Namespace) -> int:
         workload, longest, capped = llm_workload(spec, arrivals, tokens, args.seed)
         ins, outs = np.asarray(workload.in_tokens), np.asarray(workload.out_tokens)
         # what the engine produces: each output ends at the stage's cap or at its request's max_tokens hint
-        served = np.minimum(outs, min(int(st.max_output_tokens) for st in spec.stages if st.kind == "llm"))
-        if workload.max_tokens is not None:
-            hints = np.asarray(workload.max_tokens)
-            served = np.where(hints > 0, np.minimum(served, hints), served)
+        llm = min((st for st in spec.stages if st.kind == "llm"), key=lambda st: st.max_output_tokens)
+        served = np.minimum(outs, output_caps(llm, outs.size, workload.max_tokens))
         err.print(f"llm: {escape(tokens.note())}: input mean {ins.mean():.0f}, output mean {served.mean():.0f} "
                   f"tokens as served ({int((served < outs).sum())} of {arrivals.size} outputs end early at the "
                   f"stage's max_output_tokens or their max_tokens); prompts over {longest} tokens (the KV budget "
