@@ -22,8 +22,9 @@ def _cmake() -> str | None:
     return exe if Path(exe).exists() else None
 
 
-def run_standalone_cpp_test(name: str, tmp_path: Path) -> None:
-    """Configure the C++ test build in tmp_path, build target `name` and run it (aborts on failure)."""
+def run_standalone_cpp_test(name: str, tmp_path: Path, args: tuple[str, ...] = (), timeout_s: float = 300.0) -> None:
+    """Configure the C++ test build in tmp_path, build target `name` and run it with `args` (fails on a
+    non-zero exit or after timeout_s seconds)."""
     root = Path(__file__).resolve().parents[1]
     cmake = _cmake()
     if not (root / "cpp" / "tests" / f"{name}.cpp").exists() or cmake is None:
@@ -41,6 +42,6 @@ def run_standalone_cpp_test(name: str, tmp_path: Path) -> None:
     subprocess.run([cmake, "--build", str(build), "--target", name, "-j", "2"], check=True, capture_output=True,
                    env=env)
     exe = next(p for p in build.rglob(name + "*") if p.is_file() and os.access(p, os.X_OK))
-    result = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+    result = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=timeout_s)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"{name}: ok" in result.stdout
