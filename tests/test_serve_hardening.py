@@ -290,3 +290,43 @@ def test_the_health_port_answers_the_probes_from_a_thread_of_its_own(tmp_path: P
         out = subprocess.run([sys.executable, "-m", "pard.serve", str(path), "--port", "0"], capture_output=True,
                              text=True, timeout=120)
         assert out.returncode == 1 and "server.health_port" in out.stdout + out.stderr
+
+
+def test_one_timer_closes_each_header_wait_when_its_own_timeout_runs_out() -> None:
+    """The guard's single timer closes waits oldest first, each no sooner than header_timeout_s after it began
+    (a wait that ended and began again counts from the new start), and one that ended is never closed."""
+    import asyncio  # noqa: PLC0415
+
+    from pard.serve.connections import _Guard  # noqa: PLC0415
+
+    closed: list[tuple[str, float]] = []
+
+    class Waiter:  # what the guard calls on a GuardedProtocol whose wait ran out
+        def __init__(self, name: str, loop: asyncio.AbstractEventLoop) -> None:
+            self.name, self.loop = name, loop
+
+        def header_timeout(self) -> None:
+            closed.append((self.name, self.loop.time()))
+
+    async def run() -> dict[str, float]:
+        loop = asyncio.get_running_loop()
+        guard = _Guard(header_timeout_s=0.3, max_connections=10)
+        a, b, c, d = (Waiter(n, loop) for n in "abcd")
+        began = {}
+        for w in (a, b, c):
+            guard.wait(w, loop)
+            began[w.name] = loop.time()
+            await asyncio.sleep(0.05)
+        guard.waiting.pop(b)  # b's headers arrived: its wait ends
+        await asyncio.sleep(0.1)
+        guard.wait(a, loop)  # a's next request: its wait begins again, now the newest
+        began["a"] = loop.time()
+        guard.wait(d, loop)
+        began["d"] = loop.time()
+        await asyncio.sleep(0.8)
+        return began
+
+    began = asyncio.run(run())
+    assert [name for name, _ in closed] == ["c", "a", "d"]
+    for name, at in closed:
+        assert at >= began[name] + 0.3 - 2e-3, (name, at - began[name])

@@ -255,6 +255,8 @@ def build_stages(spec: PipelineSpec, policy: PolicySpec, executors: Mapping[str,
 def shape_of(payload: Any) -> tuple[int, ...] | None:
     """A payload's array shape (its ``shape``, else ``np.shape``), or None when it has none (ragged)."""
     shape = getattr(payload, "shape", None)
+    if type(shape) is tuple and all(type(d) is int for d in shape):  # an ndarray's: taken as it is
+        return shape
     try:
         return tuple(int(d) for d in (np.shape(payload) if shape is None else shape))
     except Exception:  # ragged nested sequences, or a shape attribute that is not a tuple of ints

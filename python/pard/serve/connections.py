@@ -130,21 +130,49 @@ def _answer(status: str, error: str, extra: str = "") -> bytes:
             f"connection: close\r\n\r\n{body}").encode("ascii")
 
 
+#: How early the guard's timer may close a wait: the loop's clock counts whole milliseconds (uvloop), so a timer
+#: set for a wait's end may fire a hair before it, and must not then set itself again for the same instant.
+_EXPIRY_SLACK_S = 1e-3
+
+
 class _Guard:
-    """One server's limits, its door, and its connections waiting for headers, oldest first."""
+    """One server's limits, its door, and its connections waiting for headers, oldest first (each with the loop
+    time its wait began).  One timer serves them all: it fires when the oldest wait runs out, closes every
+    connection whose wait has, and is set again for the next oldest; a connection that starts or ends a wait
+    only moves its entry (a timer handle per request cost the event loop more than the rest of the wait)."""
 
     def __init__(self, header_timeout_s: float, max_connections: int,
                  door: Callable[..., bytes | None] | None = None) -> None:
         self.door = door
         self.header_timeout_s = header_timeout_s
         self.max_connections = max_connections
-        self.waiting: OrderedDict[GuardedProtocol, None] = OrderedDict()
+        self.waiting: OrderedDict[GuardedProtocol, float] = OrderedDict()
+        self._expiry: asyncio.TimerHandle | None = None
         self.busy = _answer("503 Service Unavailable", f"too many open connections (server.max_connections "
                             f"{max_connections}); try again", "retry-after: 1\r\n")
         self.too_long = _answer("431 Request Header Fields Too Large",
                                 f"the request line and headers exceed {MAX_HEADER_BYTES} bytes")
         self.closed = self.refused = 0
         self._log_due: asyncio.TimerHandle | None = None
+
+    def wait(self, protocol: GuardedProtocol, loop: asyncio.AbstractEventLoop) -> None:
+        """``protocol`` starts waiting for a request's headers now (the newest wait)."""
+        self.waiting[protocol] = loop.time()
+        self.waiting.move_to_end(protocol)
+        if self._expiry is None:
+            self._expiry = loop.call_later(self.header_timeout_s, self._expire, loop)
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Close the connections that have waited header_timeout_s for their headers; set the timer for the next."""
+        self._expiry = None
+        now = loop.time()
+        while self.waiting:
+            protocol, since = next(iter(self.waiting.items()))
+            if now - since < self.header_timeout_s - _EXPIRY_SLACK_S:
+                self._expiry = loop.call_at(since + self.header_timeout_s, self._expire, loop)
+                return
+            self.waiting.popitem(last=False)
+            protocol.header_timeout()
 
     def make_room(self, connections: set[Any], loop: asyncio.AbstractEventLoop) -> bool:
         """Whether a new connection may open: below the cap, or once the connection that has waited longest
@@ -185,7 +213,7 @@ class GuardedProtocol(_Base):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._header_timer: asyncio.TimerHandle | None = None
+        self._waiting = False  # in guard.waiting: its next request's headers are due within header_timeout_s
         self._header_bytes = 0
         self._refused = False
         self._in_body = False  # between the end of a request's headers and the end of its body
@@ -211,7 +239,7 @@ class GuardedProtocol(_Base):
         if self._refused:
             return
         self._saw_body = self._in_body
-        if self._header_timer is not None and not self._in_body:
+        if self._waiting and not self._in_body:
             # a request line and headers being read: a chunk that completes them counts up to their end
             # (httptools parses any size of header block in one chunk)
             end = data.find(b"\r\n\r\n")
@@ -221,7 +249,7 @@ class GuardedProtocol(_Base):
         super().data_received(data)
         self._sync()
         # a chunk that holds a body's bytes (answered early or not) completed some headers: it is no header flood
-        if self._header_timer is None or self._saw_body:
+        if not self._waiting or self._saw_body:
             return
         # still waiting: these bytes are (part of) the next request's line and headers
         self._header_bytes += len(data)
@@ -266,7 +294,7 @@ class GuardedProtocol(_Base):
         # body, not header, and the next request's headers get a whole header_timeout_s from here
         self._in_body = False
         super().on_message_complete()
-        if self._header_timer is not None and self.cycle is not None and self.cycle.response_complete:
+        if self._waiting and self.cycle is not None and self.cycle.response_complete:
             self.stop_waiting()
             self._wait_for_headers()
 
@@ -278,26 +306,25 @@ class GuardedProtocol(_Base):
         """Waiting for headers while the newest request (if any) has been answered; pipelined requests and
         requests still being read or served are not waiting."""
         waiting = (self.cycle is None or self.cycle.response_complete) and not self.transport.is_closing()
-        if waiting and self._header_timer is None:
+        if waiting and not self._waiting:
             self._wait_for_headers()
-        elif not waiting and self._header_timer is not None:
+        elif not waiting and self._waiting:
             self.stop_waiting()
 
     def _wait_for_headers(self) -> None:
         self._header_bytes = 0
-        self._header_timer = self.loop.call_later(self.guard.header_timeout_s, self._header_timeout)
-        self.guard.waiting[self] = None
+        self._waiting = True
+        self.guard.wait(self, self.loop)
 
     def stop_waiting(self) -> None:
-        """Leave the waiting list and cancel the header timer (the headers arrived, or the connection ends)."""
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
-        self.guard.waiting.pop(self, None)
+        """Leave the waiting list (the headers arrived, or the connection ends)."""
+        if self._waiting:
+            self._waiting = False
+            self.guard.waiting.pop(self, None)
 
-    def _header_timeout(self) -> None:
-        self._header_timer = None
-        self.guard.waiting.pop(self, None)
+    def header_timeout(self) -> None:
+        """The guard's timer: this connection waited header_timeout_s for headers (it has left the list)."""
+        self._waiting = False
         if not self.transport.is_closing():
             self.transport.close()
 

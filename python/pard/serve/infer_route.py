@@ -91,16 +91,25 @@ def _phrase(status: int) -> str:
         return ""
 
 
+#: Per status, its status line; and the server's default headers (uvicorn's date and server, a new list each
+#: second) as text, kept for the list they were made from: both are the same for every answer in between.
+_STATUS_LINES: dict[int, str] = {}
+_DEFAULTS: list[Any] = [None, ""]
+
+
 def raw_answer(answer: Answer, keep_alive: bool, default_headers: Any = ()) -> bytes:
     """``answer`` as the bytes of one HTTP/1.1 response (status line, the server's default headers -- date,
     server -- then the answer's, and its body)."""
-    head = [f"HTTP/1.1 {answer.status} {_phrase(answer.status)}"]
-    head += [f"{k.decode('latin-1')}: {v.decode('latin-1')}" for k, v in default_headers]
-    head += [f"{k}: {v}" for k, v in answer.headers.items()]
-    head.append(f"content-length: {len(answer.body)}")
-    if not keep_alive:
-        head.append("connection: close")
-    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + answer.body
+    line = _STATUS_LINES.get(answer.status)
+    if line is None:
+        line = _STATUS_LINES[answer.status] = f"HTTP/1.1 {answer.status} {_phrase(answer.status)}\r\n"
+    if _DEFAULTS[0] is not default_headers:
+        _DEFAULTS[1] = "".join(f"{k.decode('latin-1')}: {v.decode('latin-1')}\r\n" for k, v in default_headers)
+        _DEFAULTS[0] = default_headers
+    head = "".join(f"{k}: {v}\r\n" for k, v in answer.headers.items())
+    close = "" if keep_alive else "connection: close\r\n"
+    return (f"{line}{_DEFAULTS[1]}{head}content-length: {len(answer.body)}\r\n{close}\r\n"
+            ).encode("latin-1") + answer.body
 
 
 async def _send(send: Any, answer: Answer, scope: Any = None) -> None:

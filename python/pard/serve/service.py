@@ -140,6 +140,7 @@ class ServedPipeline:
         self.model_name: str = config.server.model_name or str(self.spec.name)
         self.runtime: Any = None
         self.inputs: list[TensorSpec] = list(config.inputs or [])
+        self._declared: tuple[list[TensorSpec] | None, dict[str, TensorSpec]] = (None, {})  # payload_of's, by name
         self.outputs: list[TensorSpec] = list(config.outputs or [])
         self.ready = False
         self.draining = False
@@ -462,10 +463,12 @@ class ServedPipeline:
     # ------------------------------------------------------------------ decoding
     def payload_of(self, req: InferRequest) -> Any:
         """A decoded request's payload (its one input, or name -> array); ProtocolError naming a bad field."""
-        declared = {t.name: t for t in self.inputs}
-        unknown = sorted(set(req.inputs) - set(declared))
-        missing = sorted(set(declared) - set(req.inputs))
-        if unknown or missing:
+        if self._declared[0] is not self.inputs:  # prepare() may fill in the inputs the file left out
+            self._declared = (self.inputs, {t.name: t for t in self.inputs})
+        declared = self._declared[1]
+        if req.inputs.keys() != declared.keys():
+            unknown = sorted(set(req.inputs) - set(declared))
+            missing = sorted(set(declared) - set(req.inputs))
             raise ProtocolError(f"inputs: expected tensor(s) {sorted(declared)}, got {sorted(req.inputs)} "
                                 f"(missing {missing}, unknown {unknown})")
         for i, (name, arr) in enumerate(req.inputs.items()):
@@ -474,10 +477,11 @@ class ServedPipeline:
                 raise ProtocolError(f"inputs[{i}].datatype: {name!r} must be {t.datatype}, got {datatype_of(arr)}")
             if not t.matches(arr.shape):
                 raise ProtocolError(f"inputs[{i}].shape: {name!r} must be {list(t.shape)}, got {list(arr.shape)}")
-        outs = {t.name for t in self.outputs}
-        bad = [n for n in req.outputs if n not in outs]
-        if bad:
-            raise ProtocolError(f"outputs: unknown output(s) {bad}; this model has {sorted(outs)}")
+        if req.outputs:
+            outs = {t.name for t in self.outputs}
+            bad = [n for n in req.outputs if n not in outs]
+            if bad:
+                raise ProtocolError(f"outputs: unknown output(s) {bad}; this model has {sorted(outs)}")
         if len(req.inputs) == 1:
             return next(iter(req.inputs.values()))
         return dict(req.inputs)
