@@ -182,6 +182,8 @@ def serve(config: ServeConfig, *, host: str | None = None, port: int | None = No
     max_connections = opts.max_connections or default_max_connections(soft)
     uv = uvicorn.Config(app, host=host or opts.host, port=opts.port if port is None else port,
                         log_level=opts.log_level, lifespan="on", access_log=False,
+                        # no X-Forwarded-* rewriting: nothing here reads the client address or the scheme
+                        proxy_headers=False,
                         timeout_graceful_shutdown=int(opts.drain_timeout_s) + 1,
                         http=guarded_protocol(opts.header_timeout_s, max_connections, protocol_door(service)))
     log = logging.getLogger("uvicorn.error")  # configured by uvicorn.Config
