@@ -831,3 +831,36 @@ def test_uvicorn_waits_for_open_connections_only_for_what_is_left_of_the_drain()
     server = DrainingServer(uvicorn.Config(create_app(cfg, service=service), timeout_graceful_shutdown=11), service)
     asyncio.run(server._drain_then_exit())
     assert server.should_exit and server.config.timeout_graceful_shutdown == 3
+
+
+def test_a_client_that_closes_mid_body_is_counted_client_closed_not_timed_out() -> None:
+    """A client sends part of its body and disconnects: no 408 (no one waited for a timeout), the request
+    counts client_closed (dropped in the merged outcomes) once, and the runtime never saw it."""
+    app = create_app(parse_serve_config(config()))
+    body = json.dumps(v2_body([1, 2, 3, 4])).encode()
+
+    async def main() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        sent: list[dict[str, Any]] = []
+        parts = [{"type": "http.request", "body": body[:10], "more_body": True}, {"type": "http.disconnect"}]
+
+        async def receive() -> dict[str, Any]:
+            return parts.pop(0) if parts else {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                 "scheme": "http", "path": "/v2/models/duo/infer", "raw_path": b"/v2/models/duo/infer",
+                 "query_string": b"", "root_path": "", "server": ("test", 80), "client": ("127.0.0.1", 1),
+                 "headers": [(b"host", b"test"), (b"content-type", b"application/json"),
+                             (b"content-length", str(len(body)).encode())]}
+        async with app.router.lifespan_context(app):
+            await asyncio.wait_for(app(scope, receive, send), 10.0)
+            return sent, app.state.service.report()
+
+    sent, rep = asyncio.run(main())
+    start = next(x for x in sent if x["type"] == "http.response.start")
+    assert start["status"] == 499
+    assert rep["server"]["client_closed"] == 1 == rep["server"]["closed_mid_body"] and rep["server"]["body_timeout"] == 0
+    assert rep["runtime"]["submitted"] == 0 and rep["outcomes"]["dropped"] == 1
+    assert sum(v for k, v in rep["outcomes"].items() if k != "pending") == 1 == sum(rep["http"].values())

@@ -8,7 +8,8 @@ messages, by :class:`pard.serve.door.DoorMiddleware` after the door; every other
 The answers are those of :meth:`pard.serve.service.ServedPipeline.infer`, plus the route's own: 404 for a
 version other than ``"1"``, 413 for a body past ``server.max_body_bytes`` (before it is read in full when
 ``Content-Length`` says so), 408 for a body that has not arrived by the request's deadline plus
-``server.answer_grace_s``.
+``server.answer_grace_s``, and ``client_closed`` (499, written to no one) for a client that closed its
+connection before its body had arrived.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ class _TooLarge(Exception):
     pass
 
 
+class _Gone(Exception):
+    """The client closed its connection before its body had arrived."""
+
+
 async def _read_body(receive: Any, declared: str | None, limit: int) -> bytes:
     """The body, refusing (``_TooLarge``) once it passes ``limit`` bytes."""
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -54,7 +59,7 @@ async def _read_body(receive: Any, declared: str | None, limit: int) -> bytes:
     while True:
         message = await receive()
         if message["type"] != "http.request":  # the client went away mid-body
-            raise asyncio.TimeoutError
+            raise _Gone
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
@@ -154,6 +159,9 @@ async def handle_infer(svc: ServedPipeline, scope: Any, receive: Any, send: Any,
         answer = svc.count(_error(408, "body_timeout", f"the request body had not arrived {wait_s:.3f} s after "
                                   "the request (its deadline plus server.answer_grace_s); it is dropped",
                                   reason="body_timeout"))
+    except _Gone:  # no one to answer: counted as a client that hung up before its answer
+        svc.closed_mid_body += 1
+        answer = svc.count(Answer(499, b"", {}, "client_closed"))
     except _TooLarge:
         answer = svc.count(_error(413, "invalid", f"the request body exceeds server.max_body_bytes ({limit} bytes)"))
     else:

@@ -27,13 +27,16 @@ def answered_outcome(tier: str) -> str:
 
 
 def merged_outcomes(rt: Mapping[str, int], counts: Mapping[str, int], late_answers: int,
-                    orphans: Mapping[str, int], unencoded: Mapping[str, int], timely_answers: int = 0) -> dict[str, int]:
+                    orphans: Mapping[str, int], unencoded: Mapping[str, int], timely_answers: int = 0,
+                    closed_mid_body: int = 0) -> dict[str, int]:
     """``ServedPipeline.report``'s ``outcomes``: the runtime's counts ``rt`` with the server's own moved in,
     so that every answer is counted under exactly one outcome (``late_answers``: the runtime's on_time
-    answered after the deadline; ``timely_answers``: its late answered by the deadline)."""
+    answered after the deadline; ``timely_answers``: its late answered by the deadline; ``closed_mid_body``:
+    the server's ``client_closed`` whose client hung up before its body arrived, which the runtime never saw)."""
     merged = {k: int(rt.get(k, 0)) for k in ("on_time", "late", "dropped", "rejected", "failed", "pending")}
     merged["rejected"] += counts["queue_full"] + counts["busy"]
     merged["dropped"] += counts["body_timeout"]  # its body never arrived by its deadline: the runtime never saw it
+    merged["dropped"] += closed_mid_body  # nor the body of a client that hung up first
     merged["on_time"] -= late_answers  # answered after their deadline (_timed)
     merged["late"] += late_answers
     merged["late"] -= timely_answers  # finished past the pipeline's deadline, answered by the client's

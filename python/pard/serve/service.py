@@ -151,6 +151,7 @@ class ServedPipeline:
         self.grpc: dict[str, int] = {}  # gRPC answers by status code name (pard.serve.grpc_front)
         self.late_answers = 0  # the pipeline's on_time answered after the deadline (Door.answered): late
         self.timely_answers = 0  # the pipeline's late (past its margin) answered by the deadline: on time
+        self.closed_mid_body = 0  # client_closed before the body arrived: never reached the runtime
         # Requests whose client hung up (or was answered 504) after their batch was collected: the runtime
         # counts them on time, late or failed, but the client got 499 / 504, so the report counts them dropped.
         self.orphans = {"on_time": 0, "late": 0, "failed": 0}
@@ -505,9 +506,10 @@ class ServedPipeline:
         with self._orphan_lock:
             orphans = dict(self.orphans)
         merged = merged_outcomes(rt, self.counts, self.late_answers, orphans, self.unencoded,
-                                 self.timely_answers)
+                                 self.timely_answers, self.closed_mid_body)
         return {"pipeline": self.model_name, "runtime": rt, "tiers": self.tier_report(),
                 "server": {**self.counts, "late_answers": self.late_answers, "timely_answers": self.timely_answers,
+                           "closed_mid_body": self.closed_mid_body,
                            "closed_after_collected": sum(orphans.values())},
                 "outcomes": merged, "http": {str(k): v for k, v in sorted(self.http.items())},
                 "grpc": dict(sorted(self.grpc.items())),
