@@ -97,7 +97,7 @@ class DrainingServer(uvicorn.Server):
             self.health.start()
         # What the process holds once started (models, modules, the pipeline) stays for its life: out of the
         # cyclic collector's reach, the full collections that in-flight requests trigger under load scan only
-        # what requests leave behind (the service path alone: 2-7 us less loop time per request).
+        # what requests leave behind.
         gc.collect()
         gc.freeze()
         if self.servers:
