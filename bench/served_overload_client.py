@@ -64,10 +64,15 @@ def poisson_schedule(rate: float, seconds: float, seed: int) -> list[float]:
     return times
 
 
+#: A connection idle this long is closed, not reused: servers close idle keep-alive connections (uvicorn and
+#: `pard serve` after 5 s), and a request written just as the server closes its connection is lost unanswered.
+STALE_S = 3.0
+
+
 class Conn:
     """One keep-alive connection: bytes still to write, bytes read, and the requests awaiting answers."""
 
-    __slots__ = ("sock", "out", "inbuf", "pending", "open", "need", "head")
+    __slots__ = ("sock", "out", "inbuf", "pending", "open", "need", "head", "idle_since")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
@@ -77,6 +82,7 @@ class Conn:
         self.open = True
         self.need = -1                      # bytes of the answer being read (-1: its header not yet seen)
         self.head = (0, 0)                  # (status, verdict) of the answer being read
+        self.idle_since = 0.0               # when its last answer was read (monotonic s)
 
 
 def parse_head(head: bytes) -> tuple[int, int, int]:
@@ -143,10 +149,12 @@ class LoadClient:
 
     def _pick(self) -> Conn:
         """An idle connection, else a new one, else (at the cap) the next busy one, round robin."""
+        now = time.monotonic()
         while self.idle:
             conn = self.idle.pop()
-            if conn.open:
+            if conn.open and now - conn.idle_since < STALE_S:
                 return conn
+            self._close(conn)  # idle long enough that the server may be closing it as we write: a new one
         if len(self.conns) < self.max_conns:
             return self._open()
         self.pipelined += 1
@@ -223,6 +231,7 @@ class LoadClient:
                 if self.on_answer is not None:
                     self.on_answer(conn, now)
                 else:
+                    conn.idle_since = now
                     self.idle.append(conn)
 
     def poll(self, timeout: float) -> None:
