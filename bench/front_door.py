@@ -373,9 +373,8 @@ async def _queue_pipeline_burst(n: int) -> float:
     return elapsed
 
 
-#: Rounds of each burst, the best kept: a burst lasts a tenth of a second, and on a shared 2-vCPU machine one
-#: round in a few runs several times slower for either side (1.18-1.54x pard over the queues in four runs of
-#: the better of two).
+#: Rounds of each burst, the best kept: a burst lasts a tenth of a second, and on a shared 2-vCPU machine an
+#: occasional round runs several times slower, for either side.
 BURST_ROUNDS = 5
 
 

@@ -4,7 +4,7 @@
 through one StageScheduler; every request must end in exactly one terminal state (DESIGN §4). The
 binary's own default, 10^7, runs in CI's ctest under ASan/UBSan and TSan (there with 10^6 as well).
 Here the count is lower because the test's 14 spinning threads slow down several-fold beside other
-work on a 2-core machine (31-50 s alone at 10^7, 224 s beside two busy processes).
+work on a 2-core machine.
 """
 
 from __future__ import annotations

@@ -363,6 +363,16 @@ def test_answers_are_checked_against_the_declared_outputs(output: dict[str, Any]
         assert rep["outcomes"]["output_error"] == 1 and rep["runtime"]["on_time"] + rep["runtime"]["late"] == 1
 
 
+def _infer_scope(content_length: int) -> dict[str, Any]:
+    """The ASGI scope of a POST to duo's infer route whose body is content_length bytes (for tests that feed
+    the body message by message)."""
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+            "scheme": "http", "path": "/v2/models/duo/infer", "raw_path": b"/v2/models/duo/infer",
+            "query_string": b"", "root_path": "", "server": ("test", 80), "client": ("127.0.0.1", 1),
+            "headers": [(b"host", b"test"), (b"content-type", b"application/json"),
+                        (b"content-length", str(content_length).encode())]}
+
+
 def test_a_body_that_never_finishes_arriving_is_answered_408_and_counted_dropped() -> None:
     """A client sends half its body and stops (a slowloris). SLO 0.3 s, answer_grace_s 0.1: the route stops
     waiting 0.4 s after the request arrived, answers 408 (reason body_timeout), and counts it dropped in
@@ -385,11 +395,7 @@ def test_a_body_that_never_finishes_arriving_is_answered_408_and_counted_dropped
         async def send(message: dict[str, Any]) -> None:
             sent.append(message)
 
-        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-                 "scheme": "http", "path": "/v2/models/duo/infer", "raw_path": b"/v2/models/duo/infer",
-                 "query_string": b"", "root_path": "", "server": ("test", 80), "client": ("127.0.0.1", 1),
-                 "headers": [(b"host", b"test"), (b"content-type", b"application/json"),
-                             (b"content-length", str(len(body)).encode())]}
+        scope = _infer_scope(len(body))
         await asyncio.wait_for(app(scope, receive, send), 10.0)
         return sent
 
@@ -849,11 +855,7 @@ def test_a_client_that_closes_mid_body_is_counted_client_closed_not_timed_out() 
         async def send(message: dict[str, Any]) -> None:
             sent.append(message)
 
-        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-                 "scheme": "http", "path": "/v2/models/duo/infer", "raw_path": b"/v2/models/duo/infer",
-                 "query_string": b"", "root_path": "", "server": ("test", 80), "client": ("127.0.0.1", 1),
-                 "headers": [(b"host", b"test"), (b"content-type", b"application/json"),
-                             (b"content-length", str(len(body)).encode())]}
+        scope = _infer_scope(len(body))
         async with app.router.lifespan_context(app):
             await asyncio.wait_for(app(scope, receive, send), 10.0)
             return sent, app.state.service.report()
