@@ -56,12 +56,14 @@ void register_planner(py::module_& m) {
                          std::int64_t samples, double cv_history_s, std::int64_t min_cv_intervals,
                          std::vector<double> constants, py::object generator, bool idle_batch, double half_life_s,
                          double prior_batches, std::vector<std::vector<int>> pace_below,
-                         bool overload_upper, bool mu_at_capacity_entry, std::vector<bool> live_queue) {
+                         bool overload_upper, bool mu_at_capacity_entry, std::vector<bool> live_queue,
+                         std::vector<std::vector<int>> demand_below) {
                  SyncPlannerConfig c;
                  c.paths = std::move(paths);
                  c.parallel = std::move(parallel);
                  c.below = std::move(below);
                  c.pace_below = std::move(pace_below);
+                 c.demand_below = std::move(demand_below);
                  c.entry = std::move(entry);
                  c.live_queue = std::move(live_queue);
                  c.max_batch = std::move(max_batch);
@@ -104,7 +106,7 @@ void register_planner(py::module_& m) {
              py::arg("samples"), py::arg("cv_history_s"), py::arg("min_cv_intervals"), py::arg("constants"),
              py::arg("generator"), py::arg("idle_batch"), py::arg("half_life_s"), py::arg("prior_batches"),
              py::arg("pace_below"), py::arg("overload_upper"), py::arg("mu_at_capacity_entry"),
-             py::arg("live_queue") = std::vector<bool>{})
+             py::arg("live_queue") = std::vector<bool>{}, py::arg("demand_below") = std::vector<std::vector<int>>{})
         .def("update_ns", [](PySyncPlanner& p, double now_s, const py::list& stats, const std::vector<int>& workers) {
                  return update(p, now_s, stats, workers, stats_from_ns);
              },

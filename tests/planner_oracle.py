@@ -332,6 +332,9 @@ class Planner:
         below = [sorted({i for p in st.paths for i in p}) for st in stages]  # every stage under each
         # pace: the stages whose least service rate a paced stage publishes as path_rate ([]: not paced)
         self._pace_below = [b if paces(self._policy.pace, st.paths) else [] for b, st in zip(below, stages)]
+        shed = self._policy.shed_demand and self._policy.drop == "pard"
+        self._demand_below = [b if paces(self._policy.pace, st.paths) else [i for i in b if stages[i].llm] if shed
+                              else [] for b, st in zip(below, stages)]
         self._below = below if self._policy.coherent_paths else [[] for _ in stages]
         self._d_memo: list[tuple[float, float]] = [(-1.0, 0.0)] * n  # (b, d(b)) last computed per stage
         self._full_d = np.array([float(st.duration(float(st.max_batch))) for st in stages])  # d_k(B), full batches
@@ -515,7 +518,7 @@ class Planner:
         totals: dict[tuple[int, ...], F64] = {}
         out: list[StageTerms] = []
         demand = rate_i.copy()
-        for k, below in enumerate(self._pace_below):  # sized for what a paced stage would forward unpaced
+        for k, below in enumerate(self._demand_below):  # what a stage would forward unpaced, without drops for below
             demand[below] = np.maximum(demand[below], min(rate_i[k], service[k]))
         mu_l, eps_l, q_l, rate_l, b_l = mu_i.tolist(), eps_i.tolist(), q_i.tolist(), rate_i.tolist(), b_i.tolist()
         service_l, scale_l, demand_l = service.tolist(), scale_i.tolist(), demand.tolist()

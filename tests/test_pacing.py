@@ -139,7 +139,7 @@ def test_a_paced_stage_publishes_unpaced_demand_below_it() -> None:
     # one interval: 3000 arrivals at the entry, 600 at every stage below (the paced flow)
     stats = [{"arrival_s": np.sort(rng.uniform(0.0, 1.0, 3000 if k == 0 else 600))} for k in range(n)]
     for mode in ("none", "forks"):
-        pol = dataclasses.replace(POLICIES["pard"], name="p", pace=mode)
+        pol = dataclasses.replace(POLICIES["pard"], name="p", pace=mode, shed_demand=False)
         terms = Planner(planner_stages(spec), policy=pol).update(1.0, stats, workers)
         entry = terms[0]
         for k in range(1, n):

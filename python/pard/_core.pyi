@@ -369,8 +369,11 @@ class SyncPlanner:
                  window_s: float, samples: int, cv_history_s: float, min_cv_intervals: int,
                  constants: list[float], generator: Any, idle_batch: bool, half_life_s: float,
                  prior_batches: float, pace_below: list[list[int]], overload_upper: bool,
-                 mu_at_capacity_entry: bool, live_queue: list[bool] = ...) -> None: ...
+                 mu_at_capacity_entry: bool, live_queue: list[bool] = ...,
+                 demand_below: list[list[int]] = ...) -> None: ...
     # mode: none, sf, lower, upper, full or busy (PolicySpec.downstream)
+    # demand_below: per stage, the stages whose demand_rate is at least min(its in_rate, its service_rate)
+    # (pace, PolicySpec.shed_demand); [] as a whole: pace_below
     # live_queue: per stage, publish its queueing delay as 0 (PolicySpec.llm_live_queue at an LLM stage); [] none
     # constants: (scale_min, scale_max, precollected_wait)
     # per stage: (downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale, in_rate,

@@ -57,8 +57,9 @@ What ``pard`` adds (DESIGN §3.7; each switched by a :class:`~pard.policies.Poli
 * ``overload_upper``: every stage also publishes ``overload_downstream_s``, ``pard-upper``'s
   ``max over paths of (sum q_i + 2 sum d_i)``; the C++ stage's pop rule uses it instead of the published
   term when that batch's hot-path overload test holds and it is the larger (stage_scheduler.hpp step 2b).
-* ``demand_rate`` reports each stage's input as it would be were the stages above it not paced (what an
-  autoscaler sizes for).
+* ``demand_rate`` reports each stage's input as it would be were the stages above it not paced, and, with
+  ``shed_demand``, an llm stage's were they not dropping on its behalf: at least ``min(in_rate,
+  service_rate)`` of each stage above (what an autoscaler sizes for).
 
 The arithmetic is C++ (``cpp/include/pard/sync_planner.hpp``, ``pard._core.SyncPlanner``): the simulator
 hands it to ``Simulator.sync`` and runs each interval without Python; the live runtime and Ray call
@@ -106,6 +107,16 @@ __all__ = ["PlannerStage", "StageTerms", "Planner", "window_for_cv", "MAX_SAMPLE
 #: ``downstream="busy"``: a batch counts as backlogged (its requests waited for another batch to end)
 #: when it waited, after its collection, longer than this share of its own duration.
 PRECOLLECTED_WAIT = 0.1
+
+
+def demand_below(pol: PolicySpec, stages: Sequence[PlannerStage], below: Sequence[Sequence[int]]) -> list[list[int]]:
+    """Per stage, the stages below it whose published ``demand_rate`` is at least what it would forward
+    (``min(in_rate, service_rate)``): every stage below a paced one (``pace``), and, with ``shed_demand`` and the
+    pard rule, every llm stage below it -- whose queue the stages above read live and drop on, so that it
+    receives only what they admitted (PolicySpec.shed_demand)."""
+    shed = pol.shed_demand and pol.drop == "pard"
+    return [list(b) if paces(pol.pace, st.paths) else [i for i in b if stages[i].llm] if shed else []
+            for b, st in zip(below, stages)]
 
 
 def _parallel_branches(stages: Sequence[PlannerStage]) -> list[list[int]]:
@@ -218,6 +229,7 @@ class Planner:
             pace_below=[b if paces(pol.pace, st.paths) else [] for b, st in zip(below, stages)],
             overload_upper=pol.overload_upper, mu_at_capacity_entry=pol.mu_at_capacity_entry,
             live_queue=[bool(pol.llm_live_queue and st.llm) for st in stages],
+            demand_below=demand_below(pol, stages, below),
         )
         self._last_now: float | None = None
         self._terms: list[StageTerms] | None = None

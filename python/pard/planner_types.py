@@ -68,8 +68,8 @@ class StageTerms:
     ``downstream_s, mu, eps, queue_delay_s, admit_fraction, service_rate, duration_scale, path_rate,
     overload_downstream_s, floor_downstream_s, outrank_downstream_s`` are the
     arguments of ``StageScheduler.publish`` / ``Simulator.publish``; ``in_rate`` (req/s, arrivals at the
-    stage), ``demand_rate`` (req/s the stage would receive without rate-aware shedding at the entry and
-    with no stage above it paced: what an autoscaler sizes for), ``batch_size``, ``wait_quantile_s``,
+    stage), ``demand_rate`` (req/s the stage would receive with no stage above it paced or, for an llm
+    stage with ``PolicySpec.shed_demand``, dropping on its behalf: what an autoscaler sizes for), ``batch_size``, ``wait_quantile_s``,
     ``window_s`` and ``lam`` (the quantile in force) are for reports and autoscaling.
     """
 

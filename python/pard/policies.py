@@ -52,6 +52,9 @@ What ``pard`` adds to ``pard-paper`` (each a field below, so each can be switche
   overloaded one serve HBF too);
 * ``prior_terms`` -- before the first sync, the terms of an idle interval are published, so a run that
   opens with a burst has its overload test and downstream estimate from its first batch.
+* ``shed_demand`` -- an llm stage's published demand (what an autoscaler sizes it on) counts what the stages
+  above would forward were they not dropping on its behalf: an LLM stage whose excess the entry sheds before
+  any compute otherwise looks to a per-stage autoscaler as if nobody wanted it, and is never grown.
 
 ``downstream="upper"`` (``w = sum d_i`` at every batch) is ``pard-upper``'s; ``pard`` does not take it
 because it over-budgets the stages below an entry bottleneck, which are never full (bench/RESULTS.md).
@@ -176,6 +179,13 @@ class PolicySpec:
             starts before the first sync is not served without any downstream estimate or overload test.
         idle_batch: a stage with no batch in the window is estimated at ``b = 1`` (``pard``), not at its
             last batch size (the planner's module doc says why).
+        shed_demand: with the pard rule, an llm stage's published ``demand_rate`` is at least ``min(in_rate,
+            service_rate)`` of every stage above it (``pard``): the stages above read its queue live and drop
+            what it could not finish in time, so it receives less than the pipeline asks of it, and an
+            autoscaler sized on its input alone keeps it small (bench/RESULTS.md, ``rag``: bursty autoscaled
+            rows). It changes only what an autoscaler reads (``simulate(autoscale=True)``). Not for DNN stages:
+            there it sizes every stage on the entry's input, which grows each one a cold start sooner but
+            provisions more workers than the baselines' autoscalers do, and each worker serves less.
         max_queue: queue bound (0 = none): a request finding this many queued is rejected
             (``triton``'s ``max_queue_size`` at every stage, ``ray-serve``'s ``max_queued_requests``).
         max_queue_entry_only: apply ``max_queue`` at entry stages only (``ray-serve``).
@@ -227,6 +237,7 @@ class PolicySpec:
     coherent_paths: bool = False
     idle_batch: bool = False
     prior_terms: bool = False
+    shed_demand: bool = False
     overload_upper: bool = False
     overload_below: BelowSignal = "none"
     coherent_rank: bool = False
@@ -329,7 +340,7 @@ def _specs() -> dict[str, PolicySpec]:
                    coherent_branches=True, idle_batch=True, mu_at_capacity=True, mu_at_capacity_entry=False,
                    coherent_paths=True,
                    prior_terms=True, overload_upper=True, overload_below="overloaded", coherent_rank=True,
-                   live_queues=True, llm_tokens=True, llm_quantile=0.5, llm_lbf=True, llm_live_queue=True,
+                   live_queues=True, shed_demand=True, llm_tokens=True, llm_quantile=0.5, llm_lbf=True, llm_live_queue=True,
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "
                                "utilisation-aware downstream estimate corrected online (DESIGN 3.7)"),
         PolicySpec("pard-paper", "adaptive", "pard", "full",

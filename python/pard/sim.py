@@ -386,14 +386,13 @@ def simulate(
                 plan.check_drift()
             if on_sync is not None and core_planner is not None:
                 on_sync(t, plan.native_terms())
-            # demand_rate (the demand before pacing)
+            # demand_rate: the stage's input as it would be were no stage above it paced or dropping on its
+            # behalf (PolicySpec.shed_demand)
             demand = [term[9] for term in core_planner.terms()] if autoscale else []
             if autoscale_on == "pipeline" and demand:
                 offered = max(demand[e] for e in entry_idx)  # an entry receives every request
                 demand = [max(rate, offered) for rate in demand]
             for k, rate in enumerate(demand):
-                # demand_rate: the stage's input without rate-aware shedding at the entry (= in_rate
-                # otherwise), so that shedding for a short stage does not stop it being scaled up
                 sim.set_workers(k, min(MAX_WORKERS, max(1, math.ceil(rate / per_worker[k] * headroom))))
             bar.update(t - t0)
             if not more and t >= end_arrivals:

@@ -57,6 +57,9 @@ struct SyncPlannerConfig {
     std::vector<std::vector<int>> parallel;            // coherent_branches' siblings ([] when off)
     std::vector<std::vector<int>> below;               // coherent_paths' downstream stages ([] when off)
     std::vector<std::vector<int>> pace_below;          // pace: the stages whose least rate is path_rate ([] each: none)
+    // The stages sized, as demand, for what this one would forward were it neither paced nor dropping on their
+    // behalf (pace; PolicySpec.shed_demand, llm stages); [] each: none, and empty as a whole: pace_below.
+    std::vector<std::vector<int>> demand_below;
     std::vector<bool> entry;
     // PolicySpec.llm_live_queue: stages (an LLM stage's) whose queueing delay is published as 0, so that the
     // pop rules above read their queue live only (queue_lag.hpp), not as the window's mean of past waits.
@@ -176,7 +179,9 @@ public:
     SyncPlanner(SyncPlannerConfig cfg, npo::BitSource bits) : c_(std::move(cfg)), bits_(bits) {
         n_ = c_.paths.size();
         if (c_.pace_below.empty()) c_.pace_below.resize(c_.paths.size());
+        if (c_.demand_below.empty()) c_.demand_below = c_.pace_below;
         if (n_ == 0 || c_.parallel.size() != n_ || c_.below.size() != n_ || c_.pace_below.size() != n_ ||
+            c_.demand_below.size() != n_ ||
             c_.entry.size() != n_ ||
             c_.max_batch.size() != n_ || c_.full_d.size() != n_ || c_.d_table.size() != n_ ||
             c_.pts_b.size() != n_ || c_.pts_d.size() != n_) {
@@ -536,12 +541,13 @@ private:
             t.batch_size = b_[k];
             t.wait_quantile_s = best_w;
         }
-        // paced demand: a stage below a paced one is sized for what that one would forward
-        // unpaced, min(its input, its service rate), not for the paced flow it receives
+        // demand: a stage below a paced one, or below one that drops on its behalf, is sized for what that one
+        // would forward unpaced and without those drops, min(its input, its service rate), not for the flow it
+        // receives (an autoscaler sized on that never grows the stage the drops are for)
         for (std::size_t k = 0; k < n_; ++k) {
-            if (c_.pace_below[k].empty()) continue;
+            if (c_.demand_below[k].empty()) continue;
             const double fwd = rate_[k] < service_[k] ? rate_[k] : service_[k];
-            for (int j : c_.pace_below[k]) {
+            for (int j : c_.demand_below[k]) {
                 double& d = out_[static_cast<std::size_t>(j)].demand_rate;
                 if (fwd > d) d = fwd;
             }
