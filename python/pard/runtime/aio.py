@@ -36,6 +36,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["AsyncRuntimeMixin", "abandon", "completed_error", "waited_out", "retry_after_s", "DeadlineError"]
 
+# _NO_CYCLE: an exception raised to the caller keeps the frames it passed through (its traceback), and a frame
+# that still holds the request's future, which holds the exception, makes a reference cycle per dropped
+# request.  Refcounting cannot free those; the garbage collector's full passes do, and past a server's
+# capacity, with many requests in flight, each pass pauses its event loop.  So a frame lets go of the future
+# before the exception leaves it.
+
+
 class DeadlineError(PardError, ValueError):
     """``deadline`` is not a finite number of seconds on the runtime's clock."""
 
@@ -152,6 +159,7 @@ class AsyncRuntimeMixin:
             return await watch(fut)
         except BaseException as e:
             waited_out(rt, fut, e)
+            fut = None  # noqa: F841 -- see _NO_CYCLE
             raise
 
     async def infer_outcome(self, payload: Any, slo: float | None = None, tier: int | str | None = None,
@@ -175,6 +183,7 @@ class AsyncRuntimeMixin:
             out = await watch(fut)
         except BaseException as e:
             waited_out(rt, fut, e, on_orphan)
+            fut = None  # noqa: F841 -- see _NO_CYCLE
             raise
         return out, STATES[fut.outcome_state]
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import weakref
 import json
 import logging
 import resource
@@ -272,8 +273,11 @@ class GuardedProtocol(_Base):
         raw = door(cycle.scope, cycle.keep_alive, cycle.default_headers) if door is not None else None
         if raw is None:
             cycle.scope[LOST] = self._lost
-            cycle.scope[WHOLE] = functools.partial(_write_whole, cycle)
-            cycle.scope[BODY] = functools.partial(_whole_body, cycle)
+            # by weak reference: the scope belongs to the cycle, and a strong one would make each admitted
+            # request a reference cycle, left to the garbage collector's full passes, which pause the event loop
+            ref = weakref.ref(cycle)
+            cycle.scope[WHOLE] = functools.partial(_write_whole, ref)
+            cycle.scope[BODY] = functools.partial(_whole_body, ref)
             super()._start_asgi_task(cycle, app)
             return
         cycle.response_started = cycle.response_complete = True
@@ -329,9 +333,11 @@ class GuardedProtocol(_Base):
             self.transport.close()
 
 
-def _whole_body(cycle: Any) -> bytes | None:
-    """``cycle``'s request body if all of it has arrived (taken, as uvicorn's ``receive`` takes it), else None
-    (more to come, a ``100-continue`` not yet sent, or the client gone: ``receive`` says which)."""
+def _whole_body(ref: Callable[[], Any]) -> bytes | None:
+    """The request body of the cycle ``ref`` refers to if all of it has arrived (taken, as uvicorn's ``receive``
+    takes it), else None (more to come, a ``100-continue`` not yet sent, or the client gone: ``receive`` says
+    which).  The cycle lives as long as its ASGI task, which is the only caller."""
+    cycle = ref()
     if cycle.more_body or cycle.disconnected or cycle.response_complete or cycle.waiting_for_100_continue:
         return None
     body = bytes(cycle.body)
@@ -340,12 +346,13 @@ def _whole_body(cycle: Any) -> bytes | None:
     return body
 
 
-def _write_whole(cycle: Any, build: Callable[[bool, Any], bytes]) -> bool:
-    """Answer ``cycle``'s request with one write of ``build(keep_alive, default_headers)`` and complete it the
+def _write_whole(ref: Callable[[], Any], build: Callable[[bool, Any], bytes]) -> bool:
+    """Answer the request of the cycle ``ref`` refers to with one write of ``build(keep_alive, default_headers)`` and complete it the
     way uvicorn's ``send`` completes a response (a client already gone gets nothing, as there).  uvicorn's
     ``send`` writes a response's head and body apart: two system calls and, on a kept-alive connection, two
     segments per answer.  False (nothing done) while the connection's writes are paused: a client that does
     not read its answers is then waited for by uvicorn's ``send``, so its answers do not pile up here."""
+    cycle = ref()
     if cycle.flow.write_paused and not cycle.disconnected:
         return False
     if cycle.response_started:

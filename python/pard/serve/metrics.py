@@ -39,6 +39,8 @@ pard_stage_order                    gauge      {pipeline, stage, order}: 1 for t
 pard_stage_queued                   gauge      {pipeline, stage}: requests waiting now
 pard_goodput                        gauge      {pipeline}: on-time requests/s among those sent
                                                in the last 10 s (``Runtime.snapshot()``)
+process_* and python_gc_*           (standard) the server process's memory, CPU and file descriptors, and
+                                               the garbage collector's passes (prometheus-client's)
 ==================================  =========  ===================================================
 
 Latency buckets sit around the SLO (:func:`slo_buckets`), so "within SLO" is one bucket boundary.
@@ -49,7 +51,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry, GCCollector, Histogram, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -198,8 +200,13 @@ def _compute(split: Any, names: Sequence[str], p: str) -> Iterator[Metric]:
 
 
 def make_registry(service: ServedPipeline) -> CollectorRegistry:
-    """A fresh registry with the pipeline's collector and its histograms (one per app)."""
+    """A fresh registry with the pipeline's collector and its histograms (one per app), and the server process's
+    own: resident memory, CPU seconds and open file descriptors (``process_*``), and the garbage collector's
+    passes and what they found (``python_gc_*``: a pause of the event loop each, which grows with the cyclic
+    garbage a request leaves)."""
     reg = CollectorRegistry(auto_describe=False)
+    ProcessCollector(registry=reg)
+    GCCollector(registry=reg)
     reg.register(PipelineCollector(service))
     for metric in service.observed.metrics():
         reg.register(metric)

@@ -390,11 +390,15 @@ class ServedPipeline:
             return _error(429, "queue_full", str(e), stage=e.stage, reason="queue_full",
                           retry_after_s=e.retry_after_s)
         except Dropped as e:
+            # its traceback holds the frames that hold the future that holds it: a reference cycle per dropped
+            # request, left to the garbage collector's full passes, which pause the event loop
+            e.__traceback__ = None
             # no Retry-After for a request whose own SLO no retry can meet
             attainable = self.door is None or self.door.attainable(t0, deadline)
             return _error(503, "dropped", str(e), request_id=e.request_id, stage=e.stage, reason=e.reason,
                           retry_after_s=e.retry_after_s if attainable else None)
         except Rejected as e:
+            e.__traceback__ = None  # as for Dropped
             return _error(429, "rejected", str(e), request_id=e.request_id, stage=e.stage, reason=e.reason,
                           retry_after_s=e.retry_after_s)
         except ExecutorError as e:
