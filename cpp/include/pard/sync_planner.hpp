@@ -101,6 +101,22 @@ struct SyncTerms {
            floor_downstream_s = 0, outrank_downstream_s = 0, batch_size = 1, wait_quantile_s = 0;
 };
 
+// demand_rate: a stage below a paced one, or below one that drops on its behalf, is sized for what that one
+// would forward unpaced and without those drops, min(its input, its service rate), not for the flow it
+// receives (an autoscaler sized on that never grows the stage the drops are for). `below[k]`: the stages
+// sized on stage k's forwardable rate.
+inline void raise_demand(const std::vector<std::vector<int>>& below, const std::vector<double>& rate,
+                         const std::vector<double>& service, std::vector<SyncTerms>& out) {
+    for (std::size_t k = 0; k < below.size(); ++k) {
+        if (below[k].empty()) continue;
+        const double fwd = rate[k] < service[k] ? rate[k] : service[k];
+        for (int j : below[k]) {
+            double& d = out[static_cast<std::size_t>(j)].demand_rate;
+            if (fwd > d) d = fwd;
+        }
+    }
+}
+
 // path_rate: the least of `rates` over the stages `among` lists (0 when none: the policy
 // does not pace that stage).
 inline double least_rate(const std::vector<int>& among, const std::vector<double>& rates) {
@@ -541,17 +557,7 @@ private:
             t.batch_size = b_[k];
             t.wait_quantile_s = best_w;
         }
-        // demand: a stage below a paced one, or below one that drops on its behalf, is sized for what that one
-        // would forward unpaced and without those drops, min(its input, its service rate), not for the flow it
-        // receives (an autoscaler sized on that never grows the stage the drops are for)
-        for (std::size_t k = 0; k < n_; ++k) {
-            if (c_.demand_below[k].empty()) continue;
-            const double fwd = rate_[k] < service_[k] ? rate_[k] : service_[k];
-            for (int j : c_.demand_below[k]) {
-                double& d = out_[static_cast<std::size_t>(j)].demand_rate;
-                if (fwd > d) d = fwd;
-            }
-        }
+        raise_demand(c_.demand_below, rate_, service_, out_);
     }
 
     SyncPlannerConfig c_;
