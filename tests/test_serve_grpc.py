@@ -74,6 +74,8 @@ class Front:
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(10.0)
+            if not self.thread.is_alive():
+                self.loop.close()  # else its self-pipe and the loop itself are left to the garbage collector
 
     def __enter__(self) -> Front:
         return self

@@ -340,7 +340,8 @@ def _specs() -> dict[str, PolicySpec]:
                    coherent_branches=True, idle_batch=True, mu_at_capacity=True, mu_at_capacity_entry=False,
                    coherent_paths=True,
                    prior_terms=True, overload_upper=True, overload_below="overloaded", coherent_rank=True,
-                   live_queues=True, shed_demand=True, llm_tokens=True, llm_quantile=0.5, llm_lbf=True, llm_live_queue=True,
+                   live_queues=True, shed_demand=True, llm_tokens=True, llm_quantile=0.5, llm_lbf=True,
+                   llm_live_queue=True,
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "
                                "utilisation-aware downstream estimate corrected online (DESIGN 3.7)"),
         PolicySpec("pard-paper", "adaptive", "pard", "full",

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import weakref
 import json
 import logging
 import resource
+import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
@@ -347,10 +347,10 @@ def _whole_body(ref: Callable[[], Any]) -> bytes | None:
 
 
 def _write_whole(ref: Callable[[], Any], build: Callable[[bool, Any], bytes]) -> bool:
-    """Answer the request of the cycle ``ref`` refers to with one write of ``build(keep_alive, default_headers)`` and complete it the
-    way uvicorn's ``send`` completes a response (a client already gone gets nothing, as there).  uvicorn's
-    ``send`` writes a response's head and body apart: two system calls and, on a kept-alive connection, two
-    segments per answer.  False (nothing done) while the connection's writes are paused: a client that does
+    """Answer the request of the cycle ``ref`` refers to with one write of ``build(keep_alive, default_headers)``
+    and complete it the way uvicorn's ``send`` completes a response (a client already gone gets nothing, as
+    there).  uvicorn's ``send`` writes a response's head and body apart: two system calls and, on a kept-alive
+    connection, two segments per answer.  False (nothing done) while the connection's writes are paused: a client that does
     not read its answers is then waited for by uvicorn's ``send``, so its answers do not pile up here."""
     cycle = ref()
     if cycle.flow.write_paused and not cycle.disconnected:
