@@ -343,6 +343,8 @@ class TritonExecutor(BatchExecutor):
             pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=2.0)
+        if not self._thread.is_alive():
+            self._loop.close()  # its self-pipe's sockets with it
         for region, handle in list(self._regions):
             self._dispose((region, handle, 0))
         try:
