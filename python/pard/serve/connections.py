@@ -350,8 +350,9 @@ def _write_whole(ref: Callable[[], Any], build: Callable[[bool, Any], bytes]) ->
     """Answer the request of the cycle ``ref`` refers to with one write of ``build(keep_alive, default_headers)``
     and complete it the way uvicorn's ``send`` completes a response (a client already gone gets nothing, as
     there).  uvicorn's ``send`` writes a response's head and body apart: two system calls and, on a kept-alive
-    connection, two segments per answer.  False (nothing done) while the connection's writes are paused: a client that does
-    not read its answers is then waited for by uvicorn's ``send``, so its answers do not pile up here."""
+    connection, two segments per answer.  False (nothing done) while the connection's writes are paused: a
+    client that does not read its answers is then waited for by uvicorn's ``send``, so its answers do not pile
+    up here."""
     cycle = ref()
     if cycle.flow.write_paused and not cycle.disconnected:
         return False

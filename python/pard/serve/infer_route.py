@@ -99,7 +99,7 @@ def _phrase(status: int) -> str:
 #: Per status, its status line; and the server's default headers (uvicorn's date and server, a new list each
 #: second) as text, kept for the list they were made from: both are the same for every answer in between.
 _STATUS_LINES: dict[int, str] = {}
-_DEFAULTS: list[Any] = [None, ""]
+_DEFAULTS: tuple[Any, str] = (None, "")  # (the list, its text): replaced whole, so a reader never sees a mix
 
 
 def raw_answer(answer: Answer, keep_alive: bool, default_headers: Any = ()) -> bytes:
@@ -108,12 +108,14 @@ def raw_answer(answer: Answer, keep_alive: bool, default_headers: Any = ()) -> b
     line = _STATUS_LINES.get(answer.status)
     if line is None:
         line = _STATUS_LINES[answer.status] = f"HTTP/1.1 {answer.status} {_phrase(answer.status)}\r\n"
-    if _DEFAULTS[0] is not default_headers:
-        _DEFAULTS[1] = "".join(f"{k.decode('latin-1')}: {v.decode('latin-1')}\r\n" for k, v in default_headers)
-        _DEFAULTS[0] = default_headers
+    global _DEFAULTS
+    made_from, defaults = _DEFAULTS
+    if made_from is not default_headers:
+        defaults = "".join(f"{k.decode('latin-1')}: {v.decode('latin-1')}\r\n" for k, v in default_headers)
+        _DEFAULTS = (default_headers, defaults)
     head = "".join(f"{k}: {v}\r\n" for k, v in answer.headers.items())
     close = "" if keep_alive else "connection: close\r\n"
-    return (f"{line}{_DEFAULTS[1]}{head}content-length: {len(answer.body)}\r\n{close}\r\n"
+    return (f"{line}{defaults}{head}content-length: {len(answer.body)}\r\n{close}\r\n"
             ).encode("latin-1") + answer.body
 
 
