@@ -232,6 +232,7 @@ void virtual_queue_counts_forwards_against_the_bottleneck_rate() {
 struct GateStage {
     struct Config {
         std::int64_t max_batch = 8;
+        bool llm = false;
     };
     PublishedTerms terms;
     std::size_t waiting = 0;
@@ -266,6 +267,35 @@ void virtual_queue_gate_keeps_the_bottleneck_fed_and_marks_it_paced() {
     CHECK(entry.verdict(false, req(9, 150 * kMs), 10 * kMs, 1) == -1);  // off: every verdict forwards
     other.begin(true, 90.0, below, 2);  // the stage below is no slower than 0.95 of this entry: none paced
     CHECK(!bn.vq_.paced());
+}
+
+void virtual_queue_gate_keeps_a_tied_bottleneck_and_resets_on_a_switch() {
+    GateStage a, b;  // two branches below one entry; d(B) 10 ms, so the floor is about two requests
+    a.d_full_ns = b.d_full_ns = 10 * kMs;
+    a.terms.service_rate = 100.0;
+    b.terms.service_rate = 102.0;
+    a.waiting = 10;
+    b.waiting = 5;
+    const std::vector<const GateStage*> below{&a, &b};
+    rules::VirtualQueueGate entry;
+    const auto shed = static_cast<int>(Reason::kShed);
+    entry.begin(true, 200.0, below, 0);  // a is the slowest
+    CHECK(a.vq_.paced() && !b.vq_.paced());
+    for (std::uint64_t i = 0; i < 20; ++i) CHECK(entry.verdict(false, req(i, 10'000 * kMs), 10 * kMs, 0) == -1);
+    a.terms.service_rate = 103.0;  // b is now the least, but within 5 %: a stays the bottleneck
+    entry.begin(true, 200.0, below, 1);
+    CHECK(a.vq_.paced() && !b.vq_.paced());
+    // 30 ahead at 103 req/s end at about 300 ms: a deadline of 80 ms misses
+    CHECK(entry.verdict(false, req(20, 80 * kMs), 10 * kMs, 1) == shed);
+    b.terms.service_rate = 90.0;  // clearly slower: the backlog counts against b, from what b holds (5)
+    entry.begin(true, 200.0, below, 2);
+    CHECK(b.vq_.paced() && !a.vq_.paced());
+    // 5 ahead at 90 req/s: starts at 56 ms, ends at 66 ms; a's 30 no longer count
+    CHECK(entry.verdict(false, req(21, 80 * kMs), 10 * kMs, 2) == -1);
+    b.cfg.llm = true;  // an llm stage paces in tokens: no virtual queue against it
+    entry.begin(true, 200.0, below, 3);
+    CHECK(!a.vq_.paced() && !b.vq_.paced());
+    CHECK(entry.verdict(false, req(22, 1 * kMs), 10 * kMs, 3) == -1);
 }
 
 void coherent_rank_is_shared_and_switches_with_overload() {
@@ -424,6 +454,7 @@ int main() {
     queue_lag_and_its_longest_path();
     virtual_queue_counts_forwards_against_the_bottleneck_rate();
     virtual_queue_gate_keeps_the_bottleneck_fed_and_marks_it_paced();
+    virtual_queue_gate_keeps_a_tied_bottleneck_and_resets_on_a_switch();
     coherent_rank_is_shared_and_switches_with_overload();
     tier_admission_sheds_the_lowest_tiers_first();
     baselines_judge_at_the_batch_start();

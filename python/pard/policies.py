@@ -172,8 +172,10 @@ class PolicySpec:
             it is served plus the bottleneck's batch and downstream term: the request it would drop
             (rules/virtual_queue.hpp; DESIGN §3.7). It sheds nothing while less than two of the bottleneck's
             full batches per worker lie between the entry and the bottleneck's batches, and the bottleneck pops
-            lowest budget first while an entry counts against it. Read per batch in C++ from the stages of the
-            same process (on Ray, as off).
+            lowest budget first while an entry counts against it. Stages tied within 5 % keep the one counted
+            against before. ``pard``: on a fixed pool of workers; not while an autoscaler sizes the stages
+            (:meth:`for_autoscaling`). Read per batch in C++ from the stages of the same process (on Ray, as
+            off).
         prior_terms: before the planner's first interval, publish the terms of an idle interval (the
             profile's durations, no queueing, the stages' service rates), so that a run or a burst that
             starts before the first sync is not served without any downstream estimate or overload test.
@@ -316,11 +318,13 @@ class PolicySpec:
         """This policy as it runs while an autoscaler sizes the stages: without pacing, because the stages
         below a paced fork are sized on the demand before pacing and provision more workers than without
         it (pacing then buys goodput with capacity); on a fixed pool pacing cannot change the capacity, and
-        what it saves, branch work on requests a sibling drops, is goodput. The name is kept, so reports
-        still name the policy."""
-        if self.pace == "none":
+        what it saves, branch work on requests a sibling drops, is goodput. Without ``virtual_queue``: the
+        entry sheds what the bottleneck finishes at its current size, so the bottleneck's input, which a
+        per-stage autoscaler sizes it on, never exceeds that size and it grows late (bench/RESULTS.md,
+        "Slow-last-stage chains"). The name is kept, so reports still name the policy."""
+        if self.pace == "none" and not self.virtual_queue:
             return self
-        return dataclasses.replace(self, pace="none")
+        return dataclasses.replace(self, pace="none", virtual_queue=False)
 
     @property
     def uses_planner_terms(self) -> bool:
@@ -340,7 +344,8 @@ def _specs() -> dict[str, PolicySpec]:
                    coherent_branches=True, idle_batch=True, mu_at_capacity=True, mu_at_capacity_entry=False,
                    coherent_paths=True,
                    prior_terms=True, overload_upper=True, overload_below="overloaded", coherent_rank=True,
-                   live_queues=True, shed_demand=True, llm_tokens=True, llm_quantile=0.5, llm_lbf=True,
+                   live_queues=True, virtual_queue=True, shed_demand=True, llm_tokens=True, llm_quantile=0.5,
+                   llm_lbf=True,
                    llm_live_queue=True,
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "
                                "utilisation-aware downstream estimate corrected online (DESIGN 3.7)"),

@@ -39,12 +39,15 @@ public:
 
     // held: the requests between this entry and the end of the bottleneck's batches now (forwarded, not yet
     // finished there). The backlog is never below them (the rate may be above what the bottleneck really
-    // finishes, or another entry feeds it); once they are none it is none. Between, what a stage below
-    // dropped still counts until the rate drains it: anchored to the live count, a bottleneck that serves
-    // its newest first (HBF) and drops its oldest would let the entry forward its excess again.
-    void anchor(std::size_t held, bool bottleneck_idle) noexcept {
+    // finishes, or another entry feeds it); once they are none it is none, and it is them alone when the
+    // backlog is counted against another stage than before (reset: what it counted drains at the old
+    // stage's rate, not the new one's, and carried over it sheds for a stage that holds none of it).
+    // Between, what a stage below dropped still counts until the rate drains it: anchored to the live
+    // count, a bottleneck that serves its newest first (HBF) and drops its oldest would let the entry
+    // forward its excess again.
+    void anchor(std::size_t held, bool reset) noexcept {
         const auto h = static_cast<double>(held);
-        if (backlog_ < h || bottleneck_idle) backlog_ = h;
+        if (backlog_ < h || reset) backlog_ = h;
     }
 
     void forwarded() noexcept { backlog_ += 1.0; }
@@ -133,18 +136,34 @@ public:
 
 private:
     // The bottleneck below this entry (nullptr: none slower than it), its terms fixed for this batch.
+    // Among stages whose rates tie within the noise (kSlower), the one it counted against before stays the
+    // bottleneck: tied stages' published rates cross on every sync, and each switch resets the backlog.
     template <class Stage>
     const Stage* pick(double own_rate, const std::vector<const Stage*>& below, std::int64_t now_ns) {
         const Stage* bn = nullptr;
-        double rate = 0.0;
+        const Stage* prev = nullptr;  // the stage counted against before, while it still publishes a rate
+        double rate = 0.0, prev_rate = 0.0;
         for (const Stage* s : below) {
             const double r = s->effective_terms().service_rate;
             if (r > 0.0 && (bn == nullptr || r < rate)) {
                 bn = s;
                 rate = r;
             }
+            if (r > 0.0 && static_cast<const void*>(s) == last_) {
+                prev = s;
+                prev_rate = r;
+            }
         }
-        if (bn == nullptr || !(own_rate > 0.0) || !(rate < kSlower * own_rate)) return nullptr;
+        if (prev != nullptr && kSlower * prev_rate < rate) {
+            bn = prev;
+            rate = prev_rate;
+        }
+        // An llm stage's pace is tokens, not batches of a fixed duration: its entry sheds on its live queue
+        // (Policy::llm_live_queue), and a backlog drained at a batch rate sheds what it would finish.
+        if (bn == nullptr || bn->config().llm || !(own_rate > 0.0) || !(rate < kSlower * own_rate)) {
+            last_ = nullptr;
+            return nullptr;
+        }
         vq_.drain(now_ns, rate);
         std::size_t held = flight.count();  // forwarded, not yet finished at the bottleneck
         for (const Stage* s : below) {
@@ -152,7 +171,8 @@ private:
             if (s == bn || std::find(under.begin(), under.end(), bn) != under.end()) held += s->queued() + s->vq_.flight.count();
         }
         const std::size_t bn_flight = bn->vq_.flight.count();
-        vq_.anchor(held, bn->queued() == 0 && bn_flight == 0);
+        vq_.anchor(held, (bn->queued() == 0 && bn_flight == 0) || static_cast<const void*>(bn) != last_);
+        last_ = bn;
         rate_ = rate;
         d_ns_ = bn->expected_duration_ns(bn->config().max_batch);
         below_ns_ = bn->effective_terms().downstream_ns;
@@ -171,6 +191,7 @@ private:
     }
 
     VirtualQueue vq_;
+    const void* last_ = nullptr;  // the stage the backlog counts against (nullptr: none); compared, never read
     double rate_ = 0.0;           // the bottleneck's service rate (req/s), this batch
     std::int64_t d_ns_ = 0;       // its d(B) (ns), this batch
     std::int64_t below_ns_ = 0;   // its downstream term (ns), this batch
