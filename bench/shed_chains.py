@@ -4,7 +4,7 @@ Each chain has 2-5 stages, one worker each, max batch 8; the stages above the la
 ``1 / ratio`` times the last stage's full-batch throughput (``ratio`` = the bottleneck ratio: the last
 stage's capacity over the others'). Arrivals are Poisson or bursty (``pard.workloads.bursty``, cv 1.5) at
 ``load`` times the pipeline's capacity, with or without two service tiers. For ``pard``, ``pard`` with
-``virtual_queue=True`` (``pard+vq``) and ``nexus`` it prints goodput / bound, the invalid rate and the share
+``virtual_queue=False`` (``pard-vq``) and ``nexus`` it prints goodput / bound, the invalid rate and the share
 of drops made before any compute (at the entry stage, which spends nothing before its own batch).
 
     python bench/shed_chains.py [--duration 30] [--quick]
@@ -40,9 +40,9 @@ def chain(n: int, ratio: float, tiered: bool) -> PipelineSpec:
 
 
 def row(spec: PipelineSpec, arrivals: np.ndarray, tiers: np.ndarray | None) -> dict[str, tuple[float, float, float]]:
-    vq = dataclasses.replace(get_policy("pard"), virtual_queue=True)
+    no_vq = dataclasses.replace(get_policy("pard"), virtual_queue=False)
     out = {}
-    for name, pol in (("pard", "pard"), ("pard+vq", vq), ("nexus", "nexus")):
+    for name, pol in (("pard", "pard"), ("pard-vq", no_vq), ("nexus", "nexus")):
         r = pard.simulate(spec, arrivals, pol, tiers=tiers, jitter_cv=0.1)
         drops = r.dropped + r.rejected
         first = r.stages[0].dropped + r.stages[0].rejected
@@ -57,7 +57,7 @@ def main() -> None:
     a = ap.parse_args()
     ns = (2, 4) if a.quick else (2, 3, 4, 5)
     ratios = (0.5, 0.9) if a.quick else (0.5, 0.7, 0.9)
-    print("| stages | ratio | load | arrivals | tiers | pard gp/bound, invalid, before | pard+vq | nexus |")
+    print("| stages | ratio | load | arrivals | tiers | pard gp/bound, invalid, before | pard-vq | nexus |")
     print("|---|---|---|---|---|---|---|---|")
     sums: dict[str, list[np.ndarray]] = {}
     for n, ratio, load, kind, tiered in itertools.product(ns, ratios, (1.2, 2.0), ("poisson", "bursty"), (False, True)):

@@ -142,7 +142,9 @@ def test_prior_terms_budget_downstream_for_a_burst_before_the_first_sync() -> No
 
     spec = config.PipelineSpec(name="ab", slo=0.2, stages=[stage("a", 0.01, succ=["b"]), stage("b", 0.05)])
     arr = np.zeros(100)
-    base = dataclasses.replace(POLICIES["pard"], live_queues=False)  # the published terms alone (see below)
+    # the published terms alone (see below), without the entry's virtual queue, which sheds this burst down to
+    # what b finishes (3 run at a) whatever the terms: the lever alone
+    base = dataclasses.replace(POLICIES["pard"], live_queues=False, virtual_queue=False)
     plain = simulate(spec, arr, dataclasses.replace(base, name="pard-no-prior", prior_terms=False), jitter_cv=0.0)
     prior = simulate(spec, arr, dataclasses.replace(base, name="pard-prior"), jitter_cv=0.0)  # pard publishes the prior
     assert plain.stages[0].executed == 20 and prior.stages[0].executed == 10
@@ -161,9 +163,10 @@ def test_live_queues_stop_an_entry_feeding_a_backlog_below() -> None:
 
     spec = config.PipelineSpec(name="ab", slo=0.2, stages=[stage("a", 0.01, succ=["b"]), stage("b", 0.05)])
     arr = np.concatenate([[0.0], np.full(100, 0.5)])
-    off = simulate(spec, arr, dataclasses.replace(POLICIES["pard"], name="pard-no-live", live_queues=False),
-                   jitter_cv=0.0)
-    live = simulate(spec, arr, "pard", jitter_cv=0.0)
+    # without the entry's virtual queue, which sheds the burst down to what b finishes either way: the lever alone
+    base = dataclasses.replace(POLICIES["pard"], virtual_queue=False)
+    off = simulate(spec, arr, dataclasses.replace(base, name="pard-no-live", live_queues=False), jitter_cv=0.0)
+    live = simulate(spec, arr, base, jitter_cv=0.0)
     assert off.on_time == live.on_time == 4
     assert 4 <= live.stages[0].executed < off.stages[0].executed == 11
     assert live.invalid_rate < off.invalid_rate

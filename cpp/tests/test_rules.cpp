@@ -222,6 +222,20 @@ void virtual_queue_counts_forwards_against_the_bottleneck_rate() {
     CHECK(flight.count() == 5);
     flight.finished(9);  // more ended than taken (a batch observed by hand): none, never wrapped
     CHECK(flight.count() == 0);
+    rules::TierBacklog tiers;  // tier 1 weighs 4, tier 0 1: the rate drains tier 1 first
+    tiers.weights({1.0, 4.0});
+    for (int i = 0; i < 5; ++i) tiers.forwarded(0);
+    for (int i = 0; i < 3; ++i) tiers.forwarded(1);
+    tiers.drain(20 * kMs, 100.0, 8.0);  // 2 served, both of tier 1
+    CHECK(tiers.ahead(1, 6.0) > 0.999 && tiers.ahead(1, 6.0) < 1.001);
+    CHECK(tiers.ahead(7, 6.0) == 6.0);  // an unknown tier code is tier 0's, the lightest
+    CHECK(tiers.ahead(0, 6.0) == 6.0);  // the lightest tier: the whole backlog
+    tiers.drain(20 * kMs, 100.0, 3.0);  // the whole fell to 3 (the anchor): the parts shrink with it
+    CHECK(tiers.ahead(1, 3.0) > 0.499 && tiers.ahead(1, 3.0) < 0.501);
+    rules::TierBacklog one;  // one tier: no split
+    one.weights({1.0});
+    one.forwarded(0);
+    CHECK(one.ahead(0, 7.0) == 7.0);
     // leaving at 20 ms, the backlog served at 300 ms, the bottleneck's batch 45 ms, 10 ms below it
     CHECK(rules::virtual_queue_threshold(20 * kMs, 300 * kMs, 45 * kMs, 10 * kMs) == 355 * kMs);
     // no backlog: the request starts at the bottleneck when it gets there
@@ -253,12 +267,16 @@ void virtual_queue_gate_keeps_the_bottleneck_fed_and_marks_it_paced() {
     const std::vector<const GateStage*> below{&bn};
     rules::VirtualQueueGate entry, other;
     const auto shed = static_cast<int>(Reason::kShed);
-    entry.begin(true, 200.0, below, 0);
+    entry.begin(true, 200.0, below, 0, {1.0, 4.0});  // two tiers: index 1 the heavier
     CHECK(bn.vq_.paced());
     // leaving at 10 ms: a request forwarded now starts at 100 ms and ends at 180 ms; a deadline of 150 ms
     // misses, yet 10 + 6 forwards stay within the floor, so the first 6 such go on; the 7th is shed
     for (std::uint64_t i = 0; i < 6; ++i) CHECK(entry.verdict(false, req(i, 150 * kMs), 10 * kMs, 0) == -1);
     CHECK(entry.verdict(false, req(6, 150 * kMs), 10 * kMs, 0) == shed);
+    // a tier that outranks another is served ahead of the lower tiers' backlog: it counts only its own (none
+    // yet), so 150 ms is met; then one of its own ahead, and a deadline under that batch's end is shed
+    CHECK(entry.verdict(false, req(60, 150 * kMs, 0, 1), 10 * kMs, 0) == -1);
+    CHECK(entry.verdict(false, req(61, 50 * kMs, 0, 1), 10 * kMs, 0) == shed);
     CHECK(entry.verdict(false, req(7, 10'000 * kMs), 10 * kMs, 0) == -1);  // ample slack: forwarded
     CHECK(entry.verdict(true, req(8, 10'000 * kMs), 10 * kMs, 0) == static_cast<int>(Reason::kInfeasible));
     other.begin(true, 200.0, below, 0);  // two entries pace it: a count

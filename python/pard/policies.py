@@ -173,10 +173,10 @@ class PolicySpec:
             (rules/virtual_queue.hpp; DESIGN §3.7). It sheds nothing while less than two of the bottleneck's
             full batches per worker lie between the entry and the bottleneck's batches, and the bottleneck pops
             lowest budget first while an entry counts against it. Stages tied within 5 % keep the one counted
-            against before. Off in ``pard``: it sheds without regard to tiers (a gold tier with the tighter
-            SLO lost a third of its requests in ``tests/test_sim.py``'s on/off bursts); never while an
-            autoscaler sizes the stages (:meth:`for_autoscaling`). Read per batch in C++ from the stages of the same process (on Ray, as
-            off).
+            against before. On a tiered entry each tier counts only its own and the heavier tiers' backlog (the
+            bottleneck serves those first), so the lightest tier is shed first. ``pard``: on a fixed pool of
+            workers; not while an autoscaler sizes the stages (:meth:`for_autoscaling`). Read per batch in C++
+            from the stages of the same process (on Ray, as off).
         prior_terms: before the planner's first interval, publish the terms of an idle interval (the
             profile's durations, no queueing, the stages' service rates), so that a run or a burst that
             starts before the first sync is not served without any downstream estimate or overload test.
@@ -345,7 +345,8 @@ def _specs() -> dict[str, PolicySpec]:
                    coherent_branches=True, idle_batch=True, mu_at_capacity=True, mu_at_capacity_entry=False,
                    coherent_paths=True,
                    prior_terms=True, overload_upper=True, overload_below="overloaded", coherent_rank=True,
-                   live_queues=True, shed_demand=True, llm_tokens=True, llm_quantile=0.5, llm_lbf=True,
+                   live_queues=True, virtual_queue=True, shed_demand=True, llm_tokens=True, llm_quantile=0.5,
+                   llm_lbf=True,
                    llm_live_queue=True,
                    description="pard-paper + tier-aware priority, overload reaction within a batch, "
                                "utilisation-aware downstream estimate corrected online (DESIGN 3.7)"),

@@ -305,7 +305,7 @@ private:
         const bool raise = (overloaded || rules::below_signals(cfg_.policy.overload_below, below_)) && raise_fits(t, t_e_ns, d);
         const std::int64_t down = rules::pop_downstream_ns(t, raise);
         const std::int64_t transit = t_e_ns - now_ns + d;
-        vq_.begin(cfg_.policy.virtual_queue && cfg_.entry, t.service_rate, below_, now_ns);  // rules/virtual_queue.hpp
+        vq_.begin(cfg_.policy.virtual_queue && cfg_.entry, t.service_rate, below_, now_ns, tiers_ > 1 ? cfg_.tier_weights : rules::kOneTier);
         if (cfg_.policy.live_queues && tiers_ > 1) {
             for (std::size_t k = 0; k < tier_thr_.size(); ++k) {
                 const std::int64_t pub = rules::tier_downstream_ns(t, outranks(k));

@@ -64,6 +64,67 @@ private:
     std::int64_t at_ns_ = 0;
 };
 
+// What a tiered entry passes for a stage of one tier (VirtualQueueGate::begin).
+inline const std::vector<double> kOneTier{};
+
+// The part of a virtual queue's backlog of each service tier (the stage's tier index), as the bottleneck
+// serves them: a heavier tier goes ahead of a lighter one, so its rate drains the heaviest first, and what lies
+// ahead of a request is its own tier's part and the heavier tiers'. The lightest tier has everything ahead of
+// it (what the anchor counts is not split by tier), and so does every request of a stage with one tier.
+class TierBacklog {
+public:
+    // The stage's tier weights (one per tier index; fewer than two: no split). Fixed for a stage.
+    void weights(const std::vector<double>& w) {
+        if (w.size() == w_.size()) return;
+        w_ = w;
+        part_.assign(w.size(), 0.0);
+        order_.resize(w.size());
+        for (std::size_t k = 0; k < order_.size(); ++k) order_[k] = k;
+        std::stable_sort(order_.begin(), order_.end(), [this](std::size_t a, std::size_t b) { return w_[a] > w_[b]; });
+    }
+
+    // Drains rate (req/s) from the last call to now_ns, heaviest tier first; the parts never add up to more
+    // than whole, the backlog they split.
+    void drain(std::int64_t now_ns, double rate, double whole) noexcept {
+        double budget = now_ns > at_ns_ && rate > 0.0 ? rate * static_cast<double>(now_ns - at_ns_) * 1e-9 : 0.0;
+        if (now_ns > at_ns_) at_ns_ = now_ns;
+        double sum = 0.0;
+        for (std::size_t k : order_) {
+            const double take = part_[k] < budget ? part_[k] : budget;
+            part_[k] -= take;
+            budget -= take;
+            sum += part_[k];
+        }
+        if (sum > whole) {
+            for (double& p : part_) p = sum > 0.0 ? p * whole / sum : 0.0;
+        }
+    }
+
+    void forwarded(std::int32_t tier) noexcept {
+        if (part_.size() > 1) part_[index(tier)] += 1.0;
+    }
+
+    // The backlog ahead of a request of this tier code (whole: the backlog the parts split).
+    [[nodiscard]] double ahead(std::int32_t tier, double whole) const noexcept {
+        if (part_.size() < 2) return whole;
+        const std::size_t t = index(tier);
+        if (w_[t] <= w_[order_.back()]) return whole;
+        double sum = 0.0;
+        for (std::size_t k = 0; k < part_.size(); ++k) sum += w_[k] >= w_[t] ? part_[k] : 0.0;
+        return sum < whole ? sum : whole;
+    }
+
+private:
+    // A tier code's index, as the stage's tiered queue files it (an unknown code: tier 0's).
+    [[nodiscard]] std::size_t index(std::int32_t tier) const noexcept {
+        return (tier < 0 || static_cast<std::size_t>(tier) >= part_.size()) ? 0 : static_cast<std::size_t>(tier);
+    }
+
+    std::vector<double> w_, part_;
+    std::vector<std::size_t> order_;  // tier indices, heaviest first
+    std::int64_t at_ns_ = 0;
+};
+
 // The earliest a request forwarded by a batch ending at leave_ns can finish: it starts at the bottleneck
 // no sooner than it gets there and than the backlog ahead of it is served (served_ns), then runs the
 // bottleneck's batch (bottleneck_d_ns) and whatever the bottleneck's own downstream term says lies below.
@@ -107,8 +168,11 @@ public:
     // At an entry whose slowest stage below (the least published service rate) is slower than itself
     // (own_rate): drains and anchors the backlog and fixes the bottleneck's terms for this batch's pops.
     // on: the policy asks for it at this stage; off, every verdict forwards.
+    // tier_weights: this stage's, one per tier its queue serves apart (kOneTier: one).
     template <class Stage>
-    void begin(bool on, double own_rate, const std::vector<const Stage*>& below, std::int64_t now_ns) {
+    void begin(bool on, double own_rate, const std::vector<const Stage*>& below, std::int64_t now_ns,
+               const std::vector<double>& tier_weights = kOneTier) {
+        if (on) tiers_.weights(tier_weights);
         const Stage* bn = on ? pick(own_rate, below, now_ns) : nullptr;
         active_ = bn != nullptr;
         pace(bn != nullptr ? &bn->vq_ : nullptr);
@@ -119,16 +183,20 @@ public:
     [[nodiscard]] bool paced() const noexcept { return pacers_.load(std::memory_order_relaxed) > 0; }
 
     // The pop's verdict on r once the pard rule has judged it (infeasible: it drops r): -1 to forward r from
-    // a batch ending at leave_ns (counted in the backlog), else the Reason code (kInfeasible, kShed).
+    // a batch ending at leave_ns (counted in the backlog), else the Reason code (kInfeasible, kShed). On a
+    // stage with several tiers, what lies ahead of r is its tier's part (TierBacklog: the lightest tier is
+    // shed first).
     [[nodiscard]] int verdict(bool infeasible, const Request& r, std::int64_t leave_ns, std::int64_t now_ns) noexcept {
         if (infeasible) return static_cast<int>(Reason::kInfeasible);
         if (!active_) return -1;
-        if (r.deadline_ns < virtual_queue_threshold(leave_ns, vq_.served_ns(now_ns, rate_), d_ns_, below_ns_) &&
-            !(pending_ < floor_)) {
+        const double ahead = tiers_.ahead(r.tier, vq_.backlog());
+        const auto served_ns = now_ns + static_cast<std::int64_t>(ahead / rate_ * 1e9);
+        if (!(pending_ < floor_) && r.deadline_ns < virtual_queue_threshold(leave_ns, served_ns, d_ns_, below_ns_)) {
             return static_cast<int>(Reason::kShed);
         }
         pending_ += 1.0;
         vq_.forwarded();
+        tiers_.forwarded(r.tier);
         return -1;
     }
 
@@ -172,6 +240,7 @@ private:
         }
         const std::size_t bn_flight = bn->vq_.flight.count();
         vq_.anchor(held, (bn->queued() == 0 && bn_flight == 0) || static_cast<const void*>(bn) != last_);
+        tiers_.drain(now_ns, rate, vq_.backlog());
         last_ = bn;
         rate_ = rate;
         d_ns_ = bn->expected_duration_ns(bn->config().max_batch);
@@ -191,6 +260,7 @@ private:
     }
 
     VirtualQueue vq_;
+    TierBacklog tiers_;           // vq_'s backlog by tier
     const void* last_ = nullptr;  // the stage the backlog counts against (nullptr: none); compared, never read
     double rate_ = 0.0;           // the bottleneck's service rate (req/s), this batch
     std::int64_t d_ns_ = 0;       // its d(B) (ns), this batch
