@@ -268,6 +268,9 @@ void virtual_queue_gate_keeps_the_bottleneck_fed_and_marks_it_paced() {
     rules::VirtualQueueGate entry, other;
     const auto shed = static_cast<int>(Reason::kShed);
     entry.begin(true, 200.0, below, 0, {1.0, 4.0});  // two tiers: index 1 the heavier
+    CHECK(!bn.vq_.paced());  // no batch has ended there: its rate is the profile's word alone
+    bn.vq_.flight.finished(0);
+    entry.begin(true, 200.0, below, 0, {1.0, 4.0});
     CHECK(bn.vq_.paced());
     // leaving at 10 ms: a request forwarded now starts at 100 ms and ends at 180 ms; a deadline of 150 ms
     // misses, yet 10 + 6 forwards stay within the floor, so the first 6 such go on; the 7th is shed
@@ -294,6 +297,8 @@ void virtual_queue_gate_keeps_a_tied_bottleneck_and_resets_on_a_switch() {
     b.terms.service_rate = 102.0;
     a.waiting = 10;
     b.waiting = 5;
+    a.vq_.flight.finished(0);  // both have run a batch
+    b.vq_.flight.finished(0);
     const std::vector<const GateStage*> below{&a, &b};
     rules::VirtualQueueGate entry;
     const auto shed = static_cast<int>(Reason::kShed);

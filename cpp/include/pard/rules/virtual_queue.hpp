@@ -140,14 +140,21 @@ private:
 class InFlight {
 public:
     void taken(std::size_t n) noexcept { taken_.fetch_add(n, std::memory_order_relaxed); }
-    void finished(std::int64_t b) noexcept { done_.fetch_add(static_cast<std::uint64_t>(b), std::memory_order_relaxed); }
+    void finished(std::int64_t b) noexcept {
+        done_.fetch_add(static_cast<std::uint64_t>(b), std::memory_order_relaxed);
+        ended_.store(true, std::memory_order_relaxed);
+    }
     [[nodiscard]] std::size_t count() const noexcept {
         const std::uint64_t t = taken_.load(std::memory_order_relaxed), d = done_.load(std::memory_order_relaxed);
         return t > d ? static_cast<std::size_t>(t - d) : 0;
     }
 
+    // Whether a batch has ended here: the stage's speed is measured, not the profile's word alone.
+    [[nodiscard]] bool ran() const noexcept { return ended_.load(std::memory_order_relaxed); }
+
 private:
     std::atomic<std::uint64_t> taken_{0}, done_{0};
+    std::atomic<bool> ended_{false};
 };
 
 // The floor, in batch-times of the bottleneck's work at its service rate (rate x d(B): one full batch per
@@ -227,8 +234,11 @@ private:
             rate = prev_rate;
         }
         // An llm stage's pace is tokens, not batches of a fixed duration: its entry sheds on its live queue
-        // (Policy::llm_live_queue), and a backlog drained at a batch rate sheds what it would finish.
-        if (bn == nullptr || bn->config().llm || !(own_rate > 0.0) || !(rate < kSlower * own_rate)) {
+        // (Policy::llm_live_queue), and a backlog drained at a batch rate sheds what it would finish. A stage
+        // that has run no batch yet has only its profile's rate, against this entry's measured one (a
+        // profile that is 20x slow made an idle stage look like the bottleneck and shed a burst it served).
+        if (bn == nullptr || bn->config().llm || !bn->vq_.flight.ran() || !(own_rate > 0.0) ||
+            !(rate < kSlower * own_rate)) {
             last_ = nullptr;
             return nullptr;
         }
