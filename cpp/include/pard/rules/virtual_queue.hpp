@@ -64,7 +64,7 @@ private:
     std::int64_t at_ns_ = 0;
 };
 
-// What a tiered entry passes for a stage of one tier (VirtualQueueGate::begin).
+// The tier weights of a stage that serves one tier (VirtualQueueGate::begin: no split by tier).
 inline const std::vector<double> kOneTier{};
 
 // The part of a virtual queue's backlog of each service tier (the stage's tier index), as the bottleneck
